@@ -1,0 +1,50 @@
+// First start: when no org exists, create org `default`, its user `admin` and a PAT with `*` and
+// `orgs:admin`; the secret is returned once (main prints it) and written to
+// ${dataDir}/admin-token with mode 0600. With a bootstrap token configured (automation), the start
+// also makes sure a PAT with exactly that secret exists for the default org's admin.
+import { mkdir, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { Logger } from '../logger.ts'
+import type { Accounts } from './accounts.ts'
+import { hashToken } from '../auth/token-format.ts'
+
+export interface BootstrapResult {
+  /** The admin PAT secret when this start created it, else null. */
+  createdToken: string | null
+  /** Where the first admin token was written. */
+  tokenFile: string
+}
+
+export const adminAbilities = ['*', 'orgs:admin']
+
+export async function bootstrap (accounts: Accounts, options: { dataDir: string, bootstrapToken: string | null, log: Logger }): Promise<BootstrapResult> {
+  const { dataDir, bootstrapToken, log } = options
+  const store = accounts.store
+  const tokenFile = join(dataDir, 'admin-token')
+  const now = Date.now()
+
+  if (store.orgCount() === 0) {
+    const { org, user, token } = await accounts.createOrgWithOwner('default', now, ['orgs:admin'], bootstrapToken ?? undefined)
+    await mkdir(dataDir, { recursive: true })
+    await writeFile(tokenFile, token + '\n', { mode: 0o600 })
+    log.info('bootstrap: created org, admin user and admin token', { org: org.name, user: user.name, token_file: tokenFile })
+    return { createdToken: token, tokenFile }
+  }
+
+  if (bootstrapToken) {
+    const existing = store.patByHash(hashToken(bootstrapToken))
+    if (existing?.revokedAt) {
+      log.warn('bootstrap token was revoked; it stays revoked', { token_id: existing.id })
+    } else if (!existing) {
+      const org = store.orgByName('default')
+      const admin = org && store.usersOfOrg(org.id).find((u) => u.name === 'admin')
+      if (!admin) {
+        log.warn('bootstrap token not installed: org default or its admin user is missing')
+      } else {
+        await accounts.createPat(admin, 'bootstrap', adminAbilities, 0, now, bootstrapToken)
+        log.info('bootstrap token installed as admin PAT')
+      }
+    }
+  }
+  return { createdToken: null, tokenFile }
+}

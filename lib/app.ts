@@ -1,0 +1,178 @@
+// Wires the service together: ClickHouse (managed or given), migrations, the metadata cache, the
+// bootstrap, the routes and the HTTP server. start() brings it all up; close() takes it down in
+// the reverse order: stop taking requests, finish those in flight, flush what they wrote, stop
+// the managed ClickHouse.
+import { join } from 'node:path'
+import type { AddressInfo } from 'node:net'
+import type { Config } from './config.ts'
+import type { Logger } from './logger.ts'
+import { createClickHouse } from './storage/clickhouse.ts'
+import type { ClickHouse } from './storage/clickhouse.ts'
+import { startManagedClickHouse } from './storage/managed-clickhouse.ts'
+import type { ManagedClickHouse } from './storage/managed-clickhouse.ts'
+import { isMigrated, migrate } from './storage/migrate.ts'
+import { MetadataStore } from './storage/metadata-store.ts'
+import { Accounts } from './accounts/accounts.ts'
+import { bootstrap } from './accounts/bootstrap.ts'
+import type { BootstrapResult } from './accounts/bootstrap.ts'
+import { Authenticator } from './auth/authenticate.ts'
+import { Router } from './http/router.ts'
+import { createHttpServer } from './http/server.ts'
+import type { HttpServer } from './http/server.ts'
+import { registerHealthRoutes } from './http/health-route.ts'
+import { registerStreamRoutes } from './streams/streams-route.ts'
+import { registerIngestTokenRoutes } from './streams/ingest-tokens-route.ts'
+import { registerTokenRoutes } from './auth/tokens-route.ts'
+import { registerOrgRoutes } from './accounts/orgs-route.ts'
+import { Piscina } from 'piscina'
+import { createBatchWriter } from './storage/batch-writer.ts'
+import type { BatchWriter } from './storage/batch-writer.ts'
+import { eventColumns } from './ingest/parse-task.ts'
+import { Admission } from './ingest/admission.ts'
+import { IdempotencyCache } from './ingest/idempotency.ts'
+import { registerIngestRoute } from './ingest/ingest-route.ts'
+import { createSluiceMetrics } from './metrics/metrics.ts'
+import type { SluiceMetrics } from './metrics/metrics.ts'
+import { registerMetricsRoute } from './metrics/metrics-route.ts'
+
+export interface App {
+  config: Config
+  clickhouse: ClickHouse
+  store: MetadataStore
+  accounts: Accounts
+  bootstrap: BootstrapResult
+  /** Managed ClickHouse process, when Sluice started its own. */
+  managed: ManagedClickHouse | null
+  http: HttpServer
+  writer: BatchWriter
+  pool: Piscina
+  admission: Admission
+  metrics: SluiceMetrics
+  listen (): Promise<AddressInfo>
+  close (): Promise<void>
+}
+
+/** Starts ClickHouse when it is Sluice's to run, or connects to the configured one. */
+export async function connectClickHouse (config: Config, log: Logger): Promise<{ clickhouse: ClickHouse, managed: ManagedClickHouse | null }> {
+  let managed: ManagedClickHouse | null = null
+  let url = config.clickhouse.url
+  if (url === null) {
+    managed = await startManagedClickHouse({
+      dataDir: join(config.dataDir, 'clickhouse'),
+      binary: config.clickhouse.binary,
+      startTimeoutMs: config.clickhouse.startTimeoutMs,
+      log: log.child({ component: 'clickhouse' }),
+    })
+    url = managed.url
+  }
+  const clickhouse = createClickHouse({
+    url,
+    user: config.clickhouse.user,
+    password: config.clickhouse.password,
+    database: config.clickhouse.database,
+    requestTimeoutMs: config.clickhouse.requestTimeoutMs,
+  })
+  return { clickhouse, managed }
+}
+
+export interface AppOptions {
+  /** Clock (ms) for token expiry; tests move it instead of waiting. */
+  now?: () => number
+}
+
+export async function createApp (config: Config, log: Logger, options: AppOptions = {}): Promise<App> {
+  const { clickhouse, managed } = await connectClickHouse(config, log)
+  let store: MetadataStore | undefined
+  try {
+    await migrate(clickhouse, log)
+    store = new MetadataStore({ clickhouse, log, refreshIntervalMs: config.metadata.refreshIntervalMs })
+    await store.start()
+    const accounts = new Accounts(store, config.tokens)
+    const boot = await bootstrap(accounts, { dataDir: config.dataDir, bootstrapToken: config.bootstrapToken, log })
+    const auth = new Authenticator(store, options.now)
+
+    const router = new Router()
+    registerHealthRoutes(router, async () => {
+      try {
+        return (await isMigrated(clickhouse)) ? { ready: true } : { ready: false, reason: 'schema not migrated' }
+      } catch {
+        return { ready: false, reason: 'ClickHouse unreachable' }
+      }
+    })
+    registerStreamRoutes(router, { auth, accounts, clickhouse })
+    registerIngestTokenRoutes(router, { auth, accounts })
+    registerTokenRoutes(router, { auth, accounts })
+    registerOrgRoutes(router, { auth, accounts })
+
+    const metrics = createSluiceMetrics()
+    const pool = new Piscina({
+      filename: new URL('./ingest/parse-worker.ts', import.meta.url).href,
+      minThreads: config.ingest.workers,
+      maxThreads: config.ingest.workers,
+      // Tasks waiting for a thread before the pool asks callers to hold back (needsDrain).
+      maxQueue: config.ingest.workers * 8,
+      idleTimeout: Infinity,
+    })
+    const writer = createBatchWriter({
+      clickhouse, table: 'events', columns: eventColumns, log: log.child({ component: 'writer' }),
+      maxBatchRows: config.writer.maxBatchRows,
+      flushIntervalMs: config.writer.flushIntervalMs,
+      minInsertIntervalMs: config.writer.minInsertIntervalMs,
+      retryTimeoutMs: config.writer.retryTimeoutMs,
+      maxPendingBytes: config.limits.maxUncommittedBytes,
+      onInsert: (stats) => {
+        if (stats.ok) {
+          metrics.batchRows.observe(stats.rows)
+          metrics.insertSeconds.observe(stats.durationMs / 1000)
+        } else {
+          metrics.insertFailures.inc()
+        }
+      },
+    })
+    const admission = new Admission({
+      limits: config.limits,
+      writerPendingBytes: () => writer.pendingBytes,
+      writerNeedsDrain: () => writer.needsDrain,
+      onReject: (reason) => metrics.rejected.inc({ reason }),
+    })
+    registerIngestRoute(router, {
+      config: config.ingest, auth, store, admission, pool, writer, metrics, idempotency: new IdempotencyCache(),
+    })
+    metrics.registry.gauge('sluice_uncommitted_bytes', 'Bytes accepted and not yet committed', () => admission.uncommittedBytes)
+    metrics.registry.gauge('sluice_writer_pending_rows', 'Rows waiting for or in a ClickHouse insert', () => writer.pendingRows)
+    metrics.registry.gauge('sluice_worker_queue', 'Parse tasks waiting for a worker thread', () => pool.queueSize)
+    registerMetricsRoute(router, metrics)
+
+    const http = createHttpServer({
+      config: config.server, router, log,
+      onResponse: (route, method, status, ms) => {
+        metrics.requests.inc({ route, method, status })
+        metrics.requestSeconds.observe(ms / 1000, { route })
+      },
+    })
+    metrics.registry.gauge('sluice_http_in_flight', 'HTTP requests being handled', () => http.inFlight)
+    const metadata = store
+    let closed: Promise<void> | null = null
+
+    return {
+      config, clickhouse, store, accounts, bootstrap: boot, managed, http, writer, pool, admission, metrics,
+      listen: () => http.listen(config.server.port, config.server.host),
+      close () {
+        closed ??= (async () => {
+          await http.close()
+          await writer.close()
+          await pool.destroy()
+          await metadata.stop()
+          await clickhouse.close()
+          if (managed) await managed.stop()
+        })()
+        return closed
+      },
+    }
+  } catch (err) {
+    await store?.stop().catch(() => {})
+    await clickhouse.close().catch(() => {})
+    if (managed) await managed.stop().catch(() => {})
+    throw err
+  }
+}

@@ -1,0 +1,89 @@
+// Authentication and authorization (SPEC.md section 4), in the order the spec gives:
+// header shape (401) → token checksum (403, no lookup) → known, not expired, not revoked (403)
+// → token kind for the route (403) → ability or stream (403). Resource existence (404) is the
+// route's job, after this.
+import type { IncomingMessage } from 'node:http'
+import { SluiceError } from '../errors.ts'
+import type { MetadataStore, IngestTokenRecord, OrgRecord, PatRecord, UserRecord } from '../storage/metadata-store.ts'
+import { hashToken, hashesEqual, parseToken } from './token-format.ts'
+import type { TokenKind } from './token-format.ts'
+import { hasAbility } from './abilities.ts'
+import type { Ability } from './abilities.ts'
+
+export interface PatPrincipal { kind: 'pat', pat: PatRecord, org: OrgRecord, user: UserRecord }
+export interface IngestPrincipal { kind: 'ingest', token: IngestTokenRecord, org: OrgRecord }
+
+// RFC 6750 b64token (token68) after a case-insensitive "Bearer" scheme.
+const bearerPattern = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i
+
+/** The bearer token of a request, or a 401. */
+export function readBearerToken (req: IncomingMessage): string {
+  const header = req.headers.authorization
+  if (header === undefined || header === '') {
+    throw new SluiceError('unauthorized', 'Missing Authorization header: send Authorization: Bearer <token>')
+  }
+  const m = bearerPattern.exec(header)
+  if (!m) throw new SluiceError('unauthorized', 'Malformed Authorization header: send Authorization: Bearer <token>')
+  return m[1]
+}
+
+function invalid (): SluiceError {
+  return new SluiceError('invalid_token')
+}
+
+function isLive (record: { expiresAt: number | null, revokedAt: number | null }, now: number): boolean {
+  return record.revokedAt === null && (record.expiresAt === null || record.expiresAt > now)
+}
+
+export class Authenticator {
+  #store: MetadataStore
+  #now: () => number
+
+  /** `now` is the clock that decides expiry (ms); tests move it instead of waiting. */
+  constructor (store: MetadataStore, now: () => number = Date.now) {
+    this.#store = store
+    this.#now = now
+  }
+
+  #resolve (req: IncomingMessage, expected: TokenKind, now: number): PatPrincipal | IngestPrincipal {
+    const token = readBearerToken(req)
+    const kind = parseToken(token)
+    if (kind === null) throw invalid() // bad shape or checksum: no lookup
+    const hash = hashToken(token)
+    if (kind === 'pat') {
+      const pat = this.#store.patByHash(hash)
+      if (!pat || !hashesEqual(pat.tokenHash, hash) || !isLive(pat, now)) throw invalid()
+      const org = this.#store.org(pat.orgId)
+      const user = this.#store.user(pat.userId)
+      if (!org || !user) throw invalid()
+      if (expected !== 'pat') throw new SluiceError('wrong_token_kind', 'A personal access token cannot send events; use an ingest token')
+      this.#store.touchToken(pat, now)
+      return { kind: 'pat', pat, org, user }
+    }
+    const tok = this.#store.ingestTokenByHash(hash)
+    if (!tok || !hashesEqual(tok.tokenHash, hash) || !isLive(tok, now)) throw invalid()
+    const org = this.#store.org(tok.orgId)
+    if (!org) throw invalid()
+    if (expected !== 'ingest') throw new SluiceError('wrong_token_kind', 'An ingest token can only send events; use a personal access token')
+    this.#store.touchToken(tok, now)
+    return { kind: 'ingest', token: tok, org }
+  }
+
+  /** A PAT holding `ability`, or the 401/403 the spec prescribes. */
+  requirePat (req: IncomingMessage, ability: Ability): PatPrincipal {
+    const principal = this.#resolve(req, 'pat', this.#now()) as PatPrincipal
+    if (!hasAbility(principal.pat.abilities, ability)) {
+      throw new SluiceError('insufficient_ability', `This token lacks the ability ${ability}`)
+    }
+    return principal
+  }
+
+  /** An ingest token for `stream`, or the 401/403 the spec prescribes. */
+  requireIngest (req: IncomingMessage, stream: string): IngestPrincipal {
+    const principal = this.#resolve(req, 'ingest', this.#now()) as IngestPrincipal
+    if (principal.token.stream !== stream) {
+      throw new SluiceError('forbidden_stream', `This ingest token writes to stream ${principal.token.stream} only`)
+    }
+    return principal
+  }
+}

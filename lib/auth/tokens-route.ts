@@ -1,0 +1,51 @@
+// The caller's own PATs: create (abilities at most the caller's own), list, revoke.
+import type { Router } from '../http/router.ts'
+import { sendEmpty, sendJson, toRfc3339 } from '../http/reply.ts'
+import { readJsonBody } from '../http/json-body.ts'
+import { allowOnly, optionalInteger, optionalString } from '../http/fields.ts'
+import { SluiceError } from '../errors.ts'
+import type { Authenticator } from './authenticate.ts'
+import type { Accounts } from '../accounts/accounts.ts'
+import { patView } from '../accounts/views.ts'
+import { coversAbilities, isAbility, abilities as knownAbilities } from './abilities.ts'
+
+const maxTtlS = 315_360_000
+
+export function registerTokenRoutes (router: Router, deps: { auth: Authenticator, accounts: Accounts }): void {
+  const { auth, accounts } = deps
+
+  router.add('POST', '/api/tokens', async (ctx) => {
+    const { pat, user } = auth.requirePat(ctx.req, 'tokens:manage')
+    const body = await readJsonBody(ctx.req)
+    allowOnly(body, ['name', 'abilities', 'ttl'])
+    const name = optionalString(body, 'name', 200)
+    if (name === undefined || name === '') throw new SluiceError('validation_failed', 'name is required')
+    const requested = body.abilities
+    if (!Array.isArray(requested) || requested.length === 0 || !requested.every(isAbility)) {
+      throw new SluiceError('validation_failed', `abilities must be a non-empty array of: ${knownAbilities.join(', ')}`)
+    }
+    if (!coversAbilities(pat.abilities, requested)) {
+      throw new SluiceError('insufficient_ability', 'A token cannot grant abilities its creator does not hold')
+    }
+    const ttl = optionalInteger(body, 'ttl', 60, maxTtlS) ?? null
+    const issued = await accounts.createPat(user, name, requested, ttl, Date.now())
+    sendJson(ctx, 201, {
+      id: issued.pat.id, token: issued.token, name: issued.pat.name, abilities: issued.pat.abilities,
+      created_at: toRfc3339(issued.pat.createdAt), expires_at: toRfc3339(issued.pat.expiresAt),
+    })
+  })
+
+  router.add('GET', '/api/tokens', (ctx) => {
+    const { user } = auth.requirePat(ctx.req, 'tokens:manage')
+    const now = Date.now()
+    sendJson(ctx, 200, { tokens: accounts.store.patsOfUser(user.id).map((p) => patView(p, now)) })
+  })
+
+  router.add('DELETE', '/api/tokens/:id', async (ctx) => {
+    const { user } = auth.requirePat(ctx.req, 'tokens:manage')
+    const target = accounts.store.pat(ctx.params.id)
+    if (!target || target.userId !== user.id) throw new SluiceError('not_found', 'No such token')
+    await accounts.revokePat(target, Date.now())
+    sendEmpty(ctx, 204)
+  })
+}

@@ -1,0 +1,101 @@
+#!/usr/bin/env node
+// `sluice`: the command line. `serve` and `migrate` run locally against the configured ClickHouse;
+// the others talk to a running Sluice over HTTP (SLUICE_URL, default http://127.0.0.1:8080) with a
+// PAT (SLUICE_TOKEN, else ${SLUICE_DATA_DIR:-./data}/admin-token) or, for `send`, an ingest token
+// (SLUICE_INGEST_TOKEN or --token).
+import { readFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { ConfigError, loadConfig } from '../config.ts'
+import { createLogger } from '../logger.ts'
+import { connectClickHouse } from '../app.ts'
+import { migrate } from '../storage/migrate.ts'
+import { main } from '../main.ts'
+import { ApiClient, CliError } from './api-client.ts'
+import { streamCommand } from './stream-command.ts'
+import { tokenCommand } from './token-command.ts'
+import { openInput, sendCommand } from './send-command.ts'
+
+const help = `sluice — log ingestion into ClickHouse
+
+  sluice serve                         start the server (same as npm start)
+  sluice migrate                       apply schema migrations and exit
+  sluice stream create NAME [--description TEXT] [--retention-days N]
+  sluice stream list
+  sluice token create STREAM [--ttl SECONDS] [--name NAME]
+  sluice token list STREAM
+  sluice token revoke STREAM ID
+  sluice send STREAM FILE|- [--token INGEST_TOKEN]
+
+Environment: SLUICE_URL (default http://127.0.0.1:8080), SLUICE_TOKEN (a PAT; default: the
+admin token in \${SLUICE_DATA_DIR:-./data}/admin-token), SLUICE_INGEST_TOKEN (for send).
+The server reads the variables listed in the README's configuration table.`
+
+function out (line: string): void { process.stdout.write(line + '\n') }
+
+function patFromEnv (env: NodeJS.ProcessEnv): string {
+  if (env.SLUICE_TOKEN) return env.SLUICE_TOKEN
+  const file = join(resolve(env.SLUICE_DATA_DIR ?? './data'), 'admin-token')
+  try {
+    return readFileSync(file, 'utf8').trim()
+  } catch {
+    throw new CliError('no_token', `set SLUICE_TOKEN to a personal access token (no ${file} here)`)
+  }
+}
+
+async function run (argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  const [command, ...args] = argv
+  const baseUrl = env.SLUICE_URL ?? 'http://127.0.0.1:8080'
+  switch (command) {
+    case 'serve':
+      await main(env)
+      return -1 // keeps running
+    case 'migrate': {
+      const config = loadConfig({ env })
+      const log = createLogger({ level: config.log.level })
+      const { clickhouse, managed } = await connectClickHouse(config, log)
+      try {
+        const r = await migrate(clickhouse, log)
+        out(r.applied.length ? `applied migrations ${r.applied.join(', ')}` : `schema is current (migration ${r.current})`)
+      } finally {
+        await clickhouse.close()
+        await managed?.stop()
+      }
+      return 0
+    }
+    case 'stream':
+      await streamCommand(new ApiClient({ baseUrl, token: patFromEnv(env) }), args, out)
+      return 0
+    case 'token':
+      await tokenCommand(new ApiClient({ baseUrl, token: patFromEnv(env) }), args, out)
+      return 0
+    case 'send': {
+      const tokenFlag = args.indexOf('--token')
+      const token = tokenFlag >= 0 ? args.splice(tokenFlag, 2)[1] : env.SLUICE_INGEST_TOKEN
+      if (args.length !== 2) throw new CliError('usage', 'usage: sluice send STREAM FILE|- [--token INGEST_TOKEN]')
+      if (!token) throw new CliError('no_token', 'set SLUICE_INGEST_TOKEN or pass --token with an ingest token')
+      const totals = await sendCommand({ baseUrl, token, stream: args[0], input: openInput(args[1]), out })
+      out(`ingested ${totals.ingested}, failed ${totals.failed}, in ${totals.requests} requests (${totals.retries} retries)`)
+      return totals.failed > 0 ? 2 : 0
+    }
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      out(help)
+      return 0
+    default:
+      throw new CliError('usage', `unknown command ${command}\n\n${help}`)
+  }
+}
+
+try {
+  const code = await run(process.argv.slice(2), process.env)
+  if (code >= 0) process.exitCode = code
+} catch (err) {
+  if (err instanceof CliError || err instanceof ConfigError) {
+    process.stderr.write(`sluice: ${err instanceof CliError ? `${err.code}: ` : ''}${err.message}\n`)
+    process.exitCode = 1
+  } else {
+    throw err
+  }
+}

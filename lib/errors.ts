@@ -1,0 +1,95 @@
+// The error catalogue: every API error code Sluice answers with, its HTTP status and its default
+// message. Routes throw SluiceError; the server turns any error into the JSON body
+// {"error": code, "message": text, "request_id": id} through toHttpError(). The README's error
+// table is checked against this list by test/errors.test.ts.
+
+export const errorCatalogue = {
+  bad_request: { status: 400, message: 'The request is malformed' },
+  unsupported_content_type: { status: 400, message: 'Send Content-Type: application/x-ndjson' },
+  unsupported_content_encoding: { status: 400, message: 'Content-Encoding must be gzip, deflate, br, zstd or identity' },
+  malformed_body: { status: 400, message: 'The compressed body is corrupt or truncated' },
+  empty_body: { status: 400, message: 'The request body holds no lines' },
+  invalid_query: { status: 400, message: 'The query is not valid' },
+  unauthorized: { status: 401, message: 'Send Authorization: Bearer <token>' },
+  invalid_token: { status: 403, message: 'The token is unknown, expired or revoked' },
+  wrong_token_kind: { status: 403, message: 'This token kind cannot be used on this route' },
+  insufficient_ability: { status: 403, message: 'The token lacks the ability this route needs' },
+  forbidden_stream: { status: 403, message: 'This ingest token writes to another stream' },
+  not_found: { status: 404, message: 'Not found' },
+  method_not_allowed: { status: 405, message: 'Method not allowed on this path' },
+  conflict: { status: 409, message: 'The resource exists already' },
+  payload_too_large: { status: 413, message: 'The request body is over the size limit' },
+  validation_failed: { status: 422, message: 'The request body failed validation' },
+  all_lines_failed: { status: 422, message: 'Every line of the request failed' },
+  rate_limited: { status: 429, message: 'Request rate limit exceeded' },
+  too_many_concurrent_requests: { status: 429, message: 'Too many concurrent requests for this organization' },
+  server_busy: { status: 429, message: 'The server queue is full' },
+  too_many_tails: { status: 429, message: 'Too many live tails for this organization' },
+  internal_error: { status: 500, message: 'Internal server error' },
+  storage_unavailable: { status: 503, message: 'Storage is unavailable; retry later' },
+  not_ready: { status: 503, message: 'Not ready' },
+  shutting_down: { status: 503, message: 'The server is shutting down' },
+  request_timeout: { status: 408, message: 'The request took too long to arrive' },
+} as const satisfies Record<string, { status: number; message: string }>
+
+export type ErrorCode = keyof typeof errorCatalogue
+
+export const errorCodes = Object.keys(errorCatalogue) as ErrorCode[]
+
+export interface SluiceErrorOptions {
+  /** Seconds, sent as Retry-After; required in practice on every 429 and 503. */
+  retryAfter?: number
+  cause?: unknown
+  /** Extra fields merged into the JSON error body (for example an ingest summary on 422). */
+  details?: Record<string, unknown>
+  headers?: Record<string, string>
+}
+
+export class SluiceError extends Error {
+  readonly code: ErrorCode
+  readonly status: number
+  readonly retryAfter: number | undefined
+  readonly details: Record<string, unknown> | undefined
+  readonly headers: Record<string, string> | undefined
+
+  constructor (code: ErrorCode, message?: string, options: SluiceErrorOptions = {}) {
+    super(message ?? errorCatalogue[code].message, { cause: options.cause })
+    this.name = 'SluiceError'
+    this.code = code
+    this.status = errorCatalogue[code].status
+    this.retryAfter = options.retryAfter
+    this.details = options.details
+    this.headers = options.headers
+  }
+}
+
+export function isSluiceError (err: unknown): err is SluiceError {
+  return err instanceof SluiceError
+}
+
+/** Seconds a client waits after 503 storage_unavailable before retrying. */
+const storageRetryAfterS = 5
+
+/**
+ * Translates any error that reaches the HTTP layer into a SluiceError: our own pass through,
+ * zlib's corrupt-data errors become malformed_body, ClickHouse and socket failures become
+ * storage_unavailable, anything else internal_error (its cause kept for the log).
+ */
+export function toHttpError (err: unknown): SluiceError {
+  if (err instanceof SluiceError) return err
+  const code = (err as { code?: unknown } | null)?.code
+  if (typeof code === 'string') {
+    if (code.startsWith('Z_') || code === 'ERR_BROTLI_DECOMPRESSION_FAILED' || code === 'ERR_ZSTD_DECOMPRESSION_FAILED' ||
+        code === 'ERR_TRAILING_JUNK_AFTER_STREAM_END' || code === 'ERR_BUFFER_TOO_LARGE') {
+      return new SluiceError('malformed_body', undefined, { cause: err })
+    }
+    if (code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === 'ETIMEDOUT' || code === 'EPIPE' ||
+        code === 'UND_ERR_SOCKET' || code === 'UND_ERR_CONNECT_TIMEOUT') {
+      return new SluiceError('storage_unavailable', undefined, { cause: err, retryAfter: storageRetryAfterS })
+    }
+  }
+  if ((err as { name?: unknown } | null)?.name === 'ClickHouseError') {
+    return new SluiceError('storage_unavailable', undefined, { cause: err, retryAfter: storageRetryAfterS })
+  }
+  return new SluiceError('internal_error', undefined, { cause: err })
+}

@@ -1,0 +1,56 @@
+// Writing responses. Every JSON answer goes through sendJson; every error through sendError, which
+// gives the one error shape {"error", "message", "request_id"} (plus details such as an ingest
+// summary) and the Retry-After header a 429 or 503 must carry.
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { toHttpError } from '../errors.ts'
+import type { Logger } from '../logger.ts'
+
+export interface RequestContext {
+  req: IncomingMessage
+  res: ServerResponse
+  requestId: string
+  /** Path parameters from the route pattern. */
+  params: Record<string, string>
+  url: URL
+  log: Logger
+  /** ms since the epoch when the request arrived. */
+  receivedAt: number
+}
+
+export function sendJson (ctx: RequestContext, status: number, body: unknown, headers?: Record<string, string | number>): void {
+  const { res } = ctx
+  if (res.headersSent) return
+  const payload = JSON.stringify(body)
+  if (headers) for (const name of Object.keys(headers)) res.setHeader(name, headers[name])
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(payload),
+  })
+  res.end(payload)
+}
+
+export function sendEmpty (ctx: RequestContext, status: number): void {
+  if (ctx.res.headersSent) return
+  ctx.res.writeHead(status)
+  ctx.res.end()
+}
+
+/** Answers with any error: our own as they are, anything else through toHttpError. */
+export function sendError (ctx: RequestContext, err: unknown): void {
+  const e = toHttpError(err)
+  if (e.status >= 500) ctx.log.error('request failed', { err, code: e.code, status: e.status })
+  const { res } = ctx
+  if (res.headersSent) {
+    res.destroy()
+    return
+  }
+  if (e.headers) for (const name of Object.keys(e.headers)) res.setHeader(name, e.headers[name])
+  if (e.retryAfter !== undefined) res.setHeader('retry-after', String(Math.max(1, Math.ceil(e.retryAfter))))
+  if (e.status === 401) res.setHeader('www-authenticate', 'Bearer')
+  sendJson(ctx, e.status, { error: e.code, message: e.message, ...e.details, request_id: ctx.requestId })
+}
+
+/** RFC 3339 UTC for a ms timestamp; null stays null. */
+export function toRfc3339 (ms: number | null): string | null {
+  return ms === null ? null : new Date(ms).toISOString()
+}

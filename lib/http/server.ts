@@ -1,0 +1,134 @@
+// The HTTP server: node:http with slow-client timeouts, a request id on every response, routing,
+// one place where errors become responses, and graceful shutdown.
+//
+// Shutdown contract: close() stops accepting connections; requests that arrive on open
+// keep-alive sockets meanwhile get 503 shutting_down with `Connection: close`; requests in flight
+// are finished and answered; idle sockets are closed; after shutdownTimeoutMs whatever remains is
+// cut. close() resolves when no request is in flight any more.
+import { createServer } from 'node:http'
+import type { IncomingMessage, Server, ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { randomUUID } from 'node:crypto'
+import { SluiceError } from '../errors.ts'
+import type { Logger } from '../logger.ts'
+import type { Config } from '../config.ts'
+import { sendError } from './reply.ts'
+import type { RequestContext } from './reply.ts'
+import type { Router } from './router.ts'
+
+export interface HttpServerOptions {
+  config: Config['server']
+  router: Router
+  log: Logger
+  /** Called when a response has been sent (metrics). */
+  onResponse?: (route: string, method: string, status: number, durationMs: number) => void
+}
+
+export interface HttpServer {
+  server: Server
+  listen (port?: number, host?: string): Promise<AddressInfo>
+  /** Requests being handled right now. */
+  readonly inFlight: number
+  close (): Promise<void>
+}
+
+const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/
+
+export function createHttpServer (options: HttpServerOptions): HttpServer {
+  const { config, router, log, onResponse } = options
+  let closing = false
+  let inFlight = 0
+  let idleWaiters: Array<() => void> = []
+
+  const server = createServer({
+    headersTimeout: config.headersTimeoutMs,
+    requestTimeout: config.requestTimeoutMs,
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    // Ingest bodies stream through; node's own limit on header size is enough.
+  }, (req, res) => { void handle(req, res) })
+
+  async function handle (req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const started = performance.now()
+    const incomingId = req.headers['x-request-id']
+    const requestId = typeof incomingId === 'string' && requestIdPattern.test(incomingId) ? incomingId : randomUUID()
+    res.setHeader('x-request-id', requestId)
+    const url = new URL(req.url ?? '/', 'http://localhost')
+    const ctx: RequestContext = {
+      req, res, requestId, url, params: {}, receivedAt: Date.now(), log: log.child({ request_id: requestId }),
+    }
+    let pattern = 'unmatched'
+    inFlight++
+    res.once('close', () => {
+      inFlight--
+      onResponse?.(pattern, req.method ?? 'GET', res.statusCode, performance.now() - started)
+      if (inFlight === 0 && idleWaiters.length > 0) {
+        const waiters = idleWaiters
+        idleWaiters = []
+        for (const w of waiters) w()
+      }
+    })
+    try {
+      if (closing) {
+        res.setHeader('connection', 'close')
+        throw new SluiceError('shutting_down', undefined, { retryAfter: 1 })
+      }
+      const match = router.find(req.method ?? 'GET', url.pathname)
+      if (match.kind === 'not_found') throw new SluiceError('not_found', `No route for ${url.pathname}`)
+      if (match.kind === 'method_not_allowed') {
+        res.setHeader('allow', match.allowed.join(', '))
+        throw new SluiceError('method_not_allowed')
+      }
+      pattern = match.pattern
+      ctx.params = match.params
+      await match.handler(ctx)
+    } catch (err) {
+      sendError(ctx, err)
+    }
+    // A handler that answered without reading the body: drain it so the socket can be reused,
+    // unless it is large, in which case the socket is closed after the response.
+    if (!req.complete && !req.destroyed) {
+      if (res.writableFinished) req.resume()
+      else res.once('finish', () => req.resume())
+    }
+  }
+
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (socket.writable && !socket.destroyed) {
+      const status = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : '400 Bad Request'
+      socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`)
+    } else {
+      socket.destroy()
+    }
+  })
+
+  return {
+    server,
+    get inFlight () { return inFlight },
+
+    listen (port = 0, host = '127.0.0.1') {
+      return new Promise((resolve, reject) => {
+        server.once('error', reject)
+        server.listen(port, host, () => {
+          server.off('error', reject)
+          resolve(server.address() as AddressInfo)
+        })
+      })
+    },
+
+    async close () {
+      closing = true
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()))
+      server.closeIdleConnections()
+      if (inFlight > 0) {
+        let timer: NodeJS.Timeout | undefined
+        await Promise.race([
+          new Promise<void>((resolve) => { idleWaiters.push(resolve) }),
+          new Promise<void>((resolve) => { timer = setTimeout(resolve, config.shutdownTimeoutMs) }),
+        ])
+        clearTimeout(timer)
+      }
+      server.closeAllConnections()
+      await closed
+    },
+  }
+}

@@ -1,0 +1,372 @@
+// Turns one parsed JSON line into an events row, by the rules of SPEC.md section 6. Pure and
+// synchronous: it runs in the parse workers, once per line, so it allocates the row, the attrs
+// text and nothing else on the happy path, and never throws for any value JSON.parse can return.
+//
+// Formats:
+// - Format 2 is a line with a `log` key. `log` must be a string and becomes `message`; `filename`,
+//   when present, must be a string. Everything else is lenient: a format-1 field that is invalid
+//   (wrong type, or a ts out of range) is kept in attrs instead of failing the line. When `log`
+//   holds a JSON object, its format-1 fields are extracted the same lenient way; its other keys
+//   stay in `message` only. Each format-1 field takes the nested value when valid, else the
+//   top-level value when valid; a value that does not fill its column is kept in attrs under its
+//   name (the nested one when both are left over, since attrs holds each key once).
+// - Format 1 is any other object, strictly checked: a wrong type or range fails the line.
+// - JSON `null` for a field (format-1 fields, `log`, `filename`) means the field is absent: the
+//   column is NULL and nothing goes to attrs. Shippers emit null for "no value", so failing such
+//   lines would drop good data. A null `log` therefore makes a format-1 line. Under any other key
+//   null is data and kept in attrs.
+// - `ts`: absent means the receive time. Otherwise an RFC 3339 string ('T', 't' or a space between
+//   date and time, 'Z' or a ±hh:mm offset, any number of fraction digits) or a number of epoch
+//   seconds, milliseconds, microseconds or nanoseconds told apart by magnitude (see
+//   epochMsFromNumber), stored as the nearest integer millisecond. Outside [minTs, maxTs]:
+//   `ts_out_of_range`.
+// - Keys that are not fields of the line's format go to attrs, a JSON object text ('{}' when
+//   none). attrs is concatenated from JSON.stringify(key) and JSON.stringify(value), never built
+//   by assignment into an object, so `__proto__` and `constructor` keys are plain data. Keys keep
+//   JSON.parse's order (integer-like keys first).
+import type { LineFailureCode } from './parse-task.ts'
+
+/** One events row before serialization; null is SQL NULL (field absent). */
+export interface EventRow {
+  /** Event time, integer ms since the epoch. */
+  ts: number
+  host: string | null
+  path: string | null
+  method: string | null
+  /** Integer 100..599. */
+  status: number | null
+  /** Response time in seconds, finite and >= 0. */
+  rt: number | null
+  /** Integer 0..2^53-1: larger values would lose precision in a JS number. */
+  bytes: number | null
+  src: string | null
+  userAgent: string | null
+  /** The `log` string of a format-2 line. */
+  message: string | null
+  filename: string | null
+  /** JSON object text of the keys that are not fields. */
+  attrs: string
+}
+
+export interface TimeBounds {
+  /** ts of events that carry none, ms since the epoch. */
+  receivedAt: number
+  /** Oldest accepted ts, ms; must be >= 0 (the column is UInt64). */
+  minTs: number
+  /** Newest accepted ts, ms. */
+  maxTs: number
+}
+
+/** Why a line was rejected; the worker adds the line number. */
+export class EventRejection {
+  readonly code: LineFailureCode
+  readonly message: string
+  constructor (code: LineFailureCode, message: string) {
+    this.code = code
+    this.message = message
+  }
+}
+
+type JsonObject = Record<string, unknown>
+
+// Format-1 fields by index (see fieldIndex); bit masks over the indexes track where a format-2
+// value came from.
+const fieldMessages = [
+  'host must be a string',
+  'path must be a string',
+  'method must be a string',
+  'status must be an integer 100-599',
+  'ts must be an RFC 3339 string or a number of epoch seconds, milliseconds, microseconds or nanoseconds',
+  'rt must be a finite number >= 0 (seconds)',
+  'bytes must be an integer from 0 to 2^53-1',
+  'src must be a string',
+  'user_agent must be a string',
+]
+const notAField = -1
+
+// storeField outcomes.
+const stored = 0
+const wrongType = 1
+const outOfRange = 2
+
+function fieldIndex (key: string): number {
+  switch (key) {
+    case 'host': return 0
+    case 'path': return 1
+    case 'method': return 2
+    case 'status': return 3
+    case 'ts': return 4
+    case 'rt': return 5
+    case 'bytes': return 6
+    case 'src': return 7
+    case 'user_agent': return 8
+    default: return notAField
+  }
+}
+
+/** Validates a non-null value of format-1 field `field` and stores it in the row when valid. */
+function storeField (row: EventRow, field: number, value: unknown, bounds: TimeBounds): number {
+  switch (field) {
+    case 3:
+      if (typeof value !== 'number' || !Number.isInteger(value) || value < 100 || value > 599) return wrongType
+      row.status = value
+      return stored
+    case 4: {
+      const ms = typeof value === 'number' ? epochMsFromNumber(value) : typeof value === 'string' ? epochMsFromRfc3339(value) : NaN
+      if (Number.isNaN(ms)) return wrongType
+      if (ms < bounds.minTs || ms > bounds.maxTs) return outOfRange
+      row.ts = ms
+      return stored
+    }
+    case 5:
+      // JSON.parse turns 1e999 into Infinity, which no column can hold.
+      if (typeof value !== 'number' || !(value >= 0) || value === Infinity) return wrongType
+      row.rt = value
+      return stored
+    case 6:
+      if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) return wrongType
+      row.bytes = value
+      return stored
+  }
+  if (typeof value !== 'string') return wrongType
+  switch (field) {
+    case 0: row.host = value; break
+    case 1: row.path = value; break
+    case 2: row.method = value; break
+    case 7: row.src = value; break
+    default: row.userAgent = value
+  }
+  return stored
+}
+
+/**
+ * Seconds, milliseconds, microseconds or nanoseconds by magnitude: below 1e11 is seconds (up to
+ * year 5138), below 1e14 milliseconds (from 1973), below 1e17 microseconds, above nanoseconds.
+ * Each unit is unambiguous for any date from 1973 to 5138. Rounded to the nearest millisecond
+ * because s * 1000 is rarely exact in binary floating point. NaN when not finite.
+ */
+export function epochMsFromNumber (value: number): number {
+  if (!Number.isFinite(value)) return NaN
+  const magnitude = Math.abs(value)
+  if (magnitude < 1e11) return Math.round(value * 1e3)
+  if (magnitude < 1e14) return Math.round(value)
+  if (magnitude < 1e17) return Math.round(value / 1e3)
+  return Math.round(value / 1e6)
+}
+
+const rfc3339Pattern = /^\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d:\d\d(?:\.\d+)?(?:[Zz]|[+-]\d\d:\d\d)$/
+const daysInMonth = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+const dot = 0x2e
+const minus = 0x2d
+const zero = 0x30
+
+/**
+ * RFC 3339 date-time to ms since the epoch, NaN when malformed or not a real date (Date.parse
+ * would take 2024-02-30 as March 1st, and years 0-99 as 19xx through Date.UTC). Fraction digits
+ * are rounded to the nearest ms (half up), like numbers. A leap second (:60) is accepted, as
+ * RFC 3339 allows, and lands on the next second. The pattern has no capture groups: the digits
+ * are read in place, which is several times faster than exec() and Number() on captures.
+ */
+export function epochMsFromRfc3339 (text: string): number {
+  if (!rfc3339Pattern.test(text)) return NaN
+  const year = digitsAt(text, 0, 4)
+  const month = digitsAt(text, 5, 2)
+  const day = digitsAt(text, 8, 2)
+  const hour = digitsAt(text, 11, 2)
+  const minute = digitsAt(text, 14, 2)
+  const second = digitsAt(text, 17, 2)
+  if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 60) return NaN
+  const isLeapYear = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0)
+  if (day > daysInMonth[month - 1] + (month === 2 && isLeapYear ? 1 : 0)) return NaN
+  let zone = 19
+  let fractionMs = 0
+  if (text.charCodeAt(zone) === dot) {
+    // The pattern ensures digits up to the zone designator, the only non-digit left.
+    zone = text.length === 20 || text.charCodeAt(text.length - 1) > 0x39 ? text.length - 1 : text.length - 6
+    for (let i = 20, scale = 100; i < zone && scale >= 1; i++, scale /= 10) fractionMs += (text.charCodeAt(i) - zero) * scale
+    if (zone > 23 && text.charCodeAt(23) >= zero + 5) fractionMs++
+  }
+  let offsetMinutes = 0
+  if (text.length - zone === 6) {
+    const offsetHour = digitsAt(text, zone + 1, 2)
+    const offsetMinute = digitsAt(text, zone + 4, 2)
+    if (offsetHour > 23 || offsetMinute > 59) return NaN
+    offsetMinutes = (text.charCodeAt(zone) === minus ? -1 : 1) * (offsetHour * 60 + offsetMinute)
+  }
+  const seconds = daysFromCivil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second - offsetMinutes * 60
+  return seconds * 1e3 + fractionMs
+}
+
+function digitsAt (text: string, start: number, count: number): number {
+  let value = 0
+  for (let i = start; i < start + count; i++) value = value * 10 + text.charCodeAt(i) - zero
+  return value
+}
+
+/** Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil). */
+function daysFromCivil (year: number, month: number, day: number): number {
+  const y = month <= 2 ? year - 1 : year
+  const era = Math.floor(y / 400)
+  const yearOfEra = y - era * 400
+  const dayOfYear = Math.floor((153 * (month > 2 ? month - 3 : month + 9) + 2) / 5) + day - 1
+  const dayOfEra = yearOfEra * 365 + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100) + dayOfYear
+  return era * 146097 + dayOfEra - 719468
+}
+
+/** A ts for a failure message: ISO when Date can show it, the raw number otherwise. */
+function describeTime (ms: number): string {
+  return Math.abs(ms) <= 8.64e15 ? new Date(ms).toISOString() : String(ms)
+}
+
+function rejectTs (value: unknown, bounds: TimeBounds): EventRejection {
+  const ms = typeof value === 'number' ? epochMsFromNumber(value) : epochMsFromRfc3339(value as string)
+  const message = ms < bounds.minTs
+    ? `ts ${describeTime(ms)} is older than the stream's retention (${describeTime(bounds.minTs)})`
+    : `ts ${describeTime(ms)} is after the newest accepted time (${describeTime(bounds.maxTs)})`
+  return new EventRejection('ts_out_of_range', message)
+}
+
+/**
+ * `"key":value` for attrs, or undefined when the value nests too deeply for JSON.stringify, which
+ * recurses (JSON.parse does not, so a line can carry a value nested 100k levels deep).
+ */
+function attrPair (key: string, value: unknown): string | undefined {
+  try {
+    return JSON.stringify(key) + ':' + JSON.stringify(value)
+  } catch {
+    return undefined
+  }
+}
+
+function tooDeep (key: string): EventRejection {
+  return new EventRejection('invalid_field', `${key} is nested too deeply`)
+}
+
+function newRow (bounds: TimeBounds): EventRow {
+  return {
+    ts: bounds.receivedAt,
+    host: null,
+    path: null,
+    method: null,
+    status: null,
+    rt: null,
+    bytes: null,
+    src: null,
+    userAgent: null,
+    message: null,
+    filename: null,
+    attrs: '{}',
+  }
+}
+
+/** Opens attrs with its first pair or appends one; closed with '}' once all keys are seen. */
+function appendAttr (attrs: string, pair: string): string {
+  return attrs === '' ? '{' + pair : attrs + ',' + pair
+}
+
+/**
+ * Validates and normalizes one parsed line. Returns the row, or the rejection that fails the
+ * line: `not_an_object`, `invalid_field` or `ts_out_of_range`.
+ */
+export function normalizeEvent (value: unknown, bounds: TimeBounds): EventRow | EventRejection {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return new EventRejection('not_an_object', `a line must be a JSON object, not ${describeJsonType(value)}`)
+  }
+  const line = value as JsonObject
+  // "log" is not on Object.prototype, so a plain read sees only the line's own key. Likewise the
+  // for-in loops below see own keys only: nothing in a worker adds enumerable prototype keys.
+  return line.log === undefined || line.log === null ? normalizeFormat1(line, bounds) : normalizeFormat2(line, bounds)
+}
+
+function describeJsonType (value: unknown): string {
+  if (value === null) return 'null'
+  if (Array.isArray(value)) return 'an array'
+  return typeof value === 'string' ? 'a string' : typeof value === 'number' ? 'a number' : 'a boolean'
+}
+
+function normalizeFormat1 (line: JsonObject, bounds: TimeBounds): EventRow | EventRejection {
+  const row = newRow(bounds)
+  let attrs = ''
+  for (const key in line) {
+    const value = line[key]
+    const field = fieldIndex(key)
+    if (field === notAField) {
+      const pair = attrPair(key, value)
+      if (pair === undefined) return tooDeep(key)
+      attrs = appendAttr(attrs, pair)
+    } else if (value !== null) {
+      const outcome = storeField(row, field, value, bounds)
+      if (outcome === wrongType) return new EventRejection('invalid_field', fieldMessages[field])
+      if (outcome === outOfRange) return rejectTs(value, bounds)
+    }
+  }
+  if (attrs !== '') row.attrs = attrs + '}'
+  return row
+}
+
+function normalizeFormat2 (line: JsonObject, bounds: TimeBounds): EventRow | EventRejection {
+  const log = line.log
+  if (typeof log !== 'string') return new EventRejection('invalid_field', 'log must be a string')
+  const row = newRow(bounds)
+  row.message = log
+  let attrs = ''
+  // Fields filled from the nested object, and fields whose nested value went to attrs.
+  let fromNested = 0
+  let nestedInAttrs = 0
+  const nested = parseNestedObject(log)
+  if (nested !== undefined) {
+    for (const key in nested) {
+      const value = nested[key]
+      const field = fieldIndex(key)
+      if (field === notAField || value === null) continue
+      if (storeField(row, field, value, bounds) === stored) {
+        fromNested |= 1 << field
+      } else {
+        const pair = attrPair(key, value)
+        if (pair === undefined) return tooDeep(key)
+        attrs = appendAttr(attrs, pair)
+        nestedInAttrs |= 1 << field
+      }
+    }
+  }
+  for (const key in line) {
+    if (key === 'log') continue
+    const value = line[key]
+    if (key === 'filename') {
+      if (value === null) continue
+      if (typeof value !== 'string') return new EventRejection('invalid_field', 'filename must be a string')
+      row.filename = value
+      continue
+    }
+    const field = fieldIndex(key)
+    if (field !== notAField) {
+      if (value === null) continue
+      const bit = 1 << field
+      if ((fromNested & bit) === 0) {
+        if (storeField(row, field, value, bounds) === stored) continue
+        // Both values invalid: attrs holds the nested one under this key already.
+        if ((nestedInAttrs & bit) !== 0) continue
+      }
+    }
+    const pair = attrPair(key, value)
+    if (pair === undefined) return tooDeep(key)
+    attrs = appendAttr(attrs, pair)
+  }
+  if (attrs !== '') row.attrs = attrs + '}'
+  return row
+}
+
+/** The object a `log` string holds, if it holds one: text starting with '{' that parses. */
+function parseNestedObject (log: string): JsonObject | undefined {
+  let i = 0
+  let ch = log.charCodeAt(0)
+  // JSON whitespace: space, tab, LF, CR.
+  while (ch === 32 || ch === 9 || ch === 10 || ch === 13) ch = log.charCodeAt(++i)
+  if (ch !== 123) return undefined
+  try {
+    // Text starting with '{' either parses to an object or throws.
+    return JSON.parse(log) as JsonObject
+  } catch {
+    return undefined
+  }
+}

@@ -1,0 +1,159 @@
+// POST /api/ingest/{streamId} (SPEC.md section 6).
+//
+// Before the body is read: auth (401/403) → stream exists (404) → org rate, org concurrency,
+// server queue (429) → content type and encoding (400). A request refused there stores nothing.
+// Then one pipeline per request: wire bytes are counted (413), decoded, counted again (413, the
+// zip-bomb guard), split into lines, batched, and parsed by the worker pool. All of the request's
+// rows go to the batch writer in one write, and the 200 is sent only once the insert holding them
+// has succeeded. A request that fails or is cut off before that point stores nothing.
+import { pipeline } from 'node:stream/promises'
+import { Transform } from 'node:stream'
+import type { Piscina } from 'piscina'
+import type { Router } from '../http/router.ts'
+import type { RequestContext } from '../http/reply.ts'
+import { sendJson } from '../http/reply.ts'
+import { SluiceError } from '../errors.ts'
+import type { Config } from '../config.ts'
+import type { Authenticator } from '../auth/authenticate.ts'
+import type { MetadataStore } from '../storage/metadata-store.ts'
+import type { BatchWriter } from '../storage/batch-writer.ts'
+import type { SluiceMetrics } from '../metrics/metrics.ts'
+import { checkContentType } from './content-type.ts'
+import { ByteLimit } from './byte-limit.ts'
+import { createDecoder } from './decoder.ts'
+import { createLineSplitter } from './line-splitter.ts'
+import { LineBatcher } from './line-batcher.ts'
+import { WorkerDispatch } from './worker-dispatch.ts'
+import { IngestSummary } from './ingest-summary.ts'
+import { IdempotencyCache } from './idempotency.ts'
+import type { StoredAnswer } from './idempotency.ts'
+import type { Admission, AdmissionTicket } from './admission.ts'
+
+export interface IngestRouteDeps {
+  config: Config['ingest']
+  auth: Authenticator
+  store: MetadataStore
+  admission: Admission
+  pool: Piscina
+  writer: BatchWriter
+  metrics: SluiceMetrics
+  idempotency: IdempotencyCache
+  /** Called with each committed request's rows (live views). */
+  onCommitted?: (orgId: string, stream: string, chunks: Buffer[]) => void
+}
+
+/** Events may be this far in the future (clock skew between shippers and us): two days, in ms. */
+const maxFutureMs = 2 * 86_400_000
+
+/** Counts decoded bytes into the admission ticket as they pass (accepted, not yet committed). */
+class ByteMeter extends Transform {
+  #ticket: AdmissionTicket
+  constructor (ticket: AdmissionTicket) {
+    super()
+    this.#ticket = ticket
+  }
+
+  override _transform (chunk: Buffer, _enc: BufferEncoding, callback: (err?: Error | null, data?: Buffer) => void): void {
+    this.#ticket.addBytes(chunk.length)
+    callback(null, chunk)
+  }
+}
+
+export function registerIngestRoute (router: Router, deps: IngestRouteDeps): void {
+  router.add('POST', '/api/ingest/:streamId', (ctx) => handleIngest(ctx, deps))
+}
+
+async function handleIngest (ctx: RequestContext, deps: IngestRouteDeps): Promise<void> {
+  const { req, res } = ctx
+  const streamId = ctx.params.streamId
+  const { org, token } = deps.auth.requireIngest(req, streamId)
+  const stream = deps.store.stream(org.id, streamId)
+  if (!stream) throw new SluiceError('not_found', `No stream named ${JSON.stringify(streamId)} in this org`)
+
+  const ticket = deps.admission.admit(org.id, org.name)
+  try {
+    for (const [name, value] of Object.entries(ticket.headers)) res.setHeader(name, value)
+    checkContentType(req.headers['content-type'])
+    const decoder = createDecoder(req.headers['content-encoding'])
+    const length = Number(req.headers['content-length'])
+    if (length > deps.config.maxRawBytes) {
+      res.setHeader('connection', 'close')
+      throw new SluiceError('payload_too_large', `The body is ${length} bytes; at most ${deps.config.maxRawBytes} are accepted`)
+    }
+
+    const key = req.headers['idempotency-key']
+    if (typeof key === 'string') {
+      IdempotencyCache.validateKey(key)
+      const scope = `${org.id}/${stream.name}/${token.id}`
+      for (;;) {
+        const claim = deps.idempotency.claim(scope, key)
+        if (claim.kind === 'replay') {
+          const answer = await claim.answer
+          if (answer === null) continue // the first attempt ended retryable: run this one
+          res.setHeader('idempotent-replayed', 'true')
+          req.resume()
+          sendJson(ctx, answer.status, answer.body)
+          return
+        }
+        let stored: StoredAnswer | null = null
+        try {
+          stored = await ingestBody(ctx, deps, ticket, decoder, stream.retentionDays, org.id, stream.name)
+        } catch (err) {
+          const e = err as SluiceError
+          // Client errors are final answers too; retryable ones (429, 5xx) are not kept.
+          if (e instanceof SluiceError && e.status < 500 && e.status !== 429) {
+            stored = { status: e.status, body: { error: e.code, message: e.message, ...e.details, request_id: ctx.requestId } }
+          }
+          throw err
+        } finally {
+          claim.settle(stored)
+        }
+        return
+      }
+    }
+    await ingestBody(ctx, deps, ticket, decoder, stream.retentionDays, org.id, stream.name)
+  } catch (err) {
+    if (!req.complete) res.setHeader('connection', 'close')
+    throw err
+  } finally {
+    ticket.release()
+  }
+}
+
+async function ingestBody (
+  ctx: RequestContext, deps: IngestRouteDeps, ticket: AdmissionTicket, decoder: Transform | null,
+  retentionDays: number, orgId: string, streamName: string,
+): Promise<StoredAnswer> {
+  const { req } = ctx
+  const { config, metrics } = deps
+  const summary = new IngestSummary()
+  const raw = new ByteLimit(config.maxRawBytes, 'raw')
+  const decoded = new ByteLimit(config.maxDecodedBytes, 'decoded')
+  const batcher = new LineBatcher({ taskBytes: config.taskBytes, onFailure: (f) => summary.addFailure(f) })
+  const receivedAt = ctx.receivedAt
+  const dispatch = new WorkerDispatch(deps.pool, summary, {
+    orgId, stream: streamName, receivedAt,
+    minTs: receivedAt - retentionDays * 86_400_000,
+    maxTs: receivedAt + maxFutureMs,
+  })
+  const stages: NodeJS.ReadWriteStream[] = [raw]
+  if (decoder) stages.push(decoder)
+  stages.push(decoded, new ByteMeter(ticket), createLineSplitter({ maxLineBytes: config.maxLineBytes }), batcher)
+  await pipeline([req, ...stages, dispatch] as unknown as Parameters<typeof pipeline>[0])
+
+  if (!batcher.sawLine) throw new SluiceError('empty_body', 'The body holds no lines: send one JSON object per line')
+  for (const [code, n] of summary.failedByCode) metrics.linesFailed.inc({ code }, n)
+  const body = summary.toJson(decoded.bytes, ctx.requestId)
+  if (summary.ingested === 0) {
+    throw new SluiceError('all_lines_failed', 'Every line of the request failed; see failures', { details: body })
+  }
+
+  const chunks = summary.rowChunks()
+  ticket.releaseBytes() // from here the writer counts them
+  await deps.writer.write(chunks, summary.ingested)
+  metrics.linesIngested.inc(undefined, summary.ingested)
+  metrics.bytesIngested.inc(undefined, decoded.bytes)
+  deps.onCommitted?.(orgId, streamName, chunks)
+  sendJson(ctx, 200, body)
+  return { status: 200, body }
+}

@@ -1,0 +1,58 @@
+// What one ingest request produced: row bytes for the writer, counts, and the first failures in
+// line order. Worker results arrive out of order; failures are kept sorted by line and capped, so
+// memory per request stays bounded however bad the input is.
+import { maxListedFailures } from './parse-task.ts'
+import type { LineFailure, ParseResult } from './parse-task.ts'
+
+export class IngestSummary {
+  /** Row bytes per task, indexed by task order, so the stored order follows the body. */
+  readonly chunks: Buffer[] = []
+  ingested = 0
+  failed = 0
+  failures: LineFailure[] = []
+  /** Failure counts by code, for metrics (all failures, not only the listed ones). */
+  readonly failedByCode = new Map<string, number>()
+
+  addResult (index: number, result: ParseResult): void {
+    this.ingested += result.ingested
+    if (result.rows.byteLength > 0) this.chunks[index] = Buffer.from(result.rows)
+    this.failed += result.failed
+    if (result.failed > 0) {
+      // The worker lists at most maxListedFailures of its own; counts per code need them all, so
+      // a task with more failures than listed counts the rest under their listed codes' share.
+      for (const f of result.failures) this.failedByCode.set(f.code, (this.failedByCode.get(f.code) ?? 0) + 1)
+      const unlisted = result.failed - result.failures.length
+      if (unlisted > 0) this.failedByCode.set('unlisted', (this.failedByCode.get('unlisted') ?? 0) + unlisted)
+      this.#merge(result.failures)
+    }
+  }
+
+  /** A failure found on the main thread (line_too_long, framing). */
+  addFailure (failure: LineFailure): void {
+    this.failed++
+    this.failedByCode.set(failure.code, (this.failedByCode.get(failure.code) ?? 0) + 1)
+    this.#merge([failure])
+  }
+
+  #merge (more: LineFailure[]): void {
+    const all = this.failures.concat(more)
+    all.sort((a, b) => a.line - b.line)
+    this.failures = all.length > maxListedFailures ? all.slice(0, maxListedFailures) : all
+  }
+
+  /** Row buffers in body order (tasks that stored nothing leave holes, skipped here). */
+  rowChunks (): Buffer[] {
+    return this.chunks.filter((c) => c !== undefined)
+  }
+
+  toJson (bytes: number, requestId: string) {
+    return {
+      ingested: this.ingested,
+      failed: this.failed,
+      failures: this.failures,
+      failures_truncated: this.failed > this.failures.length,
+      bytes,
+      request_id: requestId,
+    }
+  }
+}

@@ -1,0 +1,60 @@
+// The contract between the main thread and the parse workers. The main thread never parses event
+// JSON: it hands workers batches of raw line bytes and gets back bytes ready to insert into the
+// events table, plus counts and the first failures. Both directions move ArrayBuffers (transferred
+// with Piscina.move, never cloned).
+
+/** Codes a single line can fail with (they appear in the ingest response's `failures`). */
+export const lineFailureCodes = [
+  'invalid_json',
+  'not_an_object',
+  'invalid_field',
+  'invalid_utf8',
+  'line_too_long',
+  'ts_out_of_range',
+] as const
+export type LineFailureCode = typeof lineFailureCodes[number]
+
+export interface LineFailure {
+  /** 1-based line number in the request body (JSON array bodies: 1-based element index). */
+  line: number
+  code: LineFailureCode
+  message: string
+}
+
+/** At most this many failures are listed in one ingest response. */
+export const maxListedFailures = 100
+
+export interface ParseTask {
+  /**
+   * Raw line bytes, each line terminated by a single '\n' (CR of CRLF and the BOM already
+   * removed). Blank lines are present so that line numbers stay physical: the worker skips them
+   * without counting them. An exact-size buffer, transferred.
+   */
+  input: ArrayBuffer
+  /** Line number of the first line in `input`. */
+  firstLine: number
+  orgId: string
+  stream: string
+  /** Receive time of the request, ms since the epoch; the `ts` of events that carry none. */
+  receivedAt: number
+  /** Oldest accepted event time (ms), from the stream's retention. */
+  minTs: number
+  /** Newest accepted event time (ms): receive time + 2 days. */
+  maxTs: number
+}
+
+export interface ParseResult {
+  /** TabSeparated rows for the events table, columns in `eventColumns` order. Transferred. */
+  rows: ArrayBuffer
+  ingested: number
+  failed: number
+  /** The first failures of this task, at most maxListedFailures. */
+  failures: LineFailure[]
+}
+
+/** Column order of the rows a worker produces; the events table's INSERT names them in this order. */
+export const eventColumns = [
+  'org_id', 'stream', 'ts', 'received_at',
+  'host', 'path', 'method', 'status', 'rt', 'bytes', 'src', 'user_agent',
+  'message', 'filename', 'attrs',
+] as const

@@ -1,0 +1,60 @@
+// Per-org request rate: a token bucket per org holding `requestsPerMinute` tokens, refilled
+// continuously at requestsPerMinute / 60 per second. A bucket rather than a fixed window because
+// the answer to "when may I retry?" is then a second or two, not "at the next minute", which keeps
+// log shippers flowing at the limit instead of in bursts.
+//
+// Headers (IETF RateLimit draft style, delta seconds): X-RateLimit-Limit = requests per minute,
+// X-RateLimit-Remaining = whole tokens left, X-RateLimit-Reset = seconds until the bucket is full.
+
+export interface RateDecision {
+  allowed: boolean
+  limit: number
+  remaining: number
+  /** Seconds until the bucket is full again. */
+  resetS: number
+  /** Seconds until one request is allowed (only when refused); at least 1. */
+  retryAfterS: number
+}
+
+interface Bucket { tokens: number, updatedAt: number, limit: number }
+
+/** Buckets idle this long are full again and are forgotten, so memory follows active orgs only. */
+const idleBucketMs = 120_000
+
+export class RateLimiter {
+  #buckets = new Map<string, Bucket>()
+  #now: () => number
+  #lastSweep = 0
+
+  constructor (now: () => number = Date.now) {
+    this.#now = now
+  }
+
+  take (key: string, perMinute: number): RateDecision {
+    const now = this.#now()
+    this.#sweep(now)
+    let b = this.#buckets.get(key)
+    if (!b || b.limit !== perMinute) {
+      b = { tokens: perMinute, updatedAt: now, limit: perMinute }
+      this.#buckets.set(key, b)
+    }
+    const perMs = perMinute / 60_000
+    b.tokens = Math.min(perMinute, b.tokens + (now - b.updatedAt) * perMs)
+    b.updatedAt = now
+    const allowed = b.tokens >= 1
+    if (allowed) b.tokens -= 1
+    return {
+      allowed,
+      limit: perMinute,
+      remaining: Math.floor(b.tokens),
+      resetS: Math.ceil((perMinute - b.tokens) / perMs / 1000),
+      retryAfterS: allowed ? 0 : Math.max(1, Math.ceil((1 - b.tokens) / perMs / 1000)),
+    }
+  }
+
+  #sweep (now: number): void {
+    if (now - this.#lastSweep < idleBucketMs) return
+    this.#lastSweep = now
+    for (const [key, b] of this.#buckets) if (now - b.updatedAt > idleBucketMs) this.#buckets.delete(key)
+  }
+}

@@ -1,0 +1,78 @@
+// Process entry: read the environment, validate the config, start the service, print what to do
+// next, and shut down cleanly on SIGTERM/SIGINT. The only module that touches process.env,
+// listens or installs signal handlers.
+import { ConfigError, loadConfig } from './config.ts'
+import type { Config } from './config.ts'
+import { createLogger } from './logger.ts'
+import { createApp } from './app.ts'
+import { MissingClickHouseError } from './storage/managed-clickhouse.ts'
+
+function printWelcome (config: Config, baseUrl: string, token: string | null, tokenFile: string): void {
+  const tokenLine = token
+    ? `Admin token (shown once, also saved to ${tokenFile}):\n\n    ${token}\n`
+    : `Admin token: in ${tokenFile} (written at the first start)\n`
+  const auth = token ? token : `$(cat ${tokenFile})`
+  process.stderr.write(`
+Sluice is running at ${baseUrl}  (data: ${config.dataDir})
+
+${tokenLine}
+Try it:
+
+    export SLUICE_TOKEN=${auth}
+    curl -s -X POST ${baseUrl}/api/streams -H "Authorization: Bearer $SLUICE_TOKEN" \\
+         -H 'Content-Type: application/json' -d '{"name":"web"}'
+    curl -s -X POST ${baseUrl}/api/streams/web/ingest-token -H "Authorization: Bearer $SLUICE_TOKEN" \\
+         -H 'Content-Type: application/json' -d '{}'
+
+Stop with Ctrl-C.
+`)
+}
+
+export async function main (env: Record<string, string | undefined> = process.env): Promise<void> {
+  let config: Config
+  try {
+    config = loadConfig({ env })
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`sluice: ${err.message}\nSluice did not start.\n`)
+      process.exit(78) // EX_CONFIG
+    }
+    throw err
+  }
+  const log = createLogger({ level: config.log.level })
+
+  let app: Awaited<ReturnType<typeof createApp>>
+  try {
+    app = await createApp(config, log)
+  } catch (err) {
+    if (err instanceof MissingClickHouseError) {
+      process.stderr.write(`sluice: ${err.message}\n`)
+      process.exit(69) // EX_UNAVAILABLE
+    }
+    log.error('start failed', { err })
+    process.exit(1)
+  }
+
+  const address = await app.listen()
+  const baseUrl = `http://${address.address.includes(':') ? `[${address.address}]` : address.address}:${address.port}`
+  log.info('listening', { url: baseUrl, clickhouse: app.clickhouse.url, managed_clickhouse: app.managed !== null })
+  printWelcome(config, baseUrl, app.bootstrap.createdToken, app.bootstrap.tokenFile)
+
+  let stopping = false
+  const stop = (signal: string): void => {
+    if (stopping) return
+    stopping = true
+    log.info('shutting down', { signal })
+    app.close().then(() => {
+      log.info('stopped')
+      process.exit(0)
+    }, (err: unknown) => {
+      log.error('shutdown failed', { err })
+      process.exit(1)
+    })
+  }
+  process.on('SIGTERM', () => stop('SIGTERM'))
+  process.on('SIGINT', () => stop('SIGINT'))
+}
+
+if (import.meta.main) await main()

@@ -1,0 +1,184 @@
+// The one gateway to ClickHouse over HTTP, built on @clickhouse/client. It fixes the settings
+// every query needs (64-bit integers as JSON numbers), turns server errors into ClickHouseError
+// with the numeric code ClickHouse sent (matched by code, never by message text), and offers a
+// raw insert for bytes that workers already serialized.
+import { Readable } from 'node:stream'
+import { createClient, ClickHouseLogLevel } from '@clickhouse/client'
+import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client'
+import { SqlFragment } from './sql.ts'
+
+export interface ClickHouseOptions {
+  /** Base URL of the HTTP interface, e.g. http://127.0.0.1:8123 */
+  url: string
+  user: string
+  password: string
+  database: string
+  /** Milliseconds before a single HTTP request to ClickHouse is abandoned. */
+  requestTimeoutMs: number
+  /** Sockets kept open to ClickHouse; inserts and queries share them. */
+  maxOpenConnections?: number
+}
+
+/** Error codes ClickHouse sends that this code base reacts to. */
+export const clickhouseCodes = {
+  UNKNOWN_TABLE: 60,
+  UNKNOWN_DATABASE: 81,
+  TABLE_ALREADY_EXISTS: 57,
+  TOO_MANY_PARTS: 252,
+  MEMORY_LIMIT_EXCEEDED: 241,
+  TIMEOUT_EXCEEDED: 159,
+  TOO_MANY_SIMULTANEOUS_QUERIES: 202,
+  // Transient server conditions the batch writer retries.
+  CANNOT_ALLOCATE_MEMORY: 173,
+  SOCKET_TIMEOUT: 209,
+  NETWORK_ERROR: 210,
+  TABLE_IS_READ_ONLY: 242,
+  NOT_ENOUGH_SPACE: 243,
+  // The inserted bytes themselves are malformed (a serializer bug): never retried.
+  UNEXPECTED_END_OF_FILE: 3,
+  CANNOT_PARSE_TEXT: 6,
+  CANNOT_PARSE_ESCAPE_SEQUENCE: 25,
+  CANNOT_PARSE_QUOTED_STRING: 26,
+  CANNOT_PARSE_INPUT_ASSERTION_FAILED: 27,
+  ATTEMPT_TO_READ_AFTER_EOF: 32,
+  CANNOT_READ_ALL_DATA: 33,
+  CANNOT_PARSE_DATE: 38,
+  CANNOT_PARSE_DATETIME: 41,
+  CANNOT_PARSE_NUMBER: 72,
+  INCORRECT_DATA: 117,
+  TOO_LARGE_STRING_SIZE: 131,
+} as const
+
+export class ClickHouseError extends Error {
+  /** Numeric ClickHouse error code, or 0 when the failure was not an answer from the server. */
+  readonly chCode: number
+  constructor (message: string, chCode: number, cause?: unknown) {
+    super(message, { cause })
+    this.name = 'ClickHouseError'
+    this.chCode = chCode
+  }
+}
+
+const codePattern = /Code:\s*(\d+)/
+
+function wrapError (err: unknown, sqlText: string): Error {
+  if (err instanceof ClickHouseError) return err
+  const message = err instanceof Error ? err.message : String(err)
+  const fromClient = Number((err as { code?: unknown })?.code)
+  const match = codePattern.exec(message)
+  const chCode = Number.isInteger(fromClient) && fromClient > 0 ? fromClient : match ? Number(match[1]) : 0
+  // Socket-level failures keep their own code (ECONNREFUSED...) on the cause for toHttpError.
+  const wrapped = new ClickHouseError(`${message.split('\n')[0]} [query: ${sqlText.slice(0, 200)}]`, chCode, err)
+  const sysCode = (err as { code?: unknown })?.code
+  if (typeof sysCode === 'string') Object.defineProperty(wrapped, 'sysCode', { value: sysCode })
+  return wrapped
+}
+
+export interface ClickHouse {
+  readonly database: string
+  readonly url: string
+  /** Runs a SELECT and returns its rows as objects (JSONEachRow, 64-bit integers as numbers). */
+  query<T = Record<string, unknown>>(statement: SqlFragment | string): Promise<T[]>
+  /** Runs a statement that returns nothing (DDL, ALTER, INSERT ... VALUES). */
+  command (statement: SqlFragment | string): Promise<void>
+  /**
+   * `INSERT INTO table FORMAT X` with a pre-serialized body. `settings` go into the URL of this
+   * request only (18.16 answers UNKNOWN_SETTING, code 115, to a name it does not know).
+   */
+  insertRaw (statement: string, body: Buffer | Readable, signal?: AbortSignal, settings?: InsertSettings): Promise<void>
+  ping (): Promise<boolean>
+  /** Server version string, e.g. "18.16.1". */
+  version (): Promise<string>
+  /** Creates the configured database when it does not exist. */
+  ensureDatabase (): Promise<void>
+  close (): Promise<void>
+}
+
+/** Per-insert ClickHouse settings, e.g. `{ max_insert_block_size: '2000000' }` (numbers as strings). */
+export type InsertSettings = Readonly<Record<string, string>>
+
+const querySettings = {
+  output_format_json_quote_64bit_integers: 0,
+} as const
+
+export function createClickHouse (options: ClickHouseOptions): ClickHouse {
+  const common = {
+    url: options.url,
+    username: options.user,
+    password: options.password,
+    request_timeout: options.requestTimeoutMs,
+    max_open_connections: options.maxOpenConnections ?? 16,
+    // 18.16 rejects settings it does not know, and the client sends none unless told to.
+    log: { level: ClickHouseLogLevel.OFF },
+    keep_alive: { enabled: true },
+  }
+  const client: ClickHouseClient = createClient({ ...common, database: options.database })
+
+  async function run<T> (sqlText: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn()
+    } catch (err) {
+      throw wrapError(err, sqlText)
+    }
+  }
+
+  return {
+    database: options.database,
+    url: options.url,
+
+    async query<T> (statement: SqlFragment | string): Promise<T[]> {
+      const text = String(statement)
+      return run(text, async () => {
+        const rs = await client.query({ query: text, format: 'JSONEachRow', clickhouse_settings: querySettings })
+        return await rs.json<T>()
+      })
+    },
+
+    async command (statement: SqlFragment | string): Promise<void> {
+      const text = String(statement)
+      await run(text, async () => { await client.command({ query: text }) })
+    },
+
+    async insertRaw (statement: string, body: Buffer | Readable, signal?: AbortSignal, settings?: InsertSettings): Promise<void> {
+      await run(statement, async () => {
+        const res = await client.exec({
+          query: statement,
+          // The client's types accept only a stream; it wraps a Buffer the same way at run time.
+          values: Buffer.isBuffer(body) ? Readable.from([body]) : body,
+          abort_signal: signal,
+          clickhouse_settings: settings as ClickHouseSettings | undefined,
+        })
+        // Drain the (empty) response so the socket goes back to the pool.
+        res.stream.resume()
+        await new Promise<void>((resolve, reject) => {
+          res.stream.once('end', resolve)
+          res.stream.once('error', reject)
+        })
+      })
+    },
+
+    async ping (): Promise<boolean> {
+      const res = await client.ping()
+      return res.success
+    },
+
+    async version (): Promise<string> {
+      const rows = await this.query<{ v: string }>('SELECT version() AS v')
+      return rows[0].v
+    },
+
+    async ensureDatabase (): Promise<void> {
+      const admin = createClient({ ...common, database: 'default' })
+      const text = `CREATE DATABASE IF NOT EXISTS \`${options.database.replace(/`/g, '')}\``
+      try {
+        await run(text, async () => { await admin.command({ query: text }) })
+      } finally {
+        await admin.close()
+      }
+    },
+
+    async close (): Promise<void> {
+      await client.close()
+    },
+  }
+}

@@ -1,0 +1,61 @@
+// Bootstrap: the first start creates org default, user admin and an admin PAT written to
+// ${dataDir}/admin-token (0600); later starts create nothing; SLUICE_BOOTSTRAP_TOKEN ensures a
+// given admin PAT.
+import t from 'tap'
+import { stat, readFile, mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { startServer } from '../helpers/server.ts'
+import { createTestDatabase } from '../helpers/clickhouse.ts'
+import { generateToken } from '../../lib/auth/token-format.ts'
+
+t.test('first start creates the admin token file with mode 0600, once', async (t) => {
+  const { database } = await createTestDatabase(t)
+  const dataDir = await mkdtemp(join(tmpdir(), 'sluice-boot-'))
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+  const first = await startServer(t, {}, { database, dataDir })
+  const file = join(dataDir, 'admin-token')
+  t.equal((await stat(file)).mode & 0o777, 0o600)
+  const token = (await readFile(file, 'utf8')).trim()
+  t.equal(first.app.bootstrap.createdToken, token)
+  t.match(token, /^slp_/)
+  const me = await first.api('GET', '/api/tokens', { token })
+  t.equal(me.status, 200)
+  t.same(me.body.tokens[0].abilities, ['*', 'orgs:admin'])
+  t.equal((await first.api('POST', '/api/orgs', { token, body: { name: 'second' } })).status, 201, 'the admin can create orgs')
+  await first.app.close()
+
+  const again = await startServer(t, {}, { database, dataDir })
+  t.equal(again.app.bootstrap.createdToken, null, 'a later start creates no new token')
+  t.equal((await readFile(file, 'utf8')).trim(), token, 'and leaves the file alone')
+  t.equal((await again.api('GET', '/api/streams', { token })).status, 200, 'the first token still works')
+  t.equal(again.app.store.orgByName('default')?.name, 'default')
+})
+
+t.test('SLUICE_BOOTSTRAP_TOKEN: the first start uses that secret', async (t) => {
+  const secret = generateToken('pat')
+  const s = await startServer(t, { bootstrapToken: secret })
+  t.equal(s.adminToken, secret)
+  const r = await s.api('GET', '/api/tokens', { token: secret })
+  t.equal(r.status, 200)
+  t.ok(r.body.tokens.some((x: { abilities: string[] }) => x.abilities.includes('*') && x.abilities.includes('orgs:admin')))
+})
+
+t.test('SLUICE_BOOTSTRAP_TOKEN on an existing install adds that admin PAT', async (t) => {
+  const { database } = await createTestDatabase(t)
+  const first = await startServer(t, {}, { database })
+  await first.app.close()
+  const secret = generateToken('pat')
+  t.equal((await first.api('GET', '/api/streams', { token: secret }).catch(() => ({ status: 0 }))).status, 0, 'server 1 is down')
+  const second = await startServer(t, { bootstrapToken: secret }, { database })
+  const r = await second.api('POST', '/api/orgs', { token: secret, body: { name: 'automated' } })
+  t.equal(r.status, 201, 'the bootstrap token has orgs:admin')
+  await second.app.close()
+  const third = await startServer(t, { bootstrapToken: secret }, { database })
+  const mine = (await third.api('GET', '/api/tokens', { token: secret })).body.tokens
+  t.equal(mine.filter((x: { name: string }) => x.name === 'bootstrap').length, 1, 'starting again does not add a second copy')
+})
+
+t.test('a malformed bootstrap token refuses to start', async (t) => {
+  await t.rejects(startServer(t, { bootstrapToken: 'slp_short' }), { name: 'ConfigError' })
+})

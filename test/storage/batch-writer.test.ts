@@ -1,0 +1,326 @@
+// The batch writer against a real ClickHouse: coalescing, "resolved means queryable", a write is
+// never split, the size and time triggers, flush/close, and failures (down, unknown table,
+// transient errors that pass, a malformed write among good ones).
+import t from 'tap'
+import type { Test } from 'tap'
+import { createServer, request } from 'node:http'
+import type { Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { createBatchWriter, classifyInsertError } from '../../lib/storage/batch-writer.ts'
+import type { BatchWriterOptions, InsertStats } from '../../lib/storage/batch-writer.ts'
+import { createClickHouse, ClickHouseError, clickhouseCodes } from '../../lib/storage/clickhouse.ts'
+import type { ClickHouse } from '../../lib/storage/clickhouse.ts'
+import { migration as eventsMigration } from '../../lib/storage/migrations/002_events.ts'
+import { eventColumns } from '../../lib/ingest/parse-task.ts'
+import { createLogger } from '../../lib/logger.ts'
+import { SluiceError } from '../../lib/errors.ts'
+import { createTestDatabase } from '../helpers/clickhouse.ts'
+
+const db = await createTestDatabase(t, 'sluice_test_writer')
+for (const statement of eventsMigration.statements) await db.clickhouse.command(statement)
+
+const day = 1_700_000_000_000 // all rows in one daily partition, so one insert = one part
+
+/** `n` TabSeparated event rows of stream `stream`, in eventColumns order. */
+function eventRows (stream: string, n: number): Buffer {
+  let text = ''
+  for (let i = 0; i < n; i++) {
+    text += `org1\t${stream}\t${day + i}\t${day}\tweb-1\t/api/items/${i}\tGET\t200\t0.012\t512\t10.0.0.1\tcurl/8.0\tmessage ${i}\t\\N\t{}\n`
+  }
+  return Buffer.from(text)
+}
+
+async function countRows (stream: string): Promise<number> {
+  const rows = await db.clickhouse.query<{ n: number }>(`SELECT count() AS n FROM events WHERE stream = '${stream}'`)
+  return rows[0].n
+}
+
+interface Harness {
+  writer: ReturnType<typeof createBatchWriter>
+  inserts: InsertStats[]
+  logLines: Array<Record<string, unknown>>
+}
+
+function startWriter (tt: Test, options: Partial<BatchWriterOptions> = {}): Harness {
+  const inserts: InsertStats[] = []
+  const logLines: Array<Record<string, unknown>> = []
+  const writer = createBatchWriter({
+    clickhouse: db.clickhouse,
+    table: 'events',
+    columns: eventColumns,
+    log: createLogger({ level: 'debug', write: (line) => { logLines.push(JSON.parse(line)) } }),
+    onInsert: (stats) => { inserts.push(stats) },
+    ...options,
+  })
+  tt.teardown(() => writer.close())
+  return { writer, inserts, logLines }
+}
+
+function listen (tt: Test, server: Server): Promise<number> {
+  tt.teardown(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()) }))
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)))
+}
+
+/** A ClickHouse client for `url`, closed when `tt` ends. */
+function clientFor (tt: Test, url: string, requestTimeoutMs = 5_000): ClickHouse {
+  const clickhouse = createClickHouse({ url, database: db.database, user: 'default', password: '', requestTimeoutMs })
+  tt.teardown(() => clickhouse.close())
+  return clickhouse
+}
+
+/**
+ * A proxy in front of the real ClickHouse whose first `failures` requests get `fail(res)`
+ * instead of being forwarded. Returns its URL and the number of requests it forwarded.
+ */
+async function startFlakyProxy (tt: Test, failures: number, fail: (res: import('node:http').ServerResponse) => void) {
+  const target = new URL(db.url)
+  const state = { seen: 0, forwarded: 0 }
+  const server = createServer((req, res) => {
+    if (state.seen++ < failures) {
+      req.resume()
+      req.once('end', () => fail(res))
+      return
+    }
+    state.forwarded++
+    const upstream = request({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers }, (up) => {
+      res.writeHead(up.statusCode ?? 502, up.headers)
+      up.pipe(res)
+    })
+    req.pipe(upstream)
+  })
+  const port = await listen(tt, server)
+  return { url: `http://127.0.0.1:${port}`, state }
+}
+
+t.test('concurrent writes coalesce into one insert; each resolves with its rows queryable', async (tt) => {
+  const { writer, inserts } = startWriter(tt, { flushIntervalMs: 50, minInsertIntervalMs: 0 })
+  const writes = Array.from({ length: 50 }, (_, i) => {
+    const stream = `coalesce-${i}`
+    return writer.write([eventRows(stream, 10)], 10).then(() => countRows(stream))
+  })
+  tt.same(await Promise.all(writes), Array(50).fill(10), 'every write sees its 10 rows once resolved')
+  tt.equal(inserts.length, 1, 'one insert for 50 writes')
+  tt.match(inserts[0], { rows: 500, writes: 50, ok: true, attempt: 1 })
+  tt.equal(writer.pendingRows, 0)
+  tt.equal(writer.pendingBytes, 0)
+})
+
+t.test('resolved means queryable, across many batches', async (tt) => {
+  const { writer, inserts } = startWriter(tt, { maxBatchRows: 40, flushIntervalMs: 5, minInsertIntervalMs: 0 })
+  const counts = await Promise.all(Array.from({ length: 30 }, async (_, i) => {
+    const stream = `queryable-${i}`
+    const rows = 1 + (i % 7) * 5
+    await writer.write([eventRows(stream, rows)], rows)
+    return (await countRows(stream)) === rows
+  }))
+  tt.ok(counts.every(Boolean), 'each write found all its rows when its promise resolved')
+  tt.ok(inserts.length > 1 && inserts.length < 30, `coalesced into ${inserts.length} inserts`)
+  tt.ok(inserts.every((s) => s.rows <= 40), 'no batch over maxBatchRows')
+})
+
+t.test('a write is never split: over maxBatchRows it gets an insert to itself, one part', async (tt) => {
+  const { writer, inserts } = startWriter(tt, { maxBatchRows: 100, flushIntervalMs: 20, minInsertIntervalMs: 0 })
+  const a = writer.write([eventRows('split-a', 60)], 60)
+  const big = eventRows('split-big', 250)
+  // Handed over in several chunks, as a request's worker results are.
+  const b = writer.write([big.subarray(0, 1000), big.subarray(1000, 5000), big.subarray(5000)], 250)
+  const c = writer.write([eventRows('split-c', 60)], 60)
+  await Promise.all([a, b, c])
+  tt.same(inserts.map((s) => s.rows), [60, 250, 60], 'FIFO; the big write alone; the next one did not fit with it')
+  tt.equal(await countRows('split-big'), 250)
+})
+
+t.test('a batch over ClickHouse max_insert_block_size is still one block, one part', async (tt) => {
+  await db.clickhouse.command('CREATE TABLE wide (n UInt32) ENGINE = MergeTree ORDER BY n')
+  const rows = 1_100_000 // over the server's max_insert_block_size of 1_048_576
+  const one = Buffer.from('1\n'.repeat(rows))
+  const { writer, inserts } = startWriter(tt, { table: 'wide', columns: ['n'], maxBatchRows: 10 })
+  await writer.write([one], rows)
+  tt.equal(inserts.length, 1)
+  const [{ n }] = await db.clickhouse.query<{ n: number }>('SELECT count() AS n FROM wide')
+  tt.equal(n, rows)
+  // Level-0 parts are the ones inserts made; merges add higher levels and keep these listed.
+  const [{ parts }] = await db.clickhouse.query<{ parts: number }>(
+    `SELECT count() AS parts FROM system.parts WHERE database = '${db.database}' AND table = 'wide' AND level = 0`)
+  tt.equal(parts, 1, 'one part: the insert was one block')
+
+  // Without the setting ClickHouse would store the first 1_048_576 rows before it parses the bad
+  // last one; as one block, nothing is stored.
+  const bad = Buffer.concat([one, Buffer.from('oops\n')])
+  await tt.rejects(writer.write([bad], rows + 1), { code: 'internal_error' })
+  const [after] = await db.clickhouse.query<{ n: number }>('SELECT count() AS n FROM wide')
+  tt.equal(after.n, rows, 'a failed big insert leaves nothing behind')
+})
+
+t.test('size trigger: a full batch goes without waiting for the interval', async (tt) => {
+  const { writer, inserts } = startWriter(tt, { maxBatchRows: 100, flushIntervalMs: 600_000, minInsertIntervalMs: 600_000 })
+  await writer.write([eventRows('size-1', 100)], 100)
+  await writer.write([eventRows('size-2', 150)], 150) // full twice in a row: no minInsertInterval
+  tt.equal(inserts.length, 2)
+  tt.equal(await countRows('size-2'), 150)
+})
+
+t.test('time trigger: a lone row waits flushIntervalMs for company, then goes', async (tt) => {
+  const { writer, inserts } = startWriter(tt, { flushIntervalMs: 150, minInsertIntervalMs: 0 })
+  const started = performance.now()
+  const first = writer.write([eventRows('time-1', 1)], 1)
+  const second = writer.write([eventRows('time-2', 1)], 1)
+  await Promise.all([first, second])
+  const elapsed = performance.now() - started
+  tt.ok(elapsed >= 145, `waited ${Math.round(elapsed)} ms`)
+  tt.ok(elapsed < 5_000)
+  tt.equal(inserts.length, 1, 'the second write kept the first company')
+})
+
+t.test('minInsertIntervalMs spaces small inserts', async (tt) => {
+  const { writer, inserts } = startWriter(tt, { flushIntervalMs: 0, minInsertIntervalMs: 300 })
+  const starts: number[] = []
+  const record = () => { const s = inserts.at(-1)!; starts.push(performance.now() - s.durationMs) }
+  await writer.write([eventRows('spaced-1', 1)], 1).then(record)
+  await writer.write([eventRows('spaced-2', 1)], 1).then(record)
+  tt.ok(starts[1] - starts[0] >= 295, `second insert started ${Math.round(starts[1] - starts[0])} ms after the first`)
+})
+
+t.test('flush() sends what waits now and resolves once it is committed', async (tt) => {
+  const { writer, inserts } = startWriter(tt, { flushIntervalMs: 600_000, minInsertIntervalMs: 600_000 })
+  let resolved = false
+  const rows = eventRows('flush', 7)
+  const write = writer.write([rows], 7).then(() => { resolved = true })
+  tt.equal(writer.pendingRows, 7)
+  tt.equal(writer.pendingBytes, rows.byteLength)
+  tt.equal(inserts.length, 0, 'nothing sent before the interval')
+  await writer.flush()
+  tt.ok(resolved, 'the write resolved before flush() did')
+  tt.equal(await countRows('flush'), 7)
+  tt.equal(writer.pendingRows, 0)
+  tt.equal(writer.pendingBytes, 0)
+  await write
+  await writer.flush() // nothing pending: resolves at once
+})
+
+t.test('close() stores what was accepted, then refuses writes with shutting_down', async (tt) => {
+  const { writer } = startWriter(tt, { flushIntervalMs: 600_000, minInsertIntervalMs: 600_000 })
+  const accepted = writer.write([eventRows('close', 3)], 3)
+  const closing = writer.close()
+  await tt.rejects(writer.write([eventRows('close-late', 1)], 1), { code: 'shutting_down', retryAfter: 1 })
+  await closing
+  await accepted
+  tt.equal(await countRows('close'), 3)
+  tt.equal(await countRows('close-late'), 0)
+  tt.equal(writer.close(), closing, 'close() is idempotent')
+})
+
+t.test('ClickHouse unreachable: retried with backoff, then storage_unavailable with Retry-After', async (tt) => {
+  const probe = createServer()
+  const port = await new Promise<number>((resolve) => probe.listen(0, '127.0.0.1', () => resolve((probe.address() as AddressInfo).port)))
+  await new Promise<void>((resolve) => probe.close(() => resolve())) // nothing listens there now
+  const { writer, inserts, logLines } = startWriter(tt, {
+    clickhouse: clientFor(tt, `http://127.0.0.1:${port}`), retryTimeoutMs: 600, flushIntervalMs: 0,
+  })
+  const started = performance.now()
+  const err = await writer.write([eventRows('down', 5)], 5).then(() => null, (e: unknown) => e)
+  const elapsed = performance.now() - started
+  tt.ok(err instanceof SluiceError)
+  tt.match(err, { code: 'storage_unavailable', status: 503 })
+  const retryAfter = (err as SluiceError).retryAfter!
+  tt.ok(Number.isInteger(retryAfter) && retryAfter >= 1, `Retry-After ${retryAfter}`)
+  tt.ok(inserts.length >= 2, `${inserts.length} attempts`)
+  tt.ok(inserts.every((s) => !s.ok))
+  tt.ok(elapsed < 600 + 2_000, `gave up after ${Math.round(elapsed)} ms`)
+  tt.ok(logLines.some((l) => l.level === 'error' && l.msg === 'ClickHouse insert failed past its retries'))
+  tt.equal(writer.pendingRows, 0)
+})
+
+t.test('unknown table: not retried, storage_unavailable at once', async (tt) => {
+  const { writer, inserts, logLines } = startWriter(tt, { table: 'no_such_table', retryTimeoutMs: 30_000, flushIntervalMs: 0 })
+  const started = performance.now()
+  await tt.rejects(writer.write([eventRows('nowhere', 2)], 2), { code: 'storage_unavailable' })
+  tt.ok(performance.now() - started < 5_000)
+  tt.equal(inserts.length, 1, 'one attempt')
+  tt.ok(logLines.some((l) => l.level === 'error' && l.msg === 'ClickHouse refused the insert; not retried'))
+})
+
+t.test('TOO_MANY_PARTS that passes: retried, stored exactly once', async (tt) => {
+  const proxy = await startFlakyProxy(tt, 2, (res) => {
+    res.writeHead(500, { 'content-type': 'text/plain' })
+    res.end('Code: 252, e.displayText() = DB::Exception: Too many parts (300). Merges are processing significantly slower than inserts., e.what() = DB::Exception\n')
+  })
+  const { writer, inserts } = startWriter(tt, { clickhouse: clientFor(tt, proxy.url), retryTimeoutMs: 10_000, flushIntervalMs: 0 })
+  await writer.write([eventRows('recover-parts', 12)], 12)
+  tt.same(inserts.map((s) => [s.attempt, s.ok]), [[1, false], [2, false], [3, true]])
+  tt.equal(proxy.state.forwarded, 1)
+  tt.equal(await countRows('recover-parts'), 12, 'exactly once')
+})
+
+t.test('connection reset that passes: retried, stored exactly once', async (tt) => {
+  const proxy = await startFlakyProxy(tt, 1, (res) => { res.socket?.destroy() })
+  const { writer, inserts } = startWriter(tt, { clickhouse: clientFor(tt, proxy.url), retryTimeoutMs: 10_000, flushIntervalMs: 0 })
+  await writer.write([eventRows('recover-reset', 4)], 4)
+  tt.same(inserts.map((s) => s.ok), [false, true])
+  tt.equal(await countRows('recover-reset'), 4, 'exactly once')
+})
+
+t.test('a malformed write fails alone (internal_error); its batch mates are stored', async (tt) => {
+  const { writer, inserts, logLines } = startWriter(tt, { flushIntervalMs: 600_000, minInsertIntervalMs: 600_000 })
+  const good1 = writer.write([eventRows('mal-good-1', 3)], 3)
+  const bad = writer.write([Buffer.from('org1\tmal-bad\tnot-a-number\n')], 1)
+  const good2 = writer.write([eventRows('mal-good-2', 4)], 4)
+  const flushed = writer.flush()
+  await tt.rejects(bad, { code: 'internal_error' })
+  await good1
+  await good2
+  await flushed
+  tt.same(inserts.map((s) => [s.writes, s.ok]), [[3, false], [1, true], [1, false], [1, true]])
+  tt.equal(await countRows('mal-good-1'), 3)
+  tt.equal(await countRows('mal-good-2'), 4)
+  tt.equal(await countRows('mal-bad'), 0)
+  tt.ok(logLines.some((l) => l.level === 'error' && (l.err as { message?: string })?.message?.includes('Code: 27')), 'logged loudly, with the ClickHouse error')
+})
+
+t.test('an aborted write leaves the queue before its insert starts', async (tt) => {
+  const { writer, inserts } = startWriter(tt, { flushIntervalMs: 600_000, minInsertIntervalMs: 600_000 })
+  const ac = new AbortController()
+  const aborted = writer.write([eventRows('aborted', 5)], 5, ac.signal)
+  const kept = writer.write([eventRows('kept', 2)], 2)
+  ac.abort(new Error('client went away'))
+  await tt.rejects(aborted, { message: 'client went away' })
+  tt.equal(writer.pendingRows, 2)
+  await writer.flush()
+  await kept
+  tt.same(inserts.map((s) => s.rows), [2])
+  tt.equal(await countRows('aborted'), 0)
+})
+
+t.test('over maxPendingBytes writes are held in order; needsDrain tells admission', async (tt) => {
+  const a = eventRows('held-a', 20)
+  const { writer, inserts } = startWriter(tt, { maxPendingBytes: a.byteLength + 10, flushIntervalMs: 600_000, minInsertIntervalMs: 600_000 })
+  tt.equal(writer.needsDrain, false)
+  const first = writer.write([a], 20)
+  tt.equal(writer.needsDrain, false, 'still room')
+  const second = writer.write([eventRows('held-b', 20)], 20)
+  tt.equal(writer.needsDrain, true, 'the second write is held')
+  tt.equal(writer.pendingRows, 40, 'held rows count as pending')
+  await Promise.all([first, second]) // holding writes makes the waiting batch due at once
+  tt.same(inserts.map((s) => s.rows), [20, 20])
+  tt.equal(writer.needsDrain, false)
+})
+
+t.test('write() argument checks', async (tt) => {
+  const { writer, inserts } = startWriter(tt)
+  await writer.write([], 0)
+  await tt.rejects(writer.write([Buffer.from('org1\tx')], 1), TypeError, 'a row without its newline')
+  await tt.rejects(writer.write([eventRows('neg', 1)], -1), TypeError)
+  tt.equal(inserts.length, 0)
+  tt.throws(() => createBatchWriter({ clickhouse: db.clickhouse, table: 'events; DROP', columns: eventColumns, log: createLogger({ level: 'silent' }) }), TypeError)
+})
+
+t.test('errors are classified by numeric code', async (tt) => {
+  const err = (code: number) => new ClickHouseError('x', code)
+  tt.equal(classifyInsertError(err(0)), 'transient', 'no answer from ClickHouse')
+  tt.equal(classifyInsertError(err(clickhouseCodes.TOO_MANY_PARTS)), 'transient')
+  tt.equal(classifyInsertError(err(clickhouseCodes.MEMORY_LIMIT_EXCEEDED)), 'transient')
+  tt.equal(classifyInsertError(err(clickhouseCodes.TIMEOUT_EXCEEDED)), 'transient')
+  tt.equal(classifyInsertError(err(clickhouseCodes.CANNOT_PARSE_INPUT_ASSERTION_FAILED)), 'malformed')
+  tt.equal(classifyInsertError(err(clickhouseCodes.UNKNOWN_TABLE)), 'refused')
+  tt.equal(classifyInsertError(new TypeError('bug')), 'refused')
+})
