@@ -79,7 +79,9 @@ export function toHttpError (err: unknown): SluiceError {
   if (err instanceof SluiceError) return err
   const code = (err as { code?: unknown } | null)?.code
   if (typeof code === 'string') {
-    if (code.startsWith('Z_') || code === 'ERR_BROTLI_DECOMPRESSION_FAILED' || code === 'ERR_ZSTD_DECOMPRESSION_FAILED' ||
+    // zlib (Z_*), brotli (ERR__ERROR_* from its error names) and zstd (ZSTD_error_*) corrupt data.
+    if (code.startsWith('Z_') || code.startsWith('ERR__ERROR_') || code.startsWith('ZSTD_error_') ||
+        code === 'ERR_BROTLI_DECOMPRESSION_FAILED' || code === 'ERR_ZSTD_DECOMPRESSION_FAILED' ||
         code === 'ERR_TRAILING_JUNK_AFTER_STREAM_END' || code === 'ERR_BUFFER_TOO_LARGE') {
       return new SluiceError('malformed_body', undefined, { cause: err })
     }

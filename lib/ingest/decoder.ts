@@ -3,10 +3,12 @@
 // Contract: `createDecoder()` returns null for identity (or no header), a stream that turns the
 // encoded body into the decoded one for gzip, deflate, br and zstd, and throws 400
 // unsupported_content_encoding for anything else, stacked codings ("gzip, br") included, before
-// a byte of the body is read. Corrupt or truncated data errors with zlib's own error (a `Z_*`,
-// `ERR__ERROR_*` (brotli) or `ZSTD_error_*` code), which toHttpError() answers with 400
-// malformed_body. The streams honour backpressure and stop inflating when destroyed, so the
-// decoded-bytes ByteLimit after this stage bounds a zip bomb to its limit plus a few chunks.
+// a byte of the body is read. Corrupt or truncated data (an empty body included) errors with
+// zlib's own error, coded `Z_*`, `ERR_TRAILING_JUNK_AFTER_STREAM_END`, `ERR__ERROR_*` (brotli) or
+// `ZSTD_error_*`, which toHttpError() answers with 400 malformed_body. The streams honour
+// backpressure and stop inflating when destroyed, so the decoded-bytes ByteLimit after this stage
+// bounds a zip bomb to its limit plus a chunk. A gzip or br stream holds its zlib context from
+// the start: destroy it if the pipeline never runs (deflate and zstd make theirs on the first byte).
 //
 // Accepted forms, as clients send them:
 // - gzip (and its RFC 9110 alias x-gzip): any number of concatenated members.
@@ -19,7 +21,10 @@ import type { Transform } from 'node:stream'
 import zlib from 'node:zlib'
 import { SluiceError } from '../errors.ts'
 
-/** Bytes per output chunk: 256 KiB inflates 3× faster than the 16 KiB default (fewer thread-pool round trips). */
+/**
+ * Bytes per output chunk. 256 KiB inflates about twice as fast as zlib's 16 KiB default, having
+ * fewer thread-pool round trips (gzip of a 64 MiB NDJSON body: about 330 to 720 MiB/s).
+ */
 const chunkSize = 256 * 1024
 
 /**
@@ -53,8 +58,11 @@ export function createDecoder (contentEncoding: string | undefined): Duplex | nu
   throw new SluiceError('unsupported_content_encoding', message)
 }
 
-/** Zlib-wrapped deflate starts with a CMF byte whose low nibble is 8 (CM = deflate); raw deflate
- * starts with a block header, whose low bits are BFINAL and BTYPE and never read 8 from an encoder. */
+/**
+ * Zlib-wrapped deflate starts with a CMF byte whose low nibble is 8 (CM = deflate); raw deflate
+ * starts with a block header, whose low bits (BFINAL, BTYPE, then stored-block padding that
+ * encoders write as zeros) never read 8 from an encoder. undici sniffs the same way.
+ */
 function createInflate (firstByte: number | undefined): ZlibStream {
   const options = { chunkSize, rejectGarbageAfterEnd: true }
   return firstByte === undefined || (firstByte & 0x0f) === 8 ? zlib.createInflate(options) : zlib.createInflateRaw(options)

@@ -8,6 +8,7 @@
 // has succeeded. A request that fails or is cut off before that point stores nothing.
 import { pipeline } from 'node:stream/promises'
 import { Transform } from 'node:stream'
+import type { Duplex } from 'node:stream'
 import type { Piscina } from 'piscina'
 import type { Router } from '../http/router.ts'
 import type { RequestContext } from '../http/reply.ts'
@@ -77,6 +78,7 @@ async function handleIngest (ctx: RequestContext, deps: IngestRouteDeps): Promis
     const decoder = createDecoder(req.headers['content-encoding'])
     const length = Number(req.headers['content-length'])
     if (length > deps.config.maxRawBytes) {
+      decoder?.destroy() // a zlib decoder holds its state from creation
       res.setHeader('connection', 'close')
       throw new SluiceError('payload_too_large', `The body is ${length} bytes; at most ${deps.config.maxRawBytes} are accepted`)
     }
@@ -91,6 +93,7 @@ async function handleIngest (ctx: RequestContext, deps: IngestRouteDeps): Promis
           const answer = await claim.answer
           if (answer === null) continue // the first attempt ended retryable: run this one
           res.setHeader('idempotent-replayed', 'true')
+          decoder?.destroy()
           req.resume()
           sendJson(ctx, answer.status, answer.body)
           return
@@ -121,7 +124,7 @@ async function handleIngest (ctx: RequestContext, deps: IngestRouteDeps): Promis
 }
 
 async function ingestBody (
-  ctx: RequestContext, deps: IngestRouteDeps, ticket: AdmissionTicket, decoder: Transform | null,
+  ctx: RequestContext, deps: IngestRouteDeps, ticket: AdmissionTicket, decoder: Duplex | null,
   retentionDays: number, orgId: string, streamName: string,
 ): Promise<StoredAnswer> {
   const { req } = ctx
@@ -129,17 +132,17 @@ async function ingestBody (
   const summary = new IngestSummary()
   const raw = new ByteLimit(config.maxRawBytes, 'raw')
   const decoded = new ByteLimit(config.maxDecodedBytes, 'decoded')
-  const batcher = new LineBatcher({ taskBytes: config.taskBytes, onFailure: (f) => summary.addFailure(f) })
+  const batcher = new LineBatcher({ taskBytes: config.taskBytes, onFailure: (f) => { summary.addFailure(f) } })
   const receivedAt = ctx.receivedAt
   const dispatch = new WorkerDispatch(deps.pool, summary, {
     orgId, stream: streamName, receivedAt,
     minTs: receivedAt - retentionDays * 86_400_000,
     maxTs: receivedAt + maxFutureMs,
   })
-  const stages: NodeJS.ReadWriteStream[] = [raw]
-  if (decoder) stages.push(decoder)
-  stages.push(decoded, new ByteMeter(ticket), createLineSplitter({ maxLineBytes: config.maxLineBytes }), batcher)
-  await pipeline([req, ...stages, dispatch] as unknown as Parameters<typeof pipeline>[0])
+  const splitter = createLineSplitter({ batcher, maxLineBytes: config.maxLineBytes })
+  const meter = new ByteMeter(ticket)
+  if (decoder) await pipeline(req, raw, decoder, decoded, meter, splitter, dispatch)
+  else await pipeline(req, raw, decoded, meter, splitter, dispatch)
 
   if (!batcher.sawLine) throw new SluiceError('empty_body', 'The body holds no lines: send one JSON object per line')
   for (const [code, n] of summary.failedByCode) metrics.linesFailed.inc({ code }, n)

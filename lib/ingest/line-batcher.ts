@@ -1,26 +1,30 @@
-// Packs lines into worker tasks (the `input` and `firstLine` of a ParseTask, parse-task.ts).
+// Packs lines into worker tasks: the `input` and `firstLine` of a ParseTask (parse-task.ts).
 //
-// Contract: SplitLine items in (line-splitter.ts), in body order; LineBatch objects out, each
-// holding consecutive lines, every line followed by '\n', in an exact-size ArrayBuffer ready to be
-// transferred, of about `taskBytes` (a line longer than that gets a task of its own). Lines are
+// Contract: add() takes the body's lines in order, as latin1 text (one character per raw byte) or
+// as a FailedLine, and returns a LineBatch whenever the next line would take the batch being
+// filled past `taskBytes`; flush() returns the last one. A batch holds consecutive lines, each
+// followed by '\n', in an exact-size ArrayBuffer of its own, ready to be transferred; a line longer
+// than taskBytes gets a batch of its own, short ones are never sent one per task. Lines are
 // numbered from 1 and every line keeps its number: a blank line (only spaces, tabs or CRs) is
-// written empty, and a line that failed on the main thread is written empty and reported through
-// `onFailure`, so the worker skips both without counting them. When the input ends, `lineCount`
-// and `sawLine` tell the route how many lines there were and whether any of them was not blank
-// (none: 400 empty_body).
-import { Transform } from 'node:stream'
-import type { TransformCallback } from 'node:stream'
-import type { LineFailure, ParseTask } from './parse-task.ts'
-import type { SplitLine } from './line-splitter.ts'
+// written empty, and a failed line is written empty and reported through `onFailure`, so the
+// worker skips both without counting them. `lineCount` and `sawLine` tell the route how many lines
+// the body had and whether any was not blank (none: 400 empty_body).
+import type { LineFailure, LineFailureCode, ParseTask } from './parse-task.ts'
 
 export interface LineBatcherOptions {
   /**
    * Bytes of lines per task; default 128 KiB: large enough that posting a task to a worker costs
-   * little next to parsing it, small enough to spread one request over several workers.
+   * little next to parsing it, small enough to spread a request over several workers.
    */
   taskBytes?: number
   /** Receives each line that failed before reaching a worker (line_too_long, JSON array framing). */
   onFailure: (failure: LineFailure) => void
+}
+
+/** A line that failed on the main thread; the batcher gives it its number. */
+export interface FailedLine {
+  code: LineFailureCode
+  message: string
 }
 
 export interface LineBatch extends Pick<ParseTask, 'input' | 'firstLine'> {
@@ -29,27 +33,26 @@ export interface LineBatch extends Pick<ParseTask, 'input' | 'firstLine'> {
 }
 
 const defaultTaskBytes = 128 * 1024
-const LF = 0x0a
 
-export class LineBatcher extends Transform {
+export class LineBatcher {
   readonly #taskBytes: number
   readonly #onFailure: (failure: LineFailure) => void
-  /** Lines of the batch being filled, written as latin1 (one byte per char); its own ArrayBuffer. */
-  #buffer: Buffer<ArrayBuffer>
-  #used = 0
+  /**
+   * The batch being filled, joined into one string when it is full: half the cost of copying the
+   * lines one by one. They are slices of split2's strings, so holding them copies nothing.
+   */
+  #lines: string[] = []
+  #bytes = 0
   #firstLine = 1
-  #batchLines = 0
   #lineCount = 0
   #sawLine = false
 
   constructor (options: LineBatcherOptions) {
-    super({ objectMode: true })
     this.#taskBytes = options.taskBytes ?? defaultTaskBytes
     this.#onFailure = options.onFailure
-    this.#buffer = Buffer.allocUnsafeSlow(this.#taskBytes)
   }
 
-  /** Lines seen so far, blank and failed ones included. */
+  /** Lines so far, blank and failed ones included. */
   get lineCount (): number {
     return this.#lineCount
   }
@@ -59,44 +62,38 @@ export class LineBatcher extends Transform {
     return this.#sawLine
   }
 
-  override _transform (item: SplitLine, _encoding: BufferEncoding, callback: TransformCallback): void {
-    this.#add(item)
-    callback()
-  }
-
-  override _flush (callback: TransformCallback): void {
-    if (this.#batchLines > 0) this.#pushBatch()
-    callback()
-  }
-
-  #add (item: SplitLine): void {
-    const line = ++this.#lineCount
+  /** Adds the next line; returns the batch it closed, if it did not fit in that one. */
+  add (line: string | FailedLine): LineBatch | undefined {
+    const number = ++this.#lineCount
     let text = ''
-    if (typeof item !== 'string') {
+    if (typeof line !== 'string') {
       this.#sawLine = true
-      this.#onFailure({ line, code: item.code, message: item.message })
-    } else if (!isBlank(item)) {
+      this.#onFailure({ line: number, code: line.code, message: line.message })
+    } else if (!isBlank(line)) {
       this.#sawLine = true
-      text = item
+      text = line
     }
-    const size = text.length + 1
-    if (this.#used + size > this.#taskBytes && this.#batchLines > 0) this.#pushBatch()
-    if (this.#batchLines === 0) this.#firstLine = line
-    if (size > this.#buffer.length) this.#buffer = Buffer.allocUnsafeSlow(size)
-    this.#used += this.#buffer.write(text, this.#used, 'latin1')
-    this.#buffer[this.#used++] = LF
-    this.#batchLines++
+    const full = this.#bytes + text.length + 1 > this.#taskBytes && this.#lines.length > 0 ? this.#take() : undefined
+    if (this.#lines.length === 0) this.#firstLine = number
+    this.#lines.push(text)
+    this.#bytes += text.length + 1
+    return full
   }
 
-  #pushBatch (): void {
-    const batch: LineBatch = {
-      input: this.#buffer.buffer.slice(0, this.#used),
-      firstLine: this.#firstLine,
-      lineCount: this.#batchLines,
-    }
-    this.#used = 0
-    this.#batchLines = 0
-    this.push(batch)
+  /** Returns the batch being filled, if it holds any line. */
+  flush (): LineBatch | undefined {
+    return this.#lines.length > 0 ? this.#take() : undefined
+  }
+
+  #take (): LineBatch {
+    const lineCount = this.#lines.length
+    this.#lines.push('') // so that join() ends the last line with '\n' too
+    const input = new ArrayBuffer(this.#bytes)
+    Buffer.from(input).write(this.#lines.join('\n'), 'latin1')
+    const batch: LineBatch = { input, firstLine: this.#firstLine, lineCount }
+    this.#lines = []
+    this.#bytes = 0
+    return batch
   }
 }
 

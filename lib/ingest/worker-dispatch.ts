@@ -7,12 +7,8 @@ import { Writable } from 'node:stream'
 import type { Piscina } from 'piscina'
 import type { ParseResult, ParseTask } from './parse-task.ts'
 import type { IngestSummary } from './ingest-summary.ts'
+import type { LineBatch } from './line-batcher.ts'
 
-/** What the line batcher emits: a batch of lines, plus the request-level fields added here. */
-export interface LineBatch {
-  input: ArrayBuffer
-  firstLine: number
-}
 
 export type TaskContext = Omit<ParseTask, 'input' | 'firstLine'>
 

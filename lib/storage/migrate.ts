@@ -6,6 +6,7 @@ import type { Logger } from '../logger.ts'
 import { sql } from './sql.ts'
 import { migration as metadata } from './migrations/001_metadata.ts'
 import { migration as events } from './migrations/002_events.ts'
+import { migration as rollups } from './migrations/003_rollups.ts'
 
 export interface Migration {
   id: number
@@ -13,7 +14,7 @@ export interface Migration {
   statements: string[]
 }
 
-export const migrations: readonly Migration[] = [metadata, events]
+export const migrations: readonly Migration[] = [metadata, events, rollups]
 
 export interface MigrateResult {
   applied: number[]

@@ -1,0 +1,115 @@
+// Formatting numbers, sizes, durations and times for display, and editing the `q` filter text
+// (SPEC.md section 7) when a table row adds a `field:value` term.
+
+const integer = new Intl.NumberFormat(undefined, { maximumFractionDigits: 0 })
+const compact = new Intl.NumberFormat(undefined, { notation: 'compact', maximumFractionDigits: 1 })
+const decimal = new Intl.NumberFormat(undefined, { maximumFractionDigits: 2 })
+
+/** Whole numbers with grouping; compact (12.3K) past a million or when asked. */
+export function formatCount (n, { short = false } = {}) {
+  if (n === null || n === undefined || Number.isNaN(n)) return '–'
+  if (short || Math.abs(n) >= 1e6) return compact.format(n)
+  return Math.abs(n) < 10 && !Number.isInteger(n) ? decimal.format(n) : integer.format(n)
+}
+
+/** A rate per second: 0.04, 3.2, 1,204. */
+export function formatRate (n) {
+  if (n === null || n === undefined || Number.isNaN(n)) return '–'
+  if (n === 0) return '0'
+  if (Math.abs(n) < 10) return decimal.format(n)
+  return formatCount(n, { short: Math.abs(n) >= 1e5 })
+}
+
+const byteUnits = ['B', 'KB', 'MB', 'GB', 'TB', 'PB']
+
+/** Bytes in powers of 1000, one decimal past the first unit. */
+export function formatBytes (n) {
+  if (n === null || n === undefined || Number.isNaN(n)) return '–'
+  let i = 0
+  let v = Math.abs(n)
+  while (v >= 1000 && i < byteUnits.length - 1) { v /= 1000; i++ }
+  const text = i === 0 ? integer.format(v) : v.toFixed(v < 10 ? 1 : 0)
+  return (n < 0 ? '-' : '') + text + ' ' + byteUnits[i]
+}
+
+/** A response time given in seconds: "850 µs", "12 ms", "1.24 s". */
+export function formatSeconds (s) {
+  if (s === null || s === undefined || Number.isNaN(s)) return '–'
+  if (s === 0) return '0 ms'
+  if (s < 0.001) return Math.round(s * 1e6) + ' µs'
+  if (s < 1) return (s < 0.01 ? (s * 1000).toFixed(1) : Math.round(s * 1000)) + ' ms'
+  return (s < 10 ? s.toFixed(2) : s.toFixed(1)) + ' s'
+}
+
+export function formatPercent (share) {
+  if (share === null || share === undefined || Number.isNaN(share)) return '–'
+  if (share === 0) return '0%'
+  if (share < 0.001) return '<0.1%'
+  return (share * 100).toFixed(share < 0.1 ? 1 : 0) + '%'
+}
+
+const pad = (n, w = 2) => String(n).padStart(w, '0')
+
+/** Event time in local time: 14:03:27.120, with the date when it is not today. */
+export function formatEventTime (ms, { withDate = false } = {}) {
+  const d = new Date(ms)
+  const time = `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}`
+  return withDate ? `${formatDate(d)} ${time}` : time
+}
+
+function formatDate (d) {
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`
+}
+
+/** "5 s ago", "3 min ago", "2 h ago", "4 d ago". */
+export function formatAgo (ms, now = Date.now()) {
+  const s = Math.max(0, Math.round((now - ms) / 1000))
+  if (s < 60) return `${s} s ago`
+  if (s < 3600) return `${Math.round(s / 60)} min ago`
+  if (s < 86400) return `${Math.round(s / 3600)} h ago`
+  return `${Math.round(s / 86400)} d ago`
+}
+
+/** Value of an <input type="datetime-local"> for a ms timestamp, in local time. */
+export function toDateTimeLocal (ms) {
+  const d = new Date(ms)
+  return `${formatDate(d)}T${pad(d.getHours())}:${pad(d.getMinutes())}`
+}
+
+/** 2xx, 3xx, 4xx, 5xx (or '' for none) for CSS classes and colours. */
+export function statusClass (status) {
+  return typeof status === 'number' && status >= 100 && status < 600 ? `${Math.floor(status / 100)}xx` : ''
+}
+
+// --- the q filter ----------------------------------------------------------------------------
+
+/** A value as the parser reads it: bare when safe, else a quoted phrase (\" and \\ escaped). */
+export function quoteValue (value) {
+  const text = String(value)
+  if (text !== '' && !/[\s"*\\]/.test(text)) return text
+  return '"' + text.replace(/[\\"]/g, (c) => '\\' + c) + '"'
+}
+
+/** `field:value`; null (the field is absent) becomes `-field:*`. */
+export function filterTerm (field, value) {
+  return value === null || value === undefined ? `-${field}:*` : `${field}:${quoteValue(value)}`
+}
+
+/** Splits q into its terms, keeping quoted phrases whole. */
+export function splitTerms (q) {
+  return q.match(/(?:[^\s"]+|"(?:\\.|[^"\\])*"?)+/g) ?? []
+}
+
+/**
+ * q with the given terms added. A positive term on the same field replaces the old one (two
+ * different paths can never both hold); an identical term is not repeated.
+ */
+export function addTerms (q, terms) {
+  let parts = splitTerms(q)
+  for (const term of terms) {
+    const field = /^([a-z_]+):/.exec(term)?.[1]
+    if (field && !term.startsWith('-')) parts = parts.filter((p) => !p.startsWith(field + ':'))
+    if (!parts.includes(term)) parts.push(term)
+  }
+  return parts.join(' ')
+}

@@ -1,0 +1,97 @@
+// 429s, each reason with Retry-After, reached through small config values rather than load; the
+// X-RateLimit headers; per-org overrides.
+import t from 'tap'
+import { Readable } from 'node:stream'
+import { request } from 'undici'
+import { startServer } from '../helpers/server.ts'
+import { countEvents, createIngestTarget, postIngest } from '../helpers/ingest.ts'
+import type { IngestTarget } from '../helpers/ingest.ts'
+
+/** Starts a request whose body stays open until `finish()`; resolves once the server holds it. */
+async function openRequest (tgt: IngestTarget, first: string) {
+  const body = new Readable({ read () {} })
+  body.push(first)
+  const response = request(`${tgt.server.url}/api/ingest/${tgt.stream}`, {
+    method: 'POST', body, headers: { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/x-ndjson' },
+  })
+  return {
+    response,
+    async finish () {
+      body.push(null)
+      const r = await response
+      return { status: r.statusCode, body: await r.body.json() as any }
+    },
+  }
+}
+
+async function until (check: () => boolean, what: string): Promise<void> {
+  for (const deadline = Date.now() + 5000; !check();) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+}
+
+t.test('rate_limited: past the requests per minute, with Retry-After and X-RateLimit headers', async (t) => {
+  const s = await startServer(t, { limits: { requestsPerMinute: 2 } })
+  const tgt = await createIngestTarget(s, 'rate')
+  const a = await postIngest(tgt, '{"path":"/1"}\n')
+  t.equal(a.status, 200)
+  t.equal(a.headers['x-ratelimit-limit'], '2')
+  t.equal(a.headers['x-ratelimit-remaining'], '1')
+  t.ok(Number(a.headers['x-ratelimit-reset']) >= 1)
+  const b = await postIngest(tgt, '{"path":"/2"}\n')
+  t.equal(b.headers['x-ratelimit-remaining'], '0')
+  const c = await postIngest(tgt, '{"path":"/3"}\n')
+  t.equal(c.status, 429)
+  t.equal(c.body.error, 'rate_limited')
+  t.ok(Number(c.headers['retry-after']) >= 1, `Retry-After ${c.headers['retry-after']}`)
+  t.equal(c.headers['x-ratelimit-remaining'], '0')
+  t.equal(await countEvents(tgt), 2, 'the refused request stored nothing')
+})
+
+t.test('per-org override of the rate', async (t) => {
+  const s = await startServer(t, { limits: { requestsPerMinute: 1, orgs: { default: { requestsPerMinute: 5 } } } })
+  const tgt = await createIngestTarget(s, 'override')
+  const statuses = []
+  for (let i = 0; i < 6; i++) statuses.push((await postIngest(tgt, '{}\n')).status)
+  t.same(statuses, [200, 200, 200, 200, 200, 429])
+})
+
+t.test('too_many_concurrent_requests: past the org\'s requests in progress', async (t) => {
+  const s = await startServer(t, { limits: { concurrentRequests: 1 } })
+  const tgt = await createIngestTarget(s, 'conc')
+  const held = await openRequest(tgt, '{"path":"/held"}\n')
+  await until(() => s.app.http.inFlight === 1, 'the first request')
+  const r = await postIngest(tgt, '{"path":"/second"}\n')
+  t.equal(r.status, 429)
+  t.equal(r.body.error, 'too_many_concurrent_requests')
+  t.ok(Number(r.headers['retry-after']) >= 1)
+  const first = await held.finish()
+  t.equal(first.status, 200)
+  t.equal((await postIngest(tgt, '{"path":"/third"}\n')).status, 200, 'the slot is free again')
+  t.equal(await countEvents(tgt), 2)
+})
+
+t.test('server_busy: past the server\'s uncommitted bytes', async (t) => {
+  const s = await startServer(t, { limits: { maxUncommittedBytes: 1000 } })
+  const tgt = await createIngestTarget(s, 'busy')
+  const held = await openRequest(tgt, `{"path":"/held","pad":"${'x'.repeat(1200)}"}\n`)
+  await until(() => s.app.admission.uncommittedBytes >= 1000, 'the bytes to be counted')
+  const r = await postIngest(tgt, '{"path":"/second"}\n')
+  t.equal(r.status, 429)
+  t.equal(r.body.error, 'server_busy')
+  t.ok(Number(r.headers['retry-after']) >= 1)
+  t.equal((await held.finish()).status, 200)
+  t.equal(s.app.admission.uncommittedBytes, 0, 'committed bytes are released')
+  t.equal((await postIngest(tgt, '{"path":"/third"}\n')).status, 200)
+})
+
+t.test('429s are counted by reason in /metrics', async (t) => {
+  const s = await startServer(t, { limits: { requestsPerMinute: 1 } })
+  const tgt = await createIngestTarget(s, 'metered')
+  await postIngest(tgt, '{}\n')
+  await postIngest(tgt, '{}\n')
+  const text = await (await request(`${s.url}/metrics`)).body.text()
+  t.match(text, /sluice_ingest_rejected_total\{reason="rate_limited"\} 1/)
+  t.match(text, /sluice_ingest_lines_total 1/)
+})

@@ -1,0 +1,270 @@
+import t from 'tap'
+import { EventRejection, epochMsFromNumber, epochMsFromRfc3339, normalizeEvent } from '../../lib/ingest/event-schema.ts'
+import type { EventRow, TimeBounds } from '../../lib/ingest/event-schema.ts'
+import type { Test } from 'tap'
+
+const day = 86_400_000
+const receivedAt = Date.UTC(2025, 10, 21, 12, 0, 0) // 2025-11-21T12:00:00Z
+const bounds: TimeBounds = { receivedAt, minTs: receivedAt - 30 * day, maxTs: receivedAt + 2 * day }
+
+function normalize (json: string): EventRow | EventRejection {
+  return normalizeEvent(JSON.parse(json), bounds)
+}
+
+function row (t: Test, json: string): EventRow {
+  const result = normalize(json)
+  if (result instanceof EventRejection) {
+    t.fail(`rejected ${json}: ${result.code} ${result.message}`)
+    throw new Error('rejected')
+  }
+  return result
+}
+
+function rejection (t: Test, json: string): EventRejection {
+  const result = normalize(json)
+  if (!(result instanceof EventRejection)) {
+    t.fail(`accepted ${json}`)
+    throw new Error('accepted')
+  }
+  return result
+}
+
+const emptyRow: EventRow = {
+  ts: receivedAt,
+  host: null,
+  path: null,
+  method: null,
+  status: null,
+  rt: null,
+  bytes: null,
+  src: null,
+  userAgent: null,
+  message: null,
+  filename: null,
+  attrs: '{}',
+}
+
+t.test('format 1: every field into its column, nothing else in attrs', async (t) => {
+  const ts = receivedAt - 5000
+  t.strictSame(row(t, JSON.stringify({
+    ts, host: 'web-1', path: '/api', method: 'GET', status: 200, rt: 0.25, bytes: 512, src: '10.0.0.1', user_agent: 'curl/8',
+  })), {
+    ts, host: 'web-1', path: '/api', method: 'GET', status: 200, rt: 0.25, bytes: 512, src: '10.0.0.1', userAgent: 'curl/8', message: null, filename: null, attrs: '{}',
+  })
+  t.strictSame(row(t, '{}'), emptyRow, 'an empty object is an event with the receive time')
+  t.strictSame(row(t, '{"host":"","status":100,"rt":0,"bytes":0}'), { ...emptyRow, host: '', status: 100, rt: 0, bytes: 0 }, 'empty strings and lower bounds')
+  t.strictSame(row(t, '{"status":599,"rt":1e21,"bytes":9007199254740991,"status2":1}'), { ...emptyRow, status: 599, rt: 1e21, bytes: 2 ** 53 - 1, attrs: '{"status2":1}' }, 'upper bounds')
+  t.equal(row(t, '{"status":200.0}').status, 200, '200.0 is the integer 200 in JSON')
+  t.equal(row(t, '{"message":"hi","filename":"/a.log"}').attrs, '{"message":"hi","filename":"/a.log"}', 'message and filename are attrs in format 1')
+})
+
+t.test('format 1: a wrong type or range fails the line naming the field', async (t) => {
+  const cases: [string, string][] = [
+    ['{"host":1}', 'host must be a string'],
+    ['{"path":["/"]}', 'path must be a string'],
+    ['{"method":true}', 'method must be a string'],
+    ['{"src":{}}', 'src must be a string'],
+    ['{"user_agent":5}', 'user_agent must be a string'],
+    ['{"status":"200"}', 'status must be an integer 100-599'],
+    ['{"status":99}', 'status must be an integer 100-599'],
+    ['{"status":600}', 'status must be an integer 100-599'],
+    ['{"status":200.5}', 'status must be an integer 100-599'],
+    ['{"rt":-0.001}', 'rt must be a finite number >= 0 (seconds)'],
+    ['{"rt":"0.1"}', 'rt must be a finite number >= 0 (seconds)'],
+    ['{"rt":1e999}', 'rt must be a finite number >= 0 (seconds)'],
+    ['{"bytes":-1}', 'bytes must be an integer from 0 to 2^53-1'],
+    ['{"bytes":1.5}', 'bytes must be an integer from 0 to 2^53-1'],
+    ['{"bytes":9007199254740992}', 'bytes must be an integer from 0 to 2^53-1'],
+    ['{"bytes":"10"}', 'bytes must be an integer from 0 to 2^53-1'],
+    ['{"ts":true}', 'ts must be an RFC 3339 string or a number of epoch seconds, milliseconds, microseconds or nanoseconds'],
+    ['{"ts":"yesterday"}', 'ts must be an RFC 3339 string or a number of epoch seconds, milliseconds, microseconds or nanoseconds'],
+    ['{"ts":"2025-02-30T00:00:00Z"}', 'ts must be an RFC 3339 string or a number of epoch seconds, milliseconds, microseconds or nanoseconds'],
+    ['{"ts":1e999}', 'ts must be an RFC 3339 string or a number of epoch seconds, milliseconds, microseconds or nanoseconds'],
+  ]
+  for (const [json, message] of cases) {
+    t.strictSame({ ...rejection(t, json) }, { code: 'invalid_field', message }, json)
+  }
+  t.equal(rejection(t, '{"host":"a","status":"x","path":"/"}').message, 'status must be an integer 100-599', 'valid fields around do not help')
+})
+
+t.test('null for a field means absent; under another key it is data', async (t) => {
+  t.strictSame(row(t, '{"ts":null,"host":null,"path":null,"method":null,"status":null,"rt":null,"bytes":null,"src":null,"user_agent":null}'), emptyRow)
+  t.equal(row(t, '{"extra":null}').attrs, '{"extra":null}')
+  t.strictSame(row(t, '{"log":"x","filename":null,"status":null}'), { ...emptyRow, message: 'x' }, 'format 2 too')
+  t.equal(rejection(t, '{"log":null,"status":"x"}').code, 'invalid_field', 'a null log makes a format-1 line, strictly checked')
+  t.strictSame(row(t, '{"log":null,"host":"a"}'), { ...emptyRow, host: 'a' })
+})
+
+t.test('not an object', async (t) => {
+  for (const [json, message] of [
+    ['[1,2]', 'a line must be a JSON object, not an array'],
+    ['"text"', 'a line must be a JSON object, not a string'],
+    ['42', 'a line must be a JSON object, not a number'],
+    ['true', 'a line must be a JSON object, not a boolean'],
+    ['null', 'a line must be a JSON object, not null'],
+  ]) {
+    t.strictSame({ ...rejection(t, json) }, { code: 'not_an_object', message }, json)
+  }
+})
+
+t.test('ts: receive time, RFC 3339, and numbers by magnitude', async (t) => {
+  const at = Date.UTC(2025, 10, 20, 8, 30, 15, 123) // a day before receivedAt
+  const seconds = at / 1000
+  const cases: [unknown, number, string][] = [
+    ['2025-11-20T08:30:15.123Z', at, 'RFC 3339 UTC'],
+    ['2025-11-20t08:30:15.123z', at, 'lower-case t and z'],
+    ['2025-11-20 08:30:15.123Z', at, 'space separator'],
+    ['2025-11-20T10:30:15.123+02:00', at, 'positive offset'],
+    ['2025-11-20T03:00:15.123-05:30', at, 'negative offset'],
+    ['2025-11-20T08:30:15.123456789Z', at, 'nanosecond fraction rounds to ms (down)'],
+    ['2025-11-20T08:30:15.1225Z', at, 'fraction rounds half up'],
+    ['2025-11-20T08:30:15Z', at - 123, 'no fraction'],
+    [seconds, at, 'fractional seconds'],
+    [Math.floor(seconds), at - 123, 'integer seconds'],
+    [at, at, 'milliseconds'],
+    [at * 1000 + 456, at, 'microseconds, rounded down'],
+    [at * 1000 + 500, at + 1, 'microseconds, rounded half up'],
+    [at * 1e6 + 999_999, at + 1, 'nanoseconds (beyond 2^53, to the nearest ms)'],
+  ]
+  for (const [ts, expected, name] of cases) t.equal(row(t, JSON.stringify({ ts })).ts, expected, name)
+  t.equal(row(t, '{"host":"a"}').ts, receivedAt, 'absent: the receive time')
+  t.equal(row(t, JSON.stringify({ ts: bounds.minTs })).ts, bounds.minTs, 'the oldest accepted ms is accepted')
+  t.equal(row(t, JSON.stringify({ ts: bounds.maxTs })).ts, bounds.maxTs, 'the newest accepted ms is accepted')
+})
+
+t.test('ts out of range fails the line on both sides', async (t) => {
+  const old = rejection(t, JSON.stringify({ ts: bounds.minTs - 1 }))
+  t.strictSame({ ...old }, {
+    code: 'ts_out_of_range',
+    message: "ts 2025-10-22T11:59:59.999Z is older than the stream's retention (2025-10-22T12:00:00.000Z)",
+  })
+  const future = rejection(t, JSON.stringify({ ts: '2025-11-23T12:00:00.001Z' }))
+  t.strictSame({ ...future }, {
+    code: 'ts_out_of_range',
+    message: 'ts 2025-11-23T12:00:00.001Z is after the newest accepted time (2025-11-23T12:00:00.000Z)',
+  })
+  t.equal(rejection(t, '{"ts":0}').code, 'ts_out_of_range', 'the epoch')
+  t.equal(rejection(t, '{"ts":-1763700000000}').code, 'ts_out_of_range', 'negative')
+  t.match(rejection(t, '{"ts":1e300}').message, /^ts 1e\+294 is after/, 'a ts Date cannot show is written as a number')
+  t.equal(rejection(t, '{"ts":"1970-01-01T00:00:00Z"}').code, 'ts_out_of_range')
+})
+
+t.test('epochMsFromRfc3339 accepts real dates only', async (t) => {
+  t.equal(epochMsFromRfc3339('2024-02-29T00:00:00Z'), Date.UTC(2024, 1, 29), 'leap day')
+  t.equal(epochMsFromRfc3339('2000-02-29T00:00:00Z'), Date.UTC(2000, 1, 29), 'leap day of a 400-year')
+  t.equal(epochMsFromRfc3339('2016-12-31T23:59:60Z'), Date.UTC(2017, 0, 1), 'a leap second lands on the next second')
+  t.equal(epochMsFromRfc3339('0050-06-01T00:00:00Z'), new Date('0050-06-01T00:00:00Z').getTime(), 'years below 100 are not 19xx')
+  t.equal(epochMsFromRfc3339('1969-12-31T23:59:59.999Z'), -1)
+  t.equal(epochMsFromRfc3339('2025-11-20T08:30:15.9996Z'), Date.UTC(2025, 10, 20, 8, 30, 16), 'rounding carries into the second')
+  for (const bad of [
+    '2023-02-29T00:00:00Z', '1900-02-29T00:00:00Z', '2025-04-31T00:00:00Z', '2025-00-10T00:00:00Z', '2025-13-10T00:00:00Z',
+    '2025-01-00T00:00:00Z', '2025-01-01T24:00:00Z', '2025-01-01T00:60:00Z', '2025-01-01T00:00:61Z', '2025-01-01T00:00:00+24:00',
+    '2025-01-01T00:00:00+01:60', '2025-01-01T00:00:00', '2025-01-01T00:00:00.Z', '2025-01-01', '2025-1-01T00:00:00Z',
+    '2025-01-01T00:00:00+0100', ' 2025-01-01T00:00:00Z', '2025-01-01T00:00:00Z ', '２025-01-01T00:00:00Z', '',
+  ]) t.ok(Number.isNaN(epochMsFromRfc3339(bad)), JSON.stringify(bad))
+})
+
+t.test('epochMsFromNumber tells units apart by magnitude', async (t) => {
+  t.equal(epochMsFromNumber(99_999_999_999), 99_999_999_999_000, 'below 1e11: seconds')
+  t.equal(epochMsFromNumber(1e11), 1e11, 'from 1e11: milliseconds')
+  t.equal(epochMsFromNumber(99_999_999_999_999), 99_999_999_999_999, 'below 1e14: milliseconds')
+  t.equal(epochMsFromNumber(1e14), 1e11, 'from 1e14: microseconds')
+  t.equal(epochMsFromNumber(1e17), 1e11, 'from 1e17: nanoseconds')
+  t.equal(epochMsFromNumber(1763700000.0005), 1763700000001, 'half a ms rounds up')
+  t.ok(Number.isNaN(epochMsFromNumber(Infinity)))
+})
+
+t.test('attrs keep every other key as JSON text', async (t) => {
+  const extra = {
+    level: 'info',
+    n: 3,
+    big: 12345678901234567890,
+    ok: true,
+    none: null,
+    list: [1, 'two', { three: 3 }],
+    obj: { a: { b: [] } },
+    quote: 'say "hi"\\ \n\t\u0001',
+    unicode: 'héllo 日本 😀',
+    '': 'empty key',
+    'odd "key"\n': 1,
+  }
+  const attrs = row(t, JSON.stringify({ host: 'h', ...extra })).attrs
+  t.strictSame(JSON.parse(attrs), extra, 'round-trips through JSON.parse')
+  t.equal(row(t, '{"a":1,"host":"h","b":"x"}').attrs, '{"a":1,"b":"x"}', 'compact, in line order')
+  t.equal(row(t, '{"b":1,"2":2,"a":3,"1":4}').attrs, '{"1":4,"2":2,"b":1,"a":3}', 'integer-like keys first, as JSON.parse orders them')
+  t.equal(row(t, '{"big":1e999}').attrs, '{"big":null}', 'Infinity is written as JSON writes it')
+  t.equal(row(t, '{"s":"\\ud800"}').attrs, '{"s":"\\ud800"}', 'a lone surrogate stays an escape')
+})
+
+t.test('__proto__ and constructor keys are plain data', async (t) => {
+  const keys = '"__proto__":{"polluted":1},"constructor":{"prototype":{"polluted":2}},"prototype":{"polluted":3}'
+  for (const line of [`{${keys},"host":"h"}`, `{"log":"x",${keys},"host":"h"}`]) {
+    const result = row(t, line)
+    t.equal(result.host, 'h')
+    t.equal(result.attrs, `{${keys}}`, line)
+    t.ok(Object.hasOwn(JSON.parse(result.attrs), '__proto__'), '__proto__ is a key of attrs')
+    t.equal(Object.getPrototypeOf(result), Object.prototype, 'the row keeps its prototype')
+  }
+  const nested = row(t, JSON.stringify({ log: `{${keys},"host":"h"}` }))
+  t.equal(nested.host, 'h', 'a nested object with those keys is read like any other')
+  t.equal(nested.attrs, '{}')
+  const plain: Record<string, unknown> = {}
+  t.equal(plain.polluted, undefined, 'Object.prototype is untouched')
+  t.notOk(Object.hasOwn(Object.prototype, 'polluted'))
+  t.equal(plain.constructor, Object)
+})
+
+t.test('a value nested too deeply for JSON.stringify fails the line', async (t) => {
+  const deep = '['.repeat(100_000) + ']'.repeat(100_000)
+  t.strictSame({ ...rejection(t, `{"x":${deep}}`) }, { code: 'invalid_field', message: 'x is nested too deeply' })
+  t.equal(rejection(t, `{"log":"x","y":${deep}}`).message, 'y is nested too deeply')
+})
+
+t.test('format 2: log is the message, filename is kept, the rest is lenient', async (t) => {
+  t.strictSame(row(t, '{"log":"GET / 200","filename":"/var/log/a.log","stream":"stdout"}'), {
+    ...emptyRow, message: 'GET / 200', filename: '/var/log/a.log', attrs: '{"stream":"stdout"}',
+  })
+  t.strictSame(row(t, '{"log":""}'), { ...emptyRow, message: '' }, 'an empty log is a message')
+  t.strictSame({ ...rejection(t, '{"log":42}') }, { code: 'invalid_field', message: 'log must be a string' })
+  t.strictSame({ ...rejection(t, '{"log":{"a":1}}') }, { code: 'invalid_field', message: 'log must be a string' })
+  t.strictSame({ ...rejection(t, '{"log":"x","filename":7}') }, { code: 'invalid_field', message: 'filename must be a string' })
+  t.strictSame(row(t, '{"log":"x","host":"h","status":"oops","ts":1,"rt":0.5}'), {
+    ...emptyRow, message: 'x', host: 'h', rt: 0.5, attrs: '{"status":"oops","ts":1}',
+  }, 'top-level fields: valid ones fill columns, invalid and out-of-range ones go to attrs')
+})
+
+t.test('format 2 with a JSON object in log: its fields are extracted', async (t) => {
+  const nested = { ts: '2025-11-21T11:00:00Z', host: 'api', path: '/x', method: 'POST', status: 201, rt: 0.002, bytes: 10, src: '1.2.3.4', user_agent: 'ua', level: 'warn' }
+  const log = JSON.stringify(nested)
+  t.strictSame(row(t, JSON.stringify({ log, stream: 'stderr' })), {
+    ts: Date.UTC(2025, 10, 21, 11), host: 'api', path: '/x', method: 'POST', status: 201, rt: 0.002, bytes: 10, src: '1.2.3.4', userAgent: 'ua',
+    message: log, filename: null, attrs: '{"stream":"stderr"}',
+  }, 'other nested keys stay in the message only')
+  t.equal(row(t, JSON.stringify({ log: ' \t\r\n' + log })).host, 'api', 'leading whitespace before {')
+  t.strictSame(row(t, JSON.stringify({ log: '{"host": "api", "status": "oops", "ts": 5, "bytes": null}' })), {
+    ...emptyRow, message: '{"host": "api", "status": "oops", "ts": 5, "bytes": null}', host: 'api', attrs: '{"status":"oops","ts":5}',
+  }, 'a nested field of the wrong type or out of range is kept in attrs')
+  t.strictSame(row(t, JSON.stringify({ log: '{"host": "api", oops' })), { ...emptyRow, message: '{"host": "api", oops' }, 'text that does not parse is just text')
+  t.strictSame(row(t, JSON.stringify({ log: '[{"host": "api"}]' })), { ...emptyRow, message: '[{"host": "api"}]' }, 'an array is not extracted')
+  t.strictSame(row(t, JSON.stringify({ log: 'x {"host": "api"}' })), { ...emptyRow, message: 'x {"host": "api"}' }, 'only a log that starts with {')
+})
+
+t.test('format 2: nested values win over top-level ones', async (t) => {
+  const line = (nested: object, top: object): string => JSON.stringify({ log: JSON.stringify(nested), ...top })
+  const both = row(t, line({ host: 'inner', status: 200 }, { host: 'outer', status: 500 }))
+  t.equal(both.host, 'inner')
+  t.equal(both.status, 200)
+  t.equal(both.attrs, '{"host":"outer","status":500}', 'a shadowed top-level value is kept in attrs')
+  const nestedBad = row(t, line({ status: 'x' }, { status: 404 }))
+  t.equal(nestedBad.status, 404, 'an invalid nested value leaves the column to a valid top-level one')
+  t.equal(nestedBad.attrs, '{"status":"x"}')
+  const bothBad = row(t, line({ status: 'x' }, { status: 'y' }))
+  t.equal(bothBad.status, null)
+  t.equal(bothBad.attrs, '{"status":"x"}', 'both invalid: attrs holds the nested one, once')
+  const nestedNull = row(t, line({ host: null }, { host: 'outer' }))
+  t.equal(nestedNull.host, 'outer', 'a nested null is absent')
+  t.equal(nestedNull.attrs, '{}')
+  const ts = row(t, line({ ts: 1 }, { ts: receivedAt - 1000 }))
+  t.equal(ts.ts, receivedAt - 1000, 'a nested ts out of range gives way to the top-level ts')
+  t.equal(ts.attrs, '{"ts":1}')
+})

@@ -1,0 +1,60 @@
+// A compressed body that inflates to 10 GiB must be stopped at the decoded-bytes limit: quickly,
+// after reading little of it, and without memory growing past the limit while it inflates.
+import t from 'tap'
+import zlib from 'node:zlib'
+import { Readable, Writable } from 'node:stream'
+import type { Transform } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import { ByteLimit } from '../../lib/ingest/byte-limit.ts'
+import { createDecoder } from '../../lib/ingest/decoder.ts'
+import { createLineSplitter } from '../../lib/ingest/line-splitter.ts'
+import { LineBatcher } from '../../lib/ingest/line-batcher.ts'
+import { toHttpError } from '../../lib/errors.ts'
+import { compressZeros } from '../helpers/compress.ts'
+
+const MiB = 1024 * 1024
+const maxDecodedBytes = 64 * MiB // the default limit
+const memberMiB = 64
+const members = 160 // 160 × 64 MiB = 10 GiB inflated
+
+const bombs: Array<[string, () => Transform]> = [
+  ['gzip', () => zlib.createGzip()], // members: gunzip's multi-member path
+  ['zstd', () => zlib.createZstdCompress()], // frames: the decoder that restarts per frame
+]
+
+for (const [encoding, createCompressor] of bombs) {
+  t.test(`a 10 GiB ${encoding} bomb stops at the decoded limit`, async (t) => {
+    const member = await compressZeros(createCompressor(), memberMiB)
+    async function * bomb (): AsyncGenerator<Buffer> {
+      for (let i = 0; i < members; i++) yield member
+    }
+    const raw = new ByteLimit(16 * MiB, 'raw')
+    const decoder = createDecoder(encoding)!
+    const decoded = new ByteLimit(maxDecodedBytes, 'decoded')
+    const batcher = new LineBatcher({ onFailure: () => {} })
+    const sink = new Writable({ objectMode: true, write (_batch, _encoding, callback) { callback() } })
+
+    const baseline = process.memoryUsage.rss()
+    let peak = baseline
+    const sampler = setInterval(() => { peak = Math.max(peak, process.memoryUsage.rss()) }, 5)
+    const started = performance.now()
+    const error = await pipeline(Readable.from(bomb(), { objectMode: false }), raw, decoder, decoded,
+      createLineSplitter({ batcher }), sink).then(() => null, (err: unknown) => err)
+    const elapsedMs = performance.now() - started
+    clearInterval(sampler)
+    peak = Math.max(peak, process.memoryUsage.rss())
+
+    const httpError = toHttpError(error)
+    t.equal(httpError.code, 'payload_too_large')
+    t.match(httpError.message, /decompressed request body is over the limit of 64 MiB/)
+    t.ok(decoded.bytes > maxDecodedBytes && decoded.bytes <= maxDecodedBytes + 256 * 1024,
+      `stopped within one 256 KiB chunk of the limit (${decoded.bytes} bytes)`)
+    t.ok(decoder.destroyed, 'the decoder is destroyed, so it inflates no further')
+    // What the stream buffers ahead of the decoder hold, out of 10 MB (gzip) or 330 KB (zstd).
+    t.ok(raw.bytes < MiB, `read ${raw.bytes} of ${member.length * members} compressed bytes`)
+    t.ok(elapsedMs < 2000, `failed after ${elapsedMs.toFixed(0)} ms`)
+    const grownMiB = (peak - baseline) / MiB
+    t.ok(grownMiB < 2 * maxDecodedBytes / MiB, `RSS grew by ${grownMiB.toFixed(1)} MiB`)
+    t.comment(`${encoding}: ${member.length} bytes a member; stopped after ${elapsedMs.toFixed(0)} ms, RSS +${grownMiB.toFixed(1)} MiB`)
+  })
+}

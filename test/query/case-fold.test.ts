@@ -1,0 +1,54 @@
+// foldCase is ClickHouse's lowerUTF8, checked for every Unicode code point against the live
+// server. Rows of 37 consecutive code points (a prime, so characters of every UTF-8 length land
+// across lowerUTF8's 16-byte SSE blocks) catch both a wrong mapping and a boundary bug. A failure
+// here after a Node upgrade means V8's Unicode data moved under case-fold.ts's ranges.
+import t from 'tap'
+import { Buffer } from 'node:buffer'
+import { createTestDatabase } from '../helpers/clickhouse.ts'
+import { foldCase } from '../../lib/query/case-fold.ts'
+
+const codePointsPerRow = 37
+
+function escapeTsv (text: string): string {
+  return text.replace(/\\/g, '\\\\').replace(/\t/g, '\\t').replace(/\n/g, '\\n')
+}
+
+t.test('foldCase agrees with lowerUTF8 on every code point', async (t) => {
+  const { clickhouse } = await createTestDatabase(t)
+  await clickhouse.command('CREATE TABLE fold (id UInt32, s String) ENGINE = Memory')
+  const rows: string[] = []
+  let row: number[] = []
+  for (let cp = 1; cp <= 0x10FFFF; cp++) {
+    if (cp >= 0xD800 && cp <= 0xDFFF) continue // surrogates are not characters; toWellFormed covers them
+    row.push(cp)
+    if (row.length === codePointsPerRow) { rows.push(String.fromCodePoint(...row)); row = [] }
+  }
+  rows.push(String.fromCodePoint(...row))
+  const body = rows.map((s, id) => `${id}\t${escapeTsv(s)}\n`).join('')
+  await clickhouse.insertRaw('INSERT INTO fold (id, s) FORMAT TabSeparated', Buffer.from(body))
+
+  const lowered = await clickhouse.query<{ id: number, l: string }>('SELECT id, lowerUTF8(s) AS l FROM fold ORDER BY id')
+  t.equal(lowered.length, rows.length)
+  const wrong: string[] = []
+  for (const { id, l } of lowered) {
+    const source = [...rows[id]]
+    const ours = [...foldCase(rows[id])]
+    const theirs = [...l]
+    for (let k = 0; k < Math.max(ours.length, theirs.length); k++) {
+      if (ours[k] !== theirs[k]) wrong.push(`U+${source[k]?.codePointAt(0)?.toString(16)}`)
+    }
+  }
+  t.same(wrong.slice(0, 20), [], `code points folded differently (${wrong.length} in all)`)
+})
+
+t.test('what the folding does and does not do', async (t) => {
+  t.equal(foldCase('HeLLo, World'), 'hello, world', 'ASCII')
+  t.equal(foldCase('ÉCOLE Ωmega ПРИВЕТ Ա'), 'école ωmega привет ա', 'Latin-1, Greek, Cyrillic, Armenian')
+  t.equal(foldCase('ΟΔΟΣ'), 'οδοσ', 'no final-sigma rule, unlike toLowerCase')
+  t.equal(foldCase('ǅ'), 'ǅ', 'title case letters stay')
+  t.equal(foldCase('ẞ İ'), 'ẞ İ', 'letters whose lower case has another UTF-8 length stay')
+  t.equal(foldCase('\u212a \u2160'), '\u212a \u2160', 'U+2000-U+2FFF (Kelvin sign, Roman numerals) stays')
+  t.equal(foldCase('\u13a0'), '\u13a0', 'Cherokee: lower case only since Unicode 8.0, unknown to ClickHouse')
+  t.equal(foldCase('𐐀'), '𐐨', 'Deseret')
+  t.equal(foldCase('A\ud800'), 'a\ufffd', 'a lone surrogate becomes U+FFFD, as stored')
+})
