@@ -34,6 +34,7 @@ function packTasks (lines: string[]): ParseTask[] {
       receivedAt,
       minTs: receivedAt - 30 * day,
       maxTs: receivedAt + 2 * day,
+      seqBase: 0,
     })
     firstLine += chunk.length
     chunk = []

@@ -43,7 +43,7 @@ function makeWrite (seed: number, n: number): Buffer {
   let text = ''
   for (let i = 0; i < n; i++) {
     const k = seed * 7919 + i
-    text += `org_bench\tweb\t${now - (k % 60_000)}\t${now}\t${hosts[k % 3]}\t${paths[k % 4]}\tGET\t${k % 5 === 0 ? 404 : 200}\t0.0${k % 97}\t${k % 20_000}\t203.0.113.${k % 250}\t${agents[k % 3]}\trequest ${k} served\t\\N\t{"pod":"web-${k % 17}"}\n`
+    text += `org_bench\tweb\t${now - (k % 60_000)}\t${now}\t${hosts[k % 3]}\t${paths[k % 4]}\tGET\t${k % 5 === 0 ? 404 : 200}\t0.0${k % 97}\t${k % 20_000}\t203.0.113.${k % 250}\t${agents[k % 3]}\trequest ${k} served\t\\N\t{"pod":"web-${k % 17}"}\t${k}\t180\n`
   }
   return Buffer.from(text)
 }

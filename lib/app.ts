@@ -34,6 +34,7 @@ import { registerIngestRoute } from './ingest/ingest-route.ts'
 import { createSluiceMetrics } from './metrics/metrics.ts'
 import type { SluiceMetrics } from './metrics/metrics.ts'
 import { registerMetricsRoute } from './metrics/metrics-route.ts'
+import { registerDashboardRoutes } from './dashboard/dashboard-route.ts'
 
 export interface App {
   config: Config
@@ -87,9 +88,10 @@ export async function createApp (config: Config, log: Logger, options: AppOption
     await migrate(clickhouse, log)
     store = new MetadataStore({ clickhouse, log, refreshIntervalMs: config.metadata.refreshIntervalMs })
     await store.start()
-    const accounts = new Accounts(store, config.tokens)
+    const now = options.now ?? Date.now
+    const accounts = new Accounts(store, config.tokens, now)
     const boot = await bootstrap(accounts, { dataDir: config.dataDir, bootstrapToken: config.bootstrapToken, log })
-    const auth = new Authenticator(store, options.now)
+    const auth = new Authenticator(store, now)
 
     const router = new Router()
     registerHealthRoutes(router, async () => {
@@ -142,6 +144,7 @@ export async function createApp (config: Config, log: Logger, options: AppOption
     metrics.registry.gauge('sluice_writer_pending_rows', 'Rows waiting for or in a ClickHouse insert', () => writer.pendingRows)
     metrics.registry.gauge('sluice_worker_queue', 'Parse tasks waiting for a worker thread', () => pool.queueSize)
     registerMetricsRoute(router, metrics)
+    registerDashboardRoutes(router)
 
     const http = createHttpServer({
       config: config.server, router, log,

@@ -250,7 +250,7 @@ export function loadConfig (options: LoadConfigOptions = {}): Config {
   const file = options.file ?? env.SLUICE_CONFIG
   const layers: Array<{ source: string, data: Json }> = [{ source: 'config/default.json', data: defaults }]
   if (file) layers.push({ source: file, data: readJsonFile(file, problems) })
-  if (options.overrides) layers.push({ source: 'overrides', data: options.overrides })
+  const overrides = options.overrides ?? {}
 
   const merged: Json = {}
   for (const field of fields) {
@@ -269,13 +269,19 @@ export function loadConfig (options: LoadConfigOptions = {}): Config {
       if (parsed.problem) problems.push(`${field.path} ${parsed.problem} (got ${describe(envRaw)} from ${field.env})`)
       else { value = parsed.value; found = true }
     }
+    const overridden = getPath(overrides, field.path)
+    if (overridden !== undefined) {
+      const parsed = parseValue(field.kind, overridden, false)
+      if (parsed.problem) problems.push(`${field.path} ${parsed.problem} (got ${describe(overridden)} from overrides)`)
+      else { value = parsed.value; found = true }
+    }
     if (!found) problems.push(`${field.path} is missing (set it in config/default.json)`)
     setPath(merged, field.path, value)
   }
 
   // Per-org overrides: objects of partial OrgLimits, merged across files.
   let orgs: Json = {}
-  for (const layer of layers) {
+  for (const layer of [...layers, { source: 'overrides', data: overrides }]) {
     const raw = getPath(layer.data, 'limits.orgs')
     if (raw === undefined) continue
     if (!isObject(raw)) { problems.push(`limits.orgs must be an object (from ${layer.source})`); continue }

@@ -14,11 +14,14 @@ export const defaultRetentionDays = 30
 
 export class Accounts {
   readonly store: MetadataStore
+  /** The clock (ms) that stamps records and decides expiry; tests move it instead of waiting. */
+  readonly now: () => number
   #tokens: Config['tokens']
 
-  constructor (store: MetadataStore, tokens: Config['tokens']) {
+  constructor (store: MetadataStore, tokens: Config['tokens'], now: () => number = Date.now) {
     this.store = store
     this.#tokens = tokens
+    this.now = now
   }
 
   /** A new org, its owner `admin`, and a PAT with every in-org ability (`*`). */

@@ -21,7 +21,7 @@ export async function bootstrap (accounts: Accounts, options: { dataDir: string,
   const { dataDir, bootstrapToken, log } = options
   const store = accounts.store
   const tokenFile = join(dataDir, 'admin-token')
-  const now = Date.now()
+  const now = accounts.now()
 
   if (store.orgCount() === 0) {
     const { org, user, token } = await accounts.createOrgWithOwner('default', now, ['orgs:admin'], bootstrapToken ?? undefined)

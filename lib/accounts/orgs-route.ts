@@ -15,7 +15,7 @@ export function registerOrgRoutes (router: Router, deps: { auth: Authenticator, 
     const body = await readJsonBody(ctx.req)
     allowOnly(body, ['name'])
     const name = requiredName(body, 'name')
-    const { org, user, pat, token } = await accounts.createOrgWithOwner(name, Date.now())
+    const { org, user, pat, token } = await accounts.createOrgWithOwner(name, accounts.now())
     sendJson(ctx, 201, {
       org: orgView(org),
       user: userView(user),

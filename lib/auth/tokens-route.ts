@@ -28,7 +28,7 @@ export function registerTokenRoutes (router: Router, deps: { auth: Authenticator
       throw new SluiceError('insufficient_ability', 'A token cannot grant abilities its creator does not hold')
     }
     const ttl = optionalInteger(body, 'ttl', 60, maxTtlS) ?? null
-    const issued = await accounts.createPat(user, name, requested, ttl, Date.now())
+    const issued = await accounts.createPat(user, name, requested, ttl, accounts.now())
     sendJson(ctx, 201, {
       id: issued.pat.id, token: issued.token, name: issued.pat.name, abilities: issued.pat.abilities,
       created_at: toRfc3339(issued.pat.createdAt), expires_at: toRfc3339(issued.pat.expiresAt),
@@ -37,7 +37,7 @@ export function registerTokenRoutes (router: Router, deps: { auth: Authenticator
 
   router.add('GET', '/api/tokens', (ctx) => {
     const { user } = auth.requirePat(ctx.req, 'tokens:manage')
-    const now = Date.now()
+    const now = accounts.now()
     sendJson(ctx, 200, { tokens: accounts.store.patsOfUser(user.id).map((p) => patView(p, now)) })
   })
 
@@ -45,7 +45,7 @@ export function registerTokenRoutes (router: Router, deps: { auth: Authenticator
     const { user } = auth.requirePat(ctx.req, 'tokens:manage')
     const target = accounts.store.pat(ctx.params.id)
     if (!target || target.userId !== user.id) throw new SluiceError('not_found', 'No such token')
-    await accounts.revokePat(target, Date.now())
+    await accounts.revokePat(target, accounts.now())
     sendEmpty(ctx, 204)
   })
 }

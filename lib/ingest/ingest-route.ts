@@ -26,6 +26,7 @@ import { createLineSplitter } from './line-splitter.ts'
 import { LineBatcher } from './line-batcher.ts'
 import { WorkerDispatch } from './worker-dispatch.ts'
 import { IngestSummary } from './ingest-summary.ts'
+import { randomSeqBase } from './parse-task.ts'
 import { IdempotencyCache } from './idempotency.ts'
 import type { StoredAnswer } from './idempotency.ts'
 import type { Admission, AdmissionTicket } from './admission.ts'
@@ -138,6 +139,7 @@ async function ingestBody (
     orgId, stream: streamName, receivedAt,
     minTs: receivedAt - retentionDays * 86_400_000,
     maxTs: receivedAt + maxFutureMs,
+    seqBase: randomSeqBase(),
   })
   const splitter = createLineSplitter({ batcher, maxLineBytes: config.maxLineBytes })
   const meter = new ByteMeter(ticket)

@@ -41,6 +41,11 @@ export interface ParseTask {
   minTs: number
   /** Newest accepted event time (ms): receive time + 2 days. */
   maxTs: number
+  /**
+   * Base of the rows' `seq`: a random multiple of 2^25 per request; a row's seq is seqBase plus
+   * its line number, unique per stored line, the tiebreak of event pagination.
+   */
+  seqBase: number
 }
 
 export interface ParseResult {
@@ -56,5 +61,13 @@ export interface ParseResult {
 export const eventColumns = [
   'org_id', 'stream', 'ts', 'received_at',
   'host', 'path', 'method', 'status', 'rt', 'bytes', 'src', 'user_agent',
-  'message', 'filename', 'attrs',
+  'message', 'filename', 'attrs', 'seq', 'size',
 ] as const
+
+/** Lines per request that `seq` can number (2^25); a 64 MiB body has fewer non-blank lines. */
+export const seqLineSpace = 2 ** 25
+
+/** A random seqBase: 28 random bits above the line bits, so seq stays below 2^53. */
+export function randomSeqBase (): number {
+  return Math.floor(Math.random() * 2 ** 28) * seqLineSpace
+}

@@ -51,7 +51,7 @@ escapeLetters[backslash] = backslash
 const maxBytesPerUnit = 3
 // Bound on a row's bytes besides its strings: 4 numbers (at most 24 characters each, like
 // -1.2345678901234567e-300), 15 separators and 9 possible \N.
-const rowOverheadBytes = 4 * 24 + 15 + 9 * 2
+const rowOverheadBytes = 6 * 24 + 17 + 9 * 2
 
 /** Writes the rows of one task into one buffer: write() per row, then finish(). */
 export class EventRowWriter {
@@ -72,7 +72,8 @@ export class EventRowWriter {
     this.#receivedAt = Buffer.from('\t' + String(receivedAt) + '\t', 'latin1')
   }
 
-  write (row: EventRow): void {
+  /** seq: the row's unique sequence number; size: its line's bytes in the request. */
+  write (row: EventRow, seq: number, size: number): void {
     this.#reserve(this.#prefix.length + this.#receivedAt.length + rowOverheadBytes + maxBytesPerUnit * (
       stringLength(row.host) + stringLength(row.path) + stringLength(row.method) +
       stringLength(row.src) + stringLength(row.userAgent) + stringLength(row.message) +
@@ -93,7 +94,10 @@ export class EventRowWriter {
     this.#writeString(row.userAgent, tab)
     this.#writeString(row.message, tab)
     this.#writeString(row.filename, tab)
-    this.#writeString(row.attrs, newline)
+    this.#writeString(row.attrs, tab)
+    this.#writeIntegerField(seq)
+    this.#writeInteger(size)
+    this.#bytes[this.#length++] = newline
   }
 
   /**

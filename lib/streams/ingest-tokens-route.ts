@@ -22,7 +22,7 @@ export function registerIngestTokenRoutes (router: Router, deps: { auth: Authent
     const body = await readJsonBody(ctx.req)
     allowOnly(body, ['ttl', 'name'])
     const ttl = optionalInteger(body, 'ttl', minTtlS, maxTtlS) ?? null
-    const now = Date.now()
+    const now = accounts.now()
     const name = optionalString(body, 'name', 200) ?? `${stream.name} ingest token`
     const { record, token } = await accounts.issueIngestToken(stream, name, ttl, now)
     sendJson(ctx, 201, {
@@ -34,7 +34,7 @@ export function registerIngestTokenRoutes (router: Router, deps: { auth: Authent
   router.add('GET', '/api/streams/:stream/ingest-tokens', (ctx) => {
     const { org } = auth.requirePat(ctx.req, 'streams:read')
     const stream = findStream(accounts, org.id, ctx.params.stream)
-    const now = Date.now()
+    const now = accounts.now()
     sendJson(ctx, 200, { tokens: accounts.store.ingestTokensOfStream(org.id, stream.name).map((x) => ingestTokenView(x, now)) })
   })
 
@@ -45,7 +45,7 @@ export function registerIngestTokenRoutes (router: Router, deps: { auth: Authent
     if (!record || record.orgId !== org.id || record.stream !== stream.name) {
       throw new SluiceError('not_found', 'No such ingest token on this stream')
     }
-    await accounts.revokeIngestToken(record, Date.now())
+    await accounts.revokeIngestToken(record, accounts.now())
     sendEmpty(ctx, 204)
   })
 }

@@ -48,7 +48,7 @@ export function registerStreamRoutes (router: Router, deps: StreamRoutesDeps): v
     const name = requiredName(body, 'name')
     const description = optionalString(body, 'description', maxDescriptionLength) ?? ''
     const retention = optionalInteger(body, 'retention_days', 1, maxRetentionDays) ?? defaultRetentionDays
-    const stream = await accounts.createStream(org.id, name, description, retention, Date.now())
+    const stream = await accounts.createStream(org.id, name, description, retention, accounts.now())
     ctx.res.setHeader('location', `/api/streams/${stream.name}`)
     sendJson(ctx, 201, { ...streamView(stream), stats: { events: 0, bytes: 0, last_event_at: null } })
   })
@@ -81,7 +81,7 @@ export function registerStreamRoutes (router: Router, deps: StreamRoutesDeps): v
   router.add('DELETE', '/api/streams/:stream', async (ctx) => {
     const { org } = auth.requirePat(ctx.req, 'streams:delete')
     const stream = findStream(accounts, org.id, ctx.params.stream)
-    await accounts.store.deleteStream(stream, Date.now())
+    await accounts.store.deleteStream(stream, accounts.now())
     sendEmpty(ctx, 204)
   })
 }

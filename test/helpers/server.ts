@@ -59,7 +59,8 @@ export async function startServer (t: Test, overrides: Overrides = {}, options: 
   t.teardown(() => app.close())
   const address = await app.listen()
   const url = `http://127.0.0.1:${address.port}`
-  const adminToken = (await readFile(join(dataDir, 'admin-token'), 'utf8')).trim()
+  // A start on an existing database writes no token file: the bootstrap token is the admin's then.
+  const adminToken = await readFile(join(dataDir, 'admin-token'), 'utf8').then((x) => x.trim(), () => config.bootstrapToken ?? '')
 
   return {
     app, config, url, adminToken, database, dataDir,

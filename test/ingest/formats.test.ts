@@ -69,11 +69,12 @@ t.test('mixed formats with nested JSON land in the right columns', async (t) => 
   const f1 = byPath('/a')
   t.match(f1, { host: 'web-1', status: 200, ts: now - 1000, rt: 0.25, bytes: 512, method: 'GET', src: '10.0.0.1', user_agent: 'curl/8', message: null, filename: null })
   t.same(JSON.parse(f1.attrs), { region: 'eu', tags: ['x'] })
+  t.equal(f1.size, Buffer.byteLength(lines[0]), 'size is the line\'s bytes')
 
   const nested = byPath('/b')
   t.match(nested, { host: 'api-2', status: 503, rt: 1.5, ts: now - 2000, filename: '/var/log/api.log' })
   t.equal(nested.message, lines[2] && JSON.parse(lines[2]).log, 'message keeps the whole log string')
-  t.match(JSON.parse(nested.attrs), { user: 'u1', kubernetes: { pod: 'p1' } })
+  t.same(JSON.parse(nested.attrs), { kubernetes: { pod: 'p1' } }, 'nested keys that are not fields stay in message only')
 
   const wrongNested = byPath('/c')
   t.equal(wrongNested.status, null, 'a nested field of the wrong type is not a column...')

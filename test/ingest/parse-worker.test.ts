@@ -17,7 +17,7 @@ function makeTask (body: string | Buffer, firstLine = 1): ParseTask {
   const bytes = typeof body === 'string' ? Buffer.from(body) : body
   const input = new ArrayBuffer(bytes.length)
   new Uint8Array(input).set(bytes)
-  return { input, firstLine, orgId: 'org_1', stream: 'web', receivedAt, minTs: receivedAt - 30 * day, maxTs: receivedAt + 2 * day }
+  return { input, firstLine, orgId: 'org_1', stream: 'web', receivedAt, minTs: receivedAt - 30 * day, maxTs: receivedAt + 2 * day, seqBase: 0 }
 }
 
 function parse (body: string | Buffer, firstLine = 1): ParseResult {
@@ -37,7 +37,7 @@ t.test('each line becomes one row, in order, with org, stream and times', async 
   const rows = columns(result)
   t.strictSame(rows[0], {
     org_id: 'org_1', stream: 'web', ts: '1763726399000', received_at: String(receivedAt),
-    host: 'a', path: null, method: null, status: null, rt: null, bytes: null, src: null, user_agent: null, message: null, filename: null, attrs: '{}',
+    host: 'a', path: null, method: null, status: null, rt: null, bytes: null, src: null, user_agent: null, message: null, filename: null, attrs: '{}', seq: '1', size: '31',
   })
   t.equal(rows[1].ts, String(receivedAt), 'no ts: the receive time')
   t.equal(rows[1].message, 'hello')
@@ -161,6 +161,7 @@ t.test('rows round-trip through ClickHouse TabSeparated', async (t) => {
     org_id: 'org_1', stream: 'web', ts: receivedAt - 1, received_at: receivedAt,
     host: expectedTricky, path: '/p\\a\tth', method: 'GET', status: 200, rt: 5e-7, bytes: 2 ** 53 - 1, src: '::1', user_agent: 'Mozilla/5.0 (X11; 😀)',
     message: null, filename: null, attrs: JSON.stringify({ extra: tricky, nested: { k: [tricky, 1, null] } }),
+    seq: 1, size: Buffer.byteLength(JSON.stringify(lines[0])),
   })
   t.strictSame(JSON.parse(stored[0].attrs as string), { extra: tricky, nested: { k: [tricky, 1, null] } }, 'attrs keep the lone surrogate as a JSON escape')
   t.equal(stored[1].rt, 1e21)

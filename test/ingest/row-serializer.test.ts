@@ -23,7 +23,7 @@ const baseRow: EventRow = {
 
 function serialize (rows: EventRow[], orgId = 'org_1', stream = 'web'): ArrayBuffer {
   const writer = new EventRowWriter(orgId, stream, receivedAt, 64)
-  for (const row of rows) writer.write(row)
+  rows.forEach((row, i) => { writer.write(row, 1000 + i, 200 + i) })
   return writer.finish()
 }
 
@@ -35,8 +35,8 @@ function escapeReference (text: string): string {
 t.test('columns in eventColumns order, NULL as \\N', async (t) => {
   const text = Buffer.from(serialize([baseRow, { ...baseRow, host: null, status: null, rt: null, bytes: null, message: 'm', filename: '/f.log', attrs: '{"a":1}' }])).toString()
   t.equal(text,
-    'org_1\tweb\t1763726399123\t1763726400000\tweb-1\t/api/v1/orders\tGET\t200\t0.25\t512\t10.0.0.1\tcurl/8.5.0\t\\N\t\\N\t{}\n' +
-    'org_1\tweb\t1763726399123\t1763726400000\t\\N\t/api/v1/orders\tGET\t\\N\t\\N\t\\N\t10.0.0.1\tcurl/8.5.0\tm\t/f.log\t{"a":1}\n')
+    'org_1\tweb\t1763726399123\t1763726400000\tweb-1\t/api/v1/orders\tGET\t200\t0.25\t512\t10.0.0.1\tcurl/8.5.0\t\\N\t\\N\t{}\t1000\t200\n' +
+    'org_1\tweb\t1763726399123\t1763726400000\t\\N\t/api/v1/orders\tGET\t\\N\t\\N\t\\N\t10.0.0.1\tcurl/8.5.0\tm\t/f.log\t{"a":1}\t1001\t201\n')
   t.equal(decodeTsv(Buffer.from(text))[0].length, eventColumns.length)
 })
 
@@ -49,9 +49,9 @@ t.test('strings: escaped like ClickHouse, UTF-8 like Buffer.from', async (t) => 
   ]
   const rows = samples.map((text) => ({ ...baseRow, host: text, message: text, attrs: text }))
   const bytes = Buffer.from(serialize(rows))
-  const expected = samples.map((text) => {
+  const expected = samples.map((text, i) => {
     const field = escapeReference(text)
-    return `org_1\tweb\t1763726399123\t1763726400000\t${field}\t/api/v1/orders\tGET\t200\t0.25\t512\t10.0.0.1\tcurl/8.5.0\t${field}\t\\N\t${field}\n`
+    return `org_1\tweb\t1763726399123\t1763726400000\t${field}\t/api/v1/orders\tGET\t200\t0.25\t512\t10.0.0.1\tcurl/8.5.0\t${field}\t\\N\t${field}\t${1000 + i}\t${200 + i}\n`
   }).join('')
   t.ok(bytes.equals(Buffer.from(expected)), 'byte for byte')
   const decoded = decodeTsv(bytes)
@@ -77,7 +77,7 @@ t.test('random strings match the reference byte for byte', async (t) => {
     samples.push(text)
   }
   const bytes = Buffer.from(serialize(samples.map((text) => ({ ...baseRow, path: text }))))
-  const expected = samples.map((text) => `org_1\tweb\t1763726399123\t1763726400000\tweb-1\t${escapeReference(text)}\tGET\t200\t0.25\t512\t10.0.0.1\tcurl/8.5.0\t\\N\t\\N\t{}\n`).join('')
+  const expected = samples.map((text, i) => `org_1\tweb\t1763726399123\t1763726400000\tweb-1\t${escapeReference(text)}\tGET\t200\t0.25\t512\t10.0.0.1\tcurl/8.5.0\t\\N\t\\N\t{}\t${1000 + i}\t${200 + i}\n`).join('')
   t.ok(bytes.equals(Buffer.from(expected)))
 })
 

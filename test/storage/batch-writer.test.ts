@@ -25,7 +25,7 @@ const day = 1_700_000_000_000 // all rows in one daily partition, so one insert 
 function eventRows (stream: string, n: number): Buffer {
   let text = ''
   for (let i = 0; i < n; i++) {
-    text += `org1\t${stream}\t${day + i}\t${day}\tweb-1\t/api/items/${i}\tGET\t200\t0.012\t512\t10.0.0.1\tcurl/8.0\tmessage ${i}\t\\N\t{}\n`
+    text += `org1\t${stream}\t${day + i}\t${day}\tweb-1\t/api/items/${i}\tGET\t200\t0.012\t512\t10.0.0.1\tcurl/8.0\tmessage ${i}\t\\N\t{}\t${i}\t100\n`
   }
   return Buffer.from(text)
 }

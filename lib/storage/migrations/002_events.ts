@@ -2,6 +2,8 @@
 // ClickHouse 18.16, which has no DateTime64). Daily partitions (by UTC day number) make retention a
 // DROP PARTITION; the sort key serves every read, which is always per org and stream over a time range.
 // Format-1 fields absent from a line are NULL, so reads can tell "absent" from "empty".
+// `seq` is unique per stored line (a random per-request base plus the line number), the tiebreak
+// that makes event pages exact when many events share a ts; `size` is the line's bytes (stats).
 import type { Migration } from '../migrate.ts'
 
 export const migration: Migration = {
@@ -23,7 +25,9 @@ export const migration: Migration = {
       user_agent Nullable(String),
       message Nullable(String),
       filename Nullable(String),
-      attrs String
+      attrs String,
+      seq UInt64,
+      size UInt32
     ) ENGINE = MergeTree
     PARTITION BY intDiv(ts, 86400000)
     ORDER BY (org_id, stream, ts)`,

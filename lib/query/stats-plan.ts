@@ -1,0 +1,143 @@
+// Which table answers a stats request, at which step, over exactly which range.
+//
+// Contract:
+// - Ranges are half-open [from, to) in ms since the epoch. The plan widens them to whole steps
+//   (from down, to up), so every series point covers a full step and totals and top lists cover
+//   exactly the series' range; the response reports the widened range.
+// - Series source: raw `events` when a filter `q` is present (rollups keep no per-event fields to
+//   filter on) or the range is at most rawMaxRangeMs; `events_1m` up to minuteMaxRangeMs;
+//   `events_1h` beyond. A step finer than the source's bucket is raised to a multiple of it
+//   (a minute rollup cannot split a minute); the response's step_ms says what was used.
+// - Top lists follow the series source: raw rows, or the hourly per-dimension rollups for the
+//   whole hours of the range plus raw rows for the partial hours at either end.
+// - At most maxPoints series points; more is SluiceError('invalid_query').
+import { SluiceError } from '../errors.ts'
+import type { SqlFragment } from '../storage/sql.ts'
+
+export const statsSources = ['events', 'events_1m', 'events_1h'] as const
+export type StatsSource = typeof statsSources[number]
+
+const second = 1000
+const minute = 60 * second
+const hour = 60 * minute
+const day = 24 * hour
+
+/** Bucket of each source in ms; any step is a multiple of it. */
+export const sourceBucketMs: Readonly<Record<StatsSource, number>> = {
+  events: 1,
+  events_1m: minute,
+  events_1h: hour,
+}
+
+/**
+ * 2 h: past this a rollup-served request is cheaper than raw rows. A rollup read still takes the
+ * partial hours at both ends from raw rows (up to 2 h of them), so a shorter range gains nothing,
+ * and steps under a minute (chosen for ranges up to about 1.5 h) need raw rows anyway.
+ */
+export const rawMaxRangeMs = 2 * hour
+/** 3 days: up to 4,320 minute rows per stream; beyond, the hourly table (24 rows a day). */
+export const minuteMaxRangeMs = 3 * day
+/** The most series points one request may ask for; Prometheus draws the same line at 11,000. */
+export const maxPoints = 11_000
+/** Default number of entries per top list, as the SPEC says. */
+export const defaultTopN = 10
+/** The most entries a top list may ask for; it is also how many of the busiest paths are ranked
+ * for slowest_paths (see stats-query.ts), so every listed path has its rt p95. */
+export const maxTopN = 100
+
+/** Steps a chart reads well at; chooseStep picks one. */
+const niceStepsMs = [
+  second, 5 * second, 10 * second, 30 * second,
+  minute, 5 * minute, 10 * minute, 30 * minute,
+  hour, 3 * hour, 6 * hour, 12 * hour, day,
+]
+/** About this many points per series when no step is given. */
+const targetPoints = 100
+
+/** The nice step closest (by ratio) to the one giving about 100 points over [from, to). */
+export function chooseStep (from: number, to: number): number {
+  const ideal = Math.max(1, to - from) / targetPoints
+  let best = niceStepsMs[0]
+  for (const step of niceStepsMs) {
+    if (Math.abs(Math.log(step / ideal)) < Math.abs(Math.log(best / ideal))) best = step
+  }
+  return best
+}
+
+const unitMs: Readonly<Record<string, number>> = { s: second, m: minute, h: hour, d: day }
+const stepPattern = /^([1-9][0-9]{0,5})([smhd])$/
+
+/** '10s', '1m', '1h', '1d' ... to milliseconds; anything else is SluiceError('invalid_query'). */
+export function parseStep (text: string): number {
+  const match = stepPattern.exec(text)
+  if (!match) {
+    throw new SluiceError('invalid_query', `step: expected a positive number and a unit s, m, h or d, like 10s or 1h (got ${JSON.stringify(text)})`)
+  }
+  return Number(match[1]) * unitMs[match[2]]
+}
+
+export interface StatsParams {
+  orgId: string
+  stream: string
+  /** Start of the range, ms since the epoch, inclusive. */
+  from: number
+  /** End of the range, ms since the epoch, exclusive. */
+  to: number
+  /** Series step in ms; default chooseStep(from, to). */
+  stepMs?: number
+  /** The compiled `q` (a condition on `events` columns); absent or rawSql('1') means none. */
+  filter?: SqlFragment
+  /** Entries per top list, 1..maxTopN; default 10. */
+  topN?: number
+  /** Forces the series source, to compare sources in tests and benchmarks. */
+  source?: StatsSource
+}
+
+export interface StatsPlan {
+  orgId: string
+  stream: string
+  source: StatsSource
+  /** Aligned range, ms: a multiple of stepMs, so of the source's bucket too. */
+  from: number
+  to: number
+  stepMs: number
+  topN: number
+  /** null when there is no filter. */
+  filter: SqlFragment | null
+}
+
+function isWholeMs (value: number): boolean {
+  return Number.isSafeInteger(value) && value >= 0
+}
+
+export function planStats (params: StatsParams): StatsPlan {
+  const { from, to } = params
+  if (!isWholeMs(from) || !isWholeMs(to)) throw new SluiceError('invalid_query', 'from and to must be whole milliseconds since the epoch')
+  if (from >= to) throw new SluiceError('invalid_query', 'from must be before to')
+  const topN = params.topN ?? defaultTopN
+  if (!Number.isInteger(topN) || topN < 1 || topN > maxTopN) {
+    throw new SluiceError('invalid_query', `top lists hold 1 to ${maxTopN} entries (got ${topN})`)
+  }
+  const requestedStep = params.stepMs ?? chooseStep(from, to)
+  if (!Number.isSafeInteger(requestedStep) || requestedStep < 1) throw new SluiceError('invalid_query', 'step must be a positive number of milliseconds')
+  const filter = params.filter && params.filter.text.trim() !== '1' ? params.filter : null
+
+  let source = params.source
+  if (source === undefined) {
+    if (filter || to - from <= rawMaxRangeMs) source = 'events'
+    else source = to - from <= minuteMaxRangeMs ? 'events_1m' : 'events_1h'
+  } else if (filter && source !== 'events') {
+    // A caller bug, not a user error: no rollup can answer a filtered request.
+    throw new TypeError(`source ${source} cannot apply a filter`)
+  }
+
+  const bucket = sourceBucketMs[source]
+  const stepMs = Math.ceil(requestedStep / bucket) * bucket
+  const alignedFrom = Math.floor(from / stepMs) * stepMs
+  const alignedTo = Math.ceil(to / stepMs) * stepMs
+  const points = (alignedTo - alignedFrom) / stepMs
+  if (points > maxPoints) {
+    throw new SluiceError('invalid_query', `step ${stepMs} ms gives ${points} points over this range; at most ${maxPoints}: use a larger step`)
+  }
+  return { orgId: params.orgId, stream: params.stream, source, from: alignedFrom, to: alignedTo, stepMs, topN, filter }
+}

@@ -1,0 +1,69 @@
+// The page's own logic that needs no browser: the SSE parser (the tail is read with fetch, not
+// EventSource) and the q-term editing behind "click a row to filter". The modules are plain
+// browser JS, loaded here by URL.
+import t from 'tap'
+
+const publicUrl = new URL('../../lib/dashboard/public/', import.meta.url)
+const { SseParser } = await import(new URL('api.js', publicUrl).href) as { SseParser: new (cb: (type: string, data: string) => void) => { push (text: string): void } }
+const format = await import(new URL('format.js', publicUrl).href) as {
+  quoteValue (v: unknown): string
+  filterTerm (field: string, v: unknown): string
+  splitTerms (q: string): string[]
+  addTerms (q: string, terms: string[]): string
+}
+
+function parse (chunks: string[]): Array<[string, string]> {
+  const out: Array<[string, string]> = []
+  const parser = new SseParser((type, data) => out.push([type, data]))
+  for (const chunk of chunks) parser.push(chunk)
+  return out
+}
+
+t.test('SSE: events, default type, multi-line data, comments, field without value', async (t) => {
+  const text = ': heartbeat\n\nevent: event\ndata: {"a":1}\n\nevent: stats\ndata:{"t":1}\n\n' +
+    'data: line 1\ndata: line 2\nid: 7\nretry: 100\n\nevent: empty\n\ndata\n\nevent: dropped\ndata: {"count": 3}\n\n'
+  t.same(parse([text]), [
+    ['event', '{"a":1}'],
+    ['stats', '{"t":1}'],
+    ['message', 'line 1\nline 2'],
+    ['message', ''],
+    ['dropped', '{"count": 3}'],
+  ])
+})
+
+t.test('SSE: the same answer however the stream is cut, with LF, CRLF or CR line ends', async (t) => {
+  const lines = ['event: event', 'data: {"path":"/ä","message":"x: y"}', '', ': ping', '', 'event: stats', 'data: {"count":2}', '', '']
+  const expected = [['event', '{"path":"/ä","message":"x: y"}'], ['stats', '{"count":2}']]
+  for (const eol of ['\n', '\r\n', '\r']) {
+    const text = lines.join(eol)
+    for (let cut = 0; cut <= text.length; cut++) {
+      t.same(parse([text.slice(0, cut), text.slice(cut)]), expected, `${JSON.stringify(eol)} cut at ${cut}`)
+    }
+    t.same(parse([...text]), expected, `${JSON.stringify(eol)} one character at a time`)
+  }
+})
+
+t.test('SSE: an event without its blank line is not dispatched', async (t) => {
+  t.same(parse(['event: event\ndata: {}\n']), [])
+})
+
+t.test('filter terms: quoting follows the parser', async (t) => {
+  t.equal(format.quoteValue('/api/users'), '/api/users')
+  t.equal(format.quoteValue('Mozilla/5.0 (X11)'), '"Mozilla/5.0 (X11)"')
+  t.equal(format.quoteValue('say "hi"'), '"say \\"hi\\""')
+  t.equal(format.quoteValue('C:\\logs\\a.log'), '"C:\\\\logs\\\\a.log"')
+  t.equal(format.quoteValue('/a*'), '"/a*"', 'a literal star is quoted, not a prefix match')
+  t.equal(format.quoteValue(''), '""')
+  t.equal(format.filterTerm('status', 404), 'status:404')
+  t.equal(format.filterTerm('host', null), '-host:*', 'absent values filter on absence')
+})
+
+t.test('filter terms: adding to q', async (t) => {
+  t.same(format.splitTerms('status:5xx  path:"/a b" -host:x "two words"'), ['status:5xx', 'path:"/a b"', '-host:x', '"two words"'])
+  t.equal(format.addTerms('', ['path:/x']), 'path:/x')
+  t.equal(format.addTerms('status:5xx', ['path:/x']), 'status:5xx path:/x')
+  t.equal(format.addTerms('path:/a status:5xx', ['path:/b']), 'status:5xx path:/b', 'a second path replaces the first')
+  t.equal(format.addTerms('path:/x', ['path:/x']), 'path:/x', 'no duplicates')
+  t.equal(format.addTerms('-path:/a', ['path:/b']), '-path:/a path:/b', 'negations stay')
+  t.equal(format.addTerms('timeout', ['path:/x', 'status:404']), 'timeout path:/x status:404')
+})

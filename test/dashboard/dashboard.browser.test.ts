@@ -1,0 +1,247 @@
+// The dashboard in a real browser (Debian's Chromium through playwright-core) against a real
+// Sluice and ClickHouse: sign in with a PAT, see a stream, watch events ingested during the test
+// arrive in the live tail while the counters move, filter with q, pause the tail, read history,
+// open an event, click a top-list row, see an invalid query explained. Saves a screenshot to
+// test/artifacts/dashboard.png. Skipped (with the reason) where /usr/bin/chromium is missing.
+import t from 'tap'
+import type { Test } from 'tap'
+import { existsSync, mkdirSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { chromium } from 'playwright-core'
+import type { Browser, Page } from 'playwright-core'
+import { startServer } from '../helpers/server.ts'
+import type { TestServer } from '../helpers/server.ts'
+
+const chromiumPath = '/usr/bin/chromium'
+const artifacts = fileURLToPath(new URL('../artifacts/', import.meta.url))
+/** ms to wait for something the page should show: a tail event arrives within a second. */
+const waitMs = 15_000
+
+/** Deterministic pseudo-random numbers (mulberry32), so the screenshot looks the same each run. */
+function random (seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0
+    let r = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+    r = (r + Math.imul(r ^ (r >>> 7), 61 | r)) ^ r
+    return ((r ^ (r >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+const paths = ['/', '/api/users', '/api/orders', '/login', '/static/app.js', '/api/search', '/checkout', '/api/cart', '/healthz']
+const hosts = ['web-1', 'web-2', 'web-3', 'api-1']
+const agents = ['Mozilla/5.0 (X11; Linux x86_64) Chrome/126.0', 'curl/8.5.0', 'Go-http-client/1.1', 'python-requests/2.31']
+
+/** count access-log events spread over [now - spanMs, now], shaped like a small web service. */
+function trafficEvents (count: number, spanMs: number, seed: number): object[] {
+  const rnd = random(seed)
+  const now = Date.now()
+  const pick = <T>(list: T[]) => list[Math.floor(rnd() ** 1.6 * list.length)]
+  return Array.from({ length: count }, (_, i) => {
+    const ts = now - spanMs + Math.floor((spanMs * (i + rnd())) / count)
+    const wave = Math.sin(ts / 90_000)
+    const r = rnd()
+    const status = r < 0.86 ? 200 : r < 0.9 ? 304 : r < 0.95 ? 404 : r < 0.97 ? 401 : (wave > 0.5 ? 503 : 500)
+    const path = status === 404 ? pick(['/favicon.ico', '/wp-login.php', '/.env']) : pick(paths)
+    return {
+      ts, host: pick(hosts), path, status, method: rnd() < 0.8 ? 'GET' : 'POST',
+      rt: Number((0.004 + rnd() ** 4 * (path === '/api/search' ? 2.4 : 0.6) + (wave + 1) * 0.01).toFixed(4)),
+      bytes: Math.floor(200 + rnd() * 18_000), src: `10.0.${Math.floor(rnd() * 3)}.${Math.floor(rnd() * 40)}`,
+      user_agent: pick(agents), region: pick(['eu-west-1', 'us-east-1']), trace_id: Math.floor(rnd() * 1e12).toString(16),
+    }
+  })
+}
+
+let s: TestServer
+let ingestToken: string
+let browser: Browser
+let page: Page
+const pageProblems: string[] = []
+
+async function ingest (events: object[]): Promise<void> {
+  const body = events.map((e) => JSON.stringify(e)).join('\n') + '\n'
+  const r = await s.api('POST', '/api/ingest/web', { token: ingestToken, body, headers: { 'content-type': 'application/x-ndjson' } })
+  if (r.status !== 200) throw new Error(`ingest answered ${r.status}: ${JSON.stringify(r.body)}`)
+}
+
+/** A tail row whose path cell is exactly `path`. */
+const tailRow = (path: string) => page.locator('#events-body tr.event', { has: page.locator('td.path', { hasText: new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}$`) }) })
+
+// Expressions evaluated in the page (strings: this project's TypeScript has no DOM types).
+/** The exact event count of the Events card (its title), or -1 while it shows none. */
+const countInPage = "(Number((document.querySelector('#total-count').getAttribute('title') || '').replace(/[^0-9]/g, '')) || (document.querySelector('#total-count').getAttribute('title') === '0' ? 0 : -1))"
+const rowsInPage = "document.querySelectorAll('#events-body tr.event').length"
+
+async function totalCount (): Promise<number> {
+  const text = (await page.locator('#total-count').getAttribute('title')) ?? ''
+  return Number(text.replace(/[^0-9]/g, '') || 0)
+}
+
+async function waitLive (): Promise<void> {
+  await page.locator('#conn[data-state="live"]').waitFor({ timeout: waitMs })
+}
+
+async function search (q: string): Promise<void> {
+  await page.fill('#q', q)
+  await page.press('#q', 'Enter')
+}
+
+const skip = existsSync(chromiumPath) ? false : `no Chromium at ${chromiumPath} (apt-get install -y chromium)`
+
+t.test('the dashboard in Chromium', { skip }, async (t: Test) => {
+  s = await startServer(t)
+  browser = await chromium.launch({
+    executablePath: chromiumPath,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+  })
+  t.teardown(() => browser.close())
+  page = await browser.newPage({ viewport: { width: 1366, height: 768 } })
+  page.on('pageerror', (err) => pageProblems.push(`page error: ${err.message}`))
+  page.on('console', (msg) => {
+    if (/Content Security Policy|Refused to/i.test(msg.text())) pageProblems.push(`CSP: ${msg.text()}`)
+  })
+
+  await t.test('sign in: a bad token is refused, then no streams says how to make one', async (t) => {
+    await page.goto(s.url + '/')
+    await page.locator('#screen-signin').waitFor()
+    t.match(await page.locator('#token-curl').textContent(), /\/api\/tokens/, 'says how to get a token')
+    await page.fill('#token-input', 'slp_notarealtoken')
+    await page.click('#signin-submit')
+    await page.locator('#signin-error').waitFor({ timeout: waitMs })
+    t.match(await page.locator('#signin-error').textContent(), /rejected/)
+
+    await page.fill('#token-input', s.adminToken)
+    await page.click('#signin-submit')
+    await page.locator('#screen-nostreams').waitFor({ timeout: waitMs })
+    t.match(await page.locator('#nostreams-help').textContent(), /api\/streams/)
+    t.equal(await page.evaluate(() => sessionStorage.getItem('sluice.token')), s.adminToken, 'the token is kept in sessionStorage')
+  })
+
+  await t.test('the stream appears; Live connects', async (t) => {
+    t.equal((await s.api('POST', '/api/streams', { body: { name: 'web', description: 'test traffic' } })).status, 201)
+    ingestToken = (await s.api('POST', '/api/streams/web/ingest-token', { body: {} })).body.token
+    await ingest(trafficEvents(2500, 14 * 60_000, 1))
+    await page.click('#streams-refresh')
+    await page.locator('#screen-dashboard').waitFor({ timeout: waitMs })
+    t.equal(await page.inputValue('#stream-select'), 'web')
+    t.equal(await page.getAttribute('[data-range="live"]', 'aria-pressed'), 'true')
+    await waitLive()
+    t.pass('live tail connected')
+  })
+
+  await t.test('ingested events appear in the tail and the counters move', async (t) => {
+    await page.waitForFunction(`${countInPage} >= 0`, null, { timeout: waitMs })
+    const before = await totalCount()
+    await ingest([
+      { host: 'web-1', path: '/browser/ok-1', status: 200, rt: 0.02, bytes: 512, method: 'GET', src: '10.9.9.1', user_agent: 'tap' },
+      { host: 'web-2', path: '/browser/fail-1', status: 503, rt: 1.5, bytes: 64, method: 'POST', src: '10.9.9.2', order_id: 'A-17' },
+    ])
+    await tailRow('/browser/ok-1').waitFor({ timeout: waitMs })
+    await tailRow('/browser/fail-1').waitFor({ timeout: waitMs })
+    t.equal(await tailRow('/browser/fail-1').locator('.status').textContent(), '503')
+    t.equal(await page.locator('#events-body tr.event').first().locator('td.path').textContent(), '/browser/fail-1', 'newest on top')
+    await page.waitForFunction(`${countInPage} >= ${before + 2}`, null, { timeout: waitMs })
+    t.ok(await totalCount() >= before + 2, 'the event count went up')
+    t.match(await page.locator('#events-count').textContent(), /received/)
+  })
+
+  await t.test('an event opens in the detail panel with its attrs', async (t) => {
+    await tailRow('/browser/fail-1').click()
+    await page.locator('#detail').waitFor()
+    const text = await page.locator('#detail-body').textContent()
+    t.match(text, /\/browser\/fail-1/)
+    t.match(text, /"order_id": "A-17"/, 'attrs pretty-printed')
+    await page.keyboard.press('Escape')
+    await page.locator('#detail').waitFor({ state: 'hidden' })
+  })
+
+  await t.test('status:5xx filters the live tail', async (t) => {
+    await search('status:5xx')
+    await waitLive()
+    await ingest([
+      { path: '/browser/ok-2', status: 200, host: 'web-1' },
+      { path: '/browser/fail-2', status: 500, host: 'web-1' },
+      { path: '/browser/ok-3', status: 404, host: 'web-3' },
+    ])
+    await tailRow('/browser/fail-2').waitFor({ timeout: waitMs })
+    t.equal(await tailRow('/browser/ok-2').count(), 0, 'a 200 is not shown')
+    t.equal(await tailRow('/browser/ok-3').count(), 0, 'a 404 is not shown')
+    const statuses = await page.locator('#events-body tr.event .status').allTextContents()
+    t.ok(statuses.length > 0)
+    t.ok(statuses.every((st) => st.startsWith('5')), `only 5xx rows: ${[...new Set(statuses)].join(', ')}`)
+    t.match(page.url(), /q=status%3A5xx/, 'the filter is in the URL')
+  })
+
+  await t.test('pause holds new events and counts them; resume shows them', async (t) => {
+    await page.click('#pause')
+    t.equal(await page.getAttribute('#pause', 'aria-pressed'), 'true')
+    await ingest([{ path: '/browser/paused-1', status: 502 }, { path: '/browser/paused-2', status: 504 }])
+    await page.locator('#pause', { hasText: '2 new' }).waitFor({ timeout: waitMs })
+    t.equal(await tailRow('/browser/paused-1').count(), 0, 'not shown while paused')
+    await page.click('#pause')
+    await tailRow('/browser/paused-2').waitFor({ timeout: waitMs })
+    t.equal(await page.locator('#pause').textContent(), 'Pause')
+  })
+
+  await t.test('history: 15 minutes of 5xx from /stats and /events', async (t) => {
+    await page.click('[data-range="15m"]')
+    await page.locator('#conn[data-state="history"]', { hasText: 'Updated' }).waitFor({ timeout: waitMs })
+    t.equal(await page.locator('#events-title').textContent(), 'Events')
+    await tailRow('/browser/fail-1').waitFor({ timeout: waitMs })
+    const statuses = await page.locator('#events-body tr.event .status').allTextContents()
+    t.ok(statuses.length > 0 && statuses.every((st) => st.startsWith('5')), 'only 5xx rows')
+    t.equal(await page.locator('#total-errors').textContent(), '100%', 'every 5xx event is an error')
+    t.equal(await tailRow('/browser/ok-1').count(), 0)
+  })
+
+  await t.test('a top-list row adds its term to the search', async (t) => {
+    await search('')
+    await page.locator('#conn[data-state="history"]', { hasText: 'Updated' }).waitFor({ timeout: waitMs })
+    const row = page.locator('[data-list="hosts"] tbody tr.clickable').first()
+    await row.waitFor({ timeout: waitMs })
+    const host = (await row.locator('td.key').textContent())!.trim()
+    await row.click()
+    await page.waitForFunction(`document.querySelector('#q').value === ${JSON.stringify('host:' + host)}`, null, { timeout: waitMs })
+    await page.locator('#conn[data-state="history"]', { hasText: 'Updated' }).waitFor({ timeout: waitMs })
+    const hostsShown = await page.locator('#events-body td.host').allTextContents()
+    t.ok(hostsShown.length > 0 && hostsShown.every((h) => h === host), `only ${host} rows`)
+  })
+
+  await t.test('load more pages through /events with next_cursor', async (t) => {
+    await search('')
+    await page.locator('#conn[data-state="history"]', { hasText: 'Updated' }).waitFor({ timeout: waitMs })
+    t.equal(await page.locator('#events-body tr.event').count(), 100)
+    await page.click('#load-more')
+    await page.waitForFunction(`${rowsInPage} === 200`, null, { timeout: waitMs })
+    t.pass('200 rows after one more page')
+  })
+
+  await t.test('an invalid query is explained next to the search box', async (t) => {
+    await search('colour:red')
+    await page.locator('#q-error').waitFor({ timeout: waitMs })
+    t.match(await page.locator('#q-error').textContent(), /unknown field "colour"/)
+    t.equal(await page.getAttribute('#q', 'aria-invalid'), 'true')
+  })
+
+  await t.test('screenshot of Live with traffic flowing', async (t) => {
+    await search('')
+    await page.click('[data-range="live"]')
+    await waitLive()
+    for (let i = 0; i < 4; i++) {
+      await ingest(trafficEvents(60, 1000, 100 + i).map((e) => ({ ...e, ts: undefined })))
+      await page.waitForTimeout(1000)
+    }
+    await page.waitForFunction(`${rowsInPage} > 50`, null, { timeout: waitMs })
+    mkdirSync(artifacts, { recursive: true })
+    await page.screenshot({ path: artifacts + 'dashboard.png' })
+    await page.screenshot({ path: artifacts + 'dashboard-full.png', fullPage: true })
+    t.pass(`saved ${artifacts}dashboard.png`)
+  })
+
+  await t.test('sign out forgets the token', async (t) => {
+    await page.click('#sign-out')
+    await page.locator('#screen-signin').waitFor()
+    t.equal(await page.evaluate(() => sessionStorage.getItem('sluice.token')), null)
+  })
+
+  t.same(pageProblems, [], 'no page errors, no CSP violations')
+})
