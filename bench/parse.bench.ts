@@ -35,6 +35,7 @@ function packTasks (lines: string[]): ParseTask[] {
       minTs: receivedAt - 30 * day,
       maxTs: receivedAt + 2 * day,
       seqBase: 0,
+      live: null,
     })
     firstLine += chunk.length
     chunk = []

@@ -34,6 +34,8 @@ import { registerIngestRoute } from './ingest/ingest-route.ts'
 import { createSluiceMetrics } from './metrics/metrics.ts'
 import type { SluiceMetrics } from './metrics/metrics.ts'
 import { registerMetricsRoute } from './metrics/metrics-route.ts'
+import { TailHub } from './live/tail-hub.ts'
+import { registerTailRoute } from './live/tail-route.ts'
 import { registerDashboardRoutes } from './dashboard/dashboard-route.ts'
 
 export interface App {
@@ -49,6 +51,7 @@ export interface App {
   pool: Piscina
   admission: Admission
   metrics: SluiceMetrics
+  tailHub: TailHub
   listen (): Promise<AddressInfo>
   close (): Promise<void>
 }
@@ -137,9 +140,16 @@ export async function createApp (config: Config, log: Logger, options: AppOption
       writerNeedsDrain: () => writer.needsDrain,
       onReject: (reason) => metrics.rejected.inc({ reason }),
     })
-    registerIngestRoute(router, {
-      config: config.ingest, auth, store, admission, pool, writer, metrics, idempotency: new IdempotencyCache(),
+    const tailHub = new TailHub({
+      maxTailsPerOrg: config.tail.maxPerOrg,
+      maxBufferedBytes: config.tail.maxBufferedBytes,
+      eventsPerSecond: config.tail.eventsPerSecond,
     })
+    registerIngestRoute(router, {
+      config: config.ingest, auth, store, admission, pool, writer, metrics, idempotency: new IdempotencyCache(), tailHub,
+    })
+    registerTailRoute(router, { auth, accounts, hub: tailHub })
+    metrics.registry.gauge('sluice_tail_clients', 'Live tail clients connected', () => tailHub.clientCount)
     metrics.registry.gauge('sluice_uncommitted_bytes', 'Bytes accepted and not yet committed', () => admission.uncommittedBytes)
     metrics.registry.gauge('sluice_writer_pending_rows', 'Rows waiting for or in a ClickHouse insert', () => writer.pendingRows)
     metrics.registry.gauge('sluice_worker_queue', 'Parse tasks waiting for a worker thread', () => pool.queueSize)
@@ -158,10 +168,11 @@ export async function createApp (config: Config, log: Logger, options: AppOption
     let closed: Promise<void> | null = null
 
     return {
-      config, clickhouse, store, accounts, bootstrap: boot, managed, http, writer, pool, admission, metrics,
+      config, clickhouse, store, accounts, bootstrap: boot, managed, http, writer, pool, admission, metrics, tailHub,
       listen: () => http.listen(config.server.port, config.server.host),
       close () {
         closed ??= (async () => {
+          tailHub.close()
           await http.close()
           await writer.close()
           await pool.destroy()

@@ -76,6 +76,14 @@ export interface Config {
     /** ms a failing insert is retried before its requests get 503. */
     retryTimeoutMs: number
   }
+  tail: {
+    /** Live tails open at once per org (429 too_many_tails past it). */
+    maxPerOrg: number
+    /** Bytes written to a tail client and not yet sent before its events are dropped. */
+    maxBufferedBytes: number
+    /** Events per second sent to one tail client at most; the rest are counted as dropped. */
+    eventsPerSecond: number
+  }
   limits: OrgLimits & {
     /** Bytes accepted but not yet committed, server-wide (429 server_busy past it). */
     maxUncommittedBytes: number
@@ -131,6 +139,9 @@ const fields: Field[] = [
   { path: 'writer.flushIntervalMs', kind: 'positiveInt', env: 'SLUICE_FLUSH_INTERVAL_MS' },
   { path: 'writer.minInsertIntervalMs', kind: 'nonNegativeInt' },
   { path: 'writer.retryTimeoutMs', kind: 'positiveInt' },
+  { path: 'tail.maxPerOrg', kind: 'positiveInt', env: 'SLUICE_MAX_TAILS_PER_ORG' },
+  { path: 'tail.maxBufferedBytes', kind: 'positiveInt' },
+  { path: 'tail.eventsPerSecond', kind: 'positiveInt' },
   { path: 'limits.requestsPerMinute', kind: 'positiveInt', env: 'SLUICE_REQUESTS_PER_MINUTE' },
   { path: 'limits.concurrentRequests', kind: 'positiveInt', env: 'SLUICE_CONCURRENT_REQUESTS' },
   { path: 'limits.maxUncommittedBytes', kind: 'positiveInt', env: 'SLUICE_MAX_UNCOMMITTED_BYTES' },

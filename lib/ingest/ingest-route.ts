@@ -30,6 +30,7 @@ import { randomSeqBase } from './parse-task.ts'
 import { IdempotencyCache } from './idempotency.ts'
 import type { StoredAnswer } from './idempotency.ts'
 import type { Admission, AdmissionTicket } from './admission.ts'
+import type { TailHub } from '../live/tail-hub.ts'
 
 export interface IngestRouteDeps {
   config: Config['ingest']
@@ -40,8 +41,8 @@ export interface IngestRouteDeps {
   writer: BatchWriter
   metrics: SluiceMetrics
   idempotency: IdempotencyCache
-  /** Called with each committed request's rows (live views). */
-  onCommitted?: (orgId: string, stream: string, chunks: Buffer[]) => void
+  /** The live tail, fed as requests commit. */
+  tailHub: TailHub
 }
 
 /** Events may be this far in the future (clock skew between shippers and us): two days, in ms. */
@@ -135,11 +136,13 @@ async function ingestBody (
   const decoded = new ByteLimit(config.maxDecodedBytes, 'decoded')
   const batcher = new LineBatcher({ taskBytes: config.taskBytes, onFailure: (f) => { summary.addFailure(f) } })
   const receivedAt = ctx.receivedAt
+  const live = deps.tailHub.liveRequestFor(orgId, streamName)
   const dispatch = new WorkerDispatch(deps.pool, summary, {
     orgId, stream: streamName, receivedAt,
     minTs: receivedAt - retentionDays * 86_400_000,
     maxTs: receivedAt + maxFutureMs,
     seqBase: randomSeqBase(),
+    live,
   })
   const splitter = createLineSplitter({ batcher, maxLineBytes: config.maxLineBytes })
   const meter = new ByteMeter(ticket)
@@ -158,7 +161,7 @@ async function ingestBody (
   await deps.writer.write(chunks, summary.ingested)
   metrics.linesIngested.inc(undefined, summary.ingested)
   metrics.bytesIngested.inc(undefined, decoded.bytes)
-  deps.onCommitted?.(orgId, streamName, chunks)
+  if (live) deps.tailHub.publish(orgId, streamName, live, summary.live.filter((x) => x !== undefined))
   sendJson(ctx, 200, body)
   return { status: 200, body }
 }

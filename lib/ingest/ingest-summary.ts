@@ -2,7 +2,7 @@
 // line order. Worker results arrive out of order; failures are kept sorted by line and capped, so
 // memory per request stays bounded however bad the input is.
 import { maxListedFailures } from './parse-task.ts'
-import type { LineFailure, ParseResult } from './parse-task.ts'
+import type { LineFailure, LiveOutput, ParseResult } from './parse-task.ts'
 
 export class IngestSummary {
   /** Row bytes per task, indexed by task order, so the stored order follows the body. */
@@ -10,12 +10,15 @@ export class IngestSummary {
   ingested = 0
   failed = 0
   failures: LineFailure[] = []
+  /** Live-view output per task (only while the stream is tailed), in task order. */
+  readonly live: LiveOutput[] = []
   /** Failure counts by code, for metrics (all failures, not only the listed ones). */
   readonly failedByCode = new Map<string, number>()
 
   addResult (index: number, result: ParseResult): void {
     this.ingested += result.ingested
     if (result.rows.byteLength > 0) this.chunks[index] = Buffer.from(result.rows)
+    if (result.live) this.live[index] = result.live
     this.failed += result.failed
     if (result.failed > 0) {
       // The worker lists at most maxListedFailures of its own; counts per code need them all, so

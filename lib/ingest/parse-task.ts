@@ -2,6 +2,7 @@
 // JSON: it hands workers batches of raw line bytes and gets back bytes ready to insert into the
 // events table, plus counts and the first failures. Both directions move ArrayBuffers (transferred
 // with Piscina.move, never cloned).
+import type { LiveStatsPartial } from '../live/live-stats.ts'
 
 /** Codes a single line can fail with (they appear in the ingest response's `failures`). */
 export const lineFailureCodes = [
@@ -46,6 +47,28 @@ export interface ParseTask {
    * its line number, unique per stored line, the tiebreak of event pagination.
    */
   seqBase: number
+  /** Set while someone tails the stream: what the live views need from this task. */
+  live: LiveRequest | null
+}
+
+/** What the tail hub asks of a task while a stream has tail clients. */
+export interface LiveRequest {
+  /** The distinct `q` filters of the stream's tail clients ('' matches every event); at most 31. */
+  filters: string[]
+  /** Matching events serialized per filter and task at most; the rest are counted as dropped. */
+  maxEventsPerFilter: number
+}
+
+/** What a task sends back for the live views. */
+export interface LiveOutput {
+  /** Event JSON (the events API's shape) of events matching at least one filter, in line order. */
+  events: string[]
+  /** Per event: bit i set when it matched filters[i]. */
+  masks: number[]
+  /** Per filter: matching events left out by maxEventsPerFilter. */
+  dropped: number[]
+  /** Aggregates over every stored event of the task. */
+  stats: LiveStatsPartial
 }
 
 export interface ParseResult {
@@ -55,6 +78,8 @@ export interface ParseResult {
   failed: number
   /** The first failures of this task, at most maxListedFailures. */
   failures: LineFailure[]
+  /** Present when the task asked for it (ParseTask.live). */
+  live?: LiveOutput
 }
 
 /** Column order of the rows a worker produces; the events table's INSERT names them in this order. */

@@ -15,8 +15,9 @@ import { move, transferableSymbol, valueSymbol } from 'piscina'
 import { EventRejection, normalizeEvent } from './event-schema.ts'
 import type { TimeBounds } from './event-schema.ts'
 import { EventRowWriter } from './row-serializer.ts'
+import { LiveCollector } from '../live/live-collector.ts'
 import { maxListedFailures } from './parse-task.ts'
-import type { LineFailure, LineFailureCode, ParseResult, ParseTask } from './parse-task.ts'
+import type { LineFailure, LineFailureCode, LiveOutput, ParseResult, ParseTask } from './parse-task.ts'
 
 const newline = 10
 
@@ -30,12 +31,14 @@ class MovableParseResult implements ParseResult {
   ingested: number
   failed: number
   failures: LineFailure[]
+  live?: LiveOutput
 
-  constructor (rows: ArrayBuffer, ingested: number, failed: number, failures: LineFailure[]) {
+  constructor (rows: ArrayBuffer, ingested: number, failed: number, failures: LineFailure[], live: LiveOutput | undefined) {
     this.rows = rows
     this.ingested = ingested
     this.failed = failed
     this.failures = failures
+    if (live) this.live = live
   }
 
   get [transferableSymbol] (): ArrayBuffer { return this.rows }
@@ -47,6 +50,7 @@ class TaskOutput {
   readonly #rows: EventRowWriter
   readonly #bounds: TimeBounds
   readonly #seqBase: number
+  readonly #live: LiveCollector | null
   #ingested = 0
   #failed = 0
   readonly #failures: LineFailure[] = []
@@ -58,6 +62,7 @@ class TaskOutput {
     // ts is a UInt64 column: a negative bound would let a negative ts fail the whole insert.
     this.#bounds = { receivedAt: task.receivedAt, minTs: Math.max(task.minTs, 0), maxTs: task.maxTs }
     this.#seqBase = task.seqBase
+    this.#live = task.live ? new LiveCollector(task.live, task.receivedAt) : null
   }
 
   /** Parses text[start, end), one line without its '\n', of `size` bytes in the body. */
@@ -76,6 +81,7 @@ class TaskOutput {
       return
     }
     this.#rows.write(row, this.#seqBase + line, size)
+    if (this.#live !== null) this.#live.add(row)
     this.#ingested++
   }
 
@@ -85,7 +91,7 @@ class TaskOutput {
   }
 
   finish (): MovableParseResult {
-    return new MovableParseResult(this.#rows.finish(), this.#ingested, this.#failed, this.#failures)
+    return new MovableParseResult(this.#rows.finish(), this.#ingested, this.#failed, this.#failures, this.#live?.finish())
   }
 }
 

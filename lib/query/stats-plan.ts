@@ -34,7 +34,7 @@ export const sourceBucketMs: Readonly<Record<StatsSource, number>> = {
  * partial hours at both ends from raw rows (up to 2 h of them), so a shorter range gains nothing,
  * and steps under a minute (chosen for ranges up to about 1.5 h) need raw rows anyway.
  */
-export const rawMaxRangeMs = 2 * hour
+export const rawMaxRangeMs = hour
 /** 3 days: up to 4,320 minute rows per stream; beyond, the hourly table (24 rows a day). */
 export const minuteMaxRangeMs = 3 * day
 /** The most series points one request may ask for; Prometheus draws the same line at 11,000. */

@@ -17,7 +17,7 @@ function makeTask (body: string | Buffer, firstLine = 1): ParseTask {
   const bytes = typeof body === 'string' ? Buffer.from(body) : body
   const input = new ArrayBuffer(bytes.length)
   new Uint8Array(input).set(bytes)
-  return { input, firstLine, orgId: 'org_1', stream: 'web', receivedAt, minTs: receivedAt - 30 * day, maxTs: receivedAt + 2 * day, seqBase: 0 }
+  return { input, firstLine, orgId: 'org_1', stream: 'web', receivedAt, minTs: receivedAt - 30 * day, maxTs: receivedAt + 2 * day, seqBase: 0, live: null }
 }
 
 function parse (body: string | Buffer, firstLine = 1): ParseResult {

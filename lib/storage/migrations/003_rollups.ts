@@ -1,36 +1,38 @@
 // Rollups: pre-aggregated copies of `events` that stats over long ranges read instead of raw rows
-// (lib/query/stats-query.ts decides which table serves which range).
+// (lib/query/stats-plan.ts decides which table serves which range).
 //
-//   events_1m, events_1h        per (org_id, stream, minute | hour): the series counters and an
-//                               rt digest; the hourly table keeps a 30-day series at 720 rows
-//   events_by_<dim>_1h          per (org_id, stream, hour, value of dim): what the top lists need,
-//                               for dim in path, host, status, src, user_agent, filename
+//   events_1m, events_1h   per (org_id, stream, minute | hour): the series counters and an rt
+//                          digest; the hourly table keeps a 30-day series at 720 rows a stream
+//   events_by_<dim>_1h     per (org_id, stream, hour, value of dim) for dim in path, host,
+//                          status, src, user_agent, filename: what the top lists need
 //
 // Each table is filled by its own materialized view on `events`. A view runs its SELECT over every
 // block inserted into `events`, in the inserting thread, so the views are the whole ingest-time
-// cost. Measured on 18.16 for a 1M-row insert (bench/stats.bench.ts): the two series views add
-// about 10% to the insert; the six per-dimension views together about 40%. One view with an ARRAY
-// JOIN over all six dimensions, the obvious smaller schema, costs four times as much: 18.16 copies
-// the whole inserted block, message and attrs included, once per dimension before grouping.
+// cost; see bench/stats.bench.ts for what they add to an insert. One view per dimension, not one
+// view with an ARRAY JOIN over all of them: on 18.16 the ARRAY JOIN copies the whole inserted
+// block (message and attrs included) once per dimension, and cost over twice as much CPU per
+// insert as these six views together.
 //
 // Contract:
-// - Every view reads `events` directly. Chaining (events_1m -> events_1h) would need a view that
-//   writes a column named like the one it reads (`sumMergeState(n) AS n`), an alias shadowing a
-//   source column, which the new analyzer of current ClickHouse resolves differently from 18.16;
-//   no alias here shadows a column of the table it reads. Nor does any view use a subquery: 18.16
-//   cannot run those against the inserted block.
+// - Engine: SummingMergeTree. Counters are plain UInt64 summed on merge; the rt digest is an
+//   AggregateFunction state, which SummingMergeTree merges with its function as
+//   AggregatingMergeTree would. Plain counters read as numbers (sum(), not sumMerge()), and raw
+//   rows join them as plain count(). Every row has n >= 1, so none is ever all zeros (which
+//   SummingMergeTree would drop). Readers still GROUP BY: unmerged parts hold partial rows.
+// - Every view reads `events` directly, with no subquery (18.16 cannot run one against the
+//   inserted block) and no alias shadowing a column of the table it reads (the analyzer of
+//   current ClickHouse resolves those differently from 18.16). That rules out chaining
+//   events_1m -> events_1h, which would have to write a column named like the one it reads.
 // - A view must never throw: its exception fails the INSERT after `events` was written, and the
-//   batch writer's retry would store the rows twice. Hence only total functions (ifNull, intDiv,
-//   toString, comparisons) over the event columns.
-// - Columns are AggregateFunction states merged by AggregatingMergeTree; read them only through
-//   the matching -Merge function with GROUP BY, never as single rows.
+//   batch writer's retry would store the rows again. Hence only total functions (ifNull, intDiv,
+//   comparisons, count, sum) over the event columns.
 // - No argument of an aggregate state is Nullable: 18.16 drops Nullable from the state's type
 //   while current ClickHouse keeps it, so a declared column type would match only one of them.
 //   Absent fields become explicit conditions (ifNull, -If) instead.
 // - Status classes are 200-299 ... 500-599; an event without a status is in none of them. An
 //   error is status >= 400 (4xx and 5xx), as in the SPEC's example (error_rate 0.2 = one 4xx and
-//   one 5xx out of 10 events).
-// - rt is in seconds. Digests are ClickHouse's t-digest (Float32 centroids) over the events that
+//   one 5xx in 10 events). Bytes are the events' `bytes` field; absent counts as 0.
+// - rt is in seconds. Digests are ClickHouse's t-digest (Float32 centroids) of the events that
 //   have an rt; `rt_n` counts those, so a reader tells "no rt" from an empty digest.
 // - Per-dimension tables hold non-NULL values only: an absent field never becomes a top value.
 //   Only events_by_path_1h carries errors, 404s and an rt digest (the paths, 404 paths and slowest
@@ -44,128 +46,97 @@ import type { Migration } from '../migrate.ts'
 /** The rt percentiles every digest is finalised at; readers index the result in this order. */
 export const rtLevels = [0.5, 0.95, 0.99] as const
 
-/** Type of every rt digest column; queries over raw rows build states of exactly this type. */
-export const rtDigestType = `AggregateFunction(quantilesTDigestIf(${rtLevels.join(', ')}), Float64, UInt8)`
+/** Type of every rt digest column; the stats queries build states of exactly this from raw rows. */
+const rtDigestType = `AggregateFunction(quantilesTDigestIf(${rtLevels.join(', ')}), Float64, UInt8)`
 
-/** The dimensions that have a top list, each with the `events` expression of its value. */
-export const dimSources = {
-  path: 'path',
-  host: 'host',
-  status: 'status',
-  src: 'src',
-  user_agent: 'user_agent',
-  filename: 'filename',
-} as const
-export type Dim = keyof typeof dimSources
-/** The dimensions whose top list needs counts only; path also needs errors, 404s and rt. */
+/**
+ * The dimensions with a top list, each an `events` column of the same name. The count
+ * dimensions need counts only; path also needs errors, 404s and rt.
+ */
 export const countDims = ['host', 'status', 'src', 'user_agent', 'filename'] as const
 export type CountDim = typeof countDims[number]
+export type Dim = 'path' | CountDim
 
 export function dimTable (dim: Dim): string {
   return `events_by_${dim}_1h`
 }
 
-const seriesColumns = `
-      n AggregateFunction(sum, UInt64),
-      n_2xx AggregateFunction(sum, UInt64),
-      n_3xx AggregateFunction(sum, UInt64),
-      n_4xx AggregateFunction(sum, UInt64),
-      n_5xx AggregateFunction(sum, UInt64),
-      bytes_sum AggregateFunction(sum, UInt64),
-      rt_n AggregateFunction(sum, UInt64),
-      rt_digest ${rtDigestType}`
+/** A rollup column: its name and type, and the aggregate that computes it from `events` rows. */
+export interface RollupColumn { name: string, type: string, aggregate: string }
 
-/** The series states of a block of `events`, in `seriesColumns` order. */
-const seriesStates = `
-      sumState(toUInt64(1)) AS n,
-      sumState(toUInt64(ifNull(status, 0) >= 200 AND ifNull(status, 0) < 300)) AS n_2xx,
-      sumState(toUInt64(ifNull(status, 0) >= 300 AND ifNull(status, 0) < 400)) AS n_3xx,
-      sumState(toUInt64(ifNull(status, 0) >= 400 AND ifNull(status, 0) < 500)) AS n_4xx,
-      sumState(toUInt64(ifNull(status, 0) >= 500 AND ifNull(status, 0) < 600)) AS n_5xx,
-      sumState(ifNull(bytes, toUInt64(0))) AS bytes_sum,
-      sumState(toUInt64(isNotNull(rt))) AS rt_n,
-      quantilesTDigestIfState(${rtLevels.join(', ')})(ifNull(rt, 0.), isNotNull(rt)) AS rt_digest`
+const digest: RollupColumn = {
+  name: 'rt_digest',
+  type: rtDigestType,
+  aggregate: `quantilesTDigestIfState(${rtLevels.join(', ')})(ifNull(rt, 0.), isNotNull(rt))`,
+}
 
-function seriesStatements (table: string, timeColumn: string, bucketMs: number): string[] {
+/**
+ * Columns of events_1m and events_1h. The stats query reads them by these names, and runs the
+ * same aggregates over raw rows, so both sources count alike by construction.
+ */
+export const seriesColumns: RollupColumn[] = [
+  { name: 'n', type: 'UInt64', aggregate: 'count()' },
+  { name: 'n_2xx', type: 'UInt64', aggregate: 'countIf(ifNull(status, 0) >= 200 AND ifNull(status, 0) < 300)' },
+  { name: 'n_3xx', type: 'UInt64', aggregate: 'countIf(ifNull(status, 0) >= 300 AND ifNull(status, 0) < 400)' },
+  { name: 'n_4xx', type: 'UInt64', aggregate: 'countIf(ifNull(status, 0) >= 400 AND ifNull(status, 0) < 500)' },
+  { name: 'n_5xx', type: 'UInt64', aggregate: 'countIf(ifNull(status, 0) >= 500 AND ifNull(status, 0) < 600)' },
+  { name: 'bytes_sum', type: 'UInt64', aggregate: 'sum(ifNull(bytes, toUInt64(0)))' },
+  { name: 'rt_n', type: 'UInt64', aggregate: 'countIf(isNotNull(rt))' },
+  digest,
+]
+
+/** Columns of events_by_path_1h beyond its key; read like seriesColumns. */
+export const pathColumns: RollupColumn[] = [
+  { name: 'n', type: 'UInt64', aggregate: 'count()' },
+  { name: 'n_error', type: 'UInt64', aggregate: 'countIf(ifNull(status, 0) >= 400)' },
+  { name: 'n_404', type: 'UInt64', aggregate: 'countIf(ifNull(status, 0) = 404)' },
+  { name: 'rt_n', type: 'UInt64', aggregate: 'countIf(isNotNull(rt))' },
+  digest,
+]
+
+const countColumns: RollupColumn[] = [{ name: 'n', type: 'UInt64', aggregate: 'count()' }]
+
+/**
+ * A rollup table and the view that fills it. `key` is the time column (ms, the bucket's start)
+ * and, for a dimension table, `value`, each with the expression computing it from an `events`
+ * row; `where` (SQL or '') keeps only the rows with a value.
+ */
+function rollupStatements (table: string, key: Array<{ name: string, type: string, expression: string }>,
+  columns: RollupColumn[], where: string): string[] {
+  const timeColumn = key[0].name
   return [
     `CREATE TABLE IF NOT EXISTS ${table} (
       org_id String,
       stream String,
-      ${timeColumn} UInt64,${seriesColumns}
-    ) ENGINE = AggregatingMergeTree
+      ${[...key, ...columns].map((c) => `${c.name} ${c.type}`).join(',\n      ')}
+    ) ENGINE = SummingMergeTree
     PARTITION BY intDiv(${timeColumn}, 86400000)
-    ORDER BY (org_id, stream, ${timeColumn})`,
+    ORDER BY (org_id, stream, ${key.map((k) => k.name).join(', ')})`,
     `CREATE MATERIALIZED VIEW IF NOT EXISTS ${table}_mv TO ${table} AS
-    SELECT org_id, stream, intDiv(ts, ${bucketMs}) * ${bucketMs} AS ${timeColumn},${seriesStates}
-    FROM events
-    GROUP BY org_id, stream, ${timeColumn}`,
+    SELECT
+      org_id, stream,
+      ${[...key.map((k) => `${k.expression} AS ${k.name}`), ...columns.map((c) => `${c.aggregate} AS ${c.name}`)].join(',\n      ')}
+    FROM events${where ? `\n    WHERE ${where}` : ''}
+    GROUP BY org_id, stream, ${key.map((k) => k.name).join(', ')}`,
   ]
 }
 
-/** The path table: counts, errors and 404s, and the rt digest, as AggregatingMergeTree states. */
-const pathStatements = [
-  `CREATE TABLE IF NOT EXISTS ${dimTable('path')} (
-      org_id String,
-      stream String,
-      hour_ts UInt64,
-      value String,
-      n AggregateFunction(sum, UInt64),
-      n_error AggregateFunction(sum, UInt64),
-      n_404 AggregateFunction(sum, UInt64),
-      rt_n AggregateFunction(sum, UInt64),
-      rt_digest ${rtDigestType}
-    ) ENGINE = AggregatingMergeTree
-    PARTITION BY intDiv(hour_ts, 86400000)
-    ORDER BY (org_id, stream, hour_ts, value)`,
-  `CREATE MATERIALIZED VIEW IF NOT EXISTS ${dimTable('path')}_mv TO ${dimTable('path')} AS
-    SELECT
-      org_id, stream, intDiv(ts, 3600000) * 3600000 AS hour_ts,
-      assumeNotNull(path) AS value,
-      sumState(toUInt64(1)) AS n,
-      sumState(toUInt64(ifNull(status, 0) >= 400)) AS n_error,
-      sumState(toUInt64(ifNull(status, 0) = 404)) AS n_404,
-      sumState(toUInt64(isNotNull(rt))) AS rt_n,
-      quantilesTDigestIfState(${rtLevels.join(', ')})(ifNull(rt, 0.), isNotNull(rt)) AS rt_digest
-    FROM events
-    WHERE isNotNull(path)
-    GROUP BY org_id, stream, hour_ts, value`,
-]
+const minuteKey = { name: 'minute_ts', type: 'UInt64', expression: 'intDiv(ts, 60000) * 60000' }
+const hourKey = { name: 'hour_ts', type: 'UInt64', expression: 'intDiv(ts, 3600000) * 3600000' }
 
-/**
- * A count-only dimension: SummingMergeTree with a plain UInt64 count, which sums on merge like a
- * sum state but reads as a number (a third cheaper to merge at query time than sumMerge), and lets
- * raw rows join it as a plain count().
- */
-function countStatements (dim: CountDim): string[] {
-  const table = dimTable(dim)
-  const source = dimSources[dim]
-  // status keeps its UInt16 type, a cheaper key than its text; the others are strings.
-  const valueType = dim === 'status' ? 'UInt16' : 'String'
-  return [
-    `CREATE TABLE IF NOT EXISTS ${table} (
-      org_id String,
-      stream String,
-      hour_ts UInt64,
-      value ${valueType},
-      n UInt64
-    ) ENGINE = SummingMergeTree
-    PARTITION BY intDiv(hour_ts, 86400000)
-    ORDER BY (org_id, stream, hour_ts, value)`,
-    `CREATE MATERIALIZED VIEW IF NOT EXISTS ${table}_mv TO ${table} AS
-    SELECT org_id, stream, intDiv(ts, 3600000) * 3600000 AS hour_ts, assumeNotNull(${source}) AS value, count() AS n
-    FROM events
-    WHERE isNotNull(${source})
-    GROUP BY org_id, stream, hour_ts, value`,
-  ]
+function dimStatements (dim: Dim): string[] {
+  // status keeps its UInt16 type, a cheaper key than its text; the other dimensions are strings.
+  const value = { name: 'value', type: dim === 'status' ? 'UInt16' : 'String', expression: `assumeNotNull(${dim})` }
+  return rollupStatements(dimTable(dim), [hourKey, value], dim === 'path' ? pathColumns : countColumns, `isNotNull(${dim})`)
 }
 
 export const migration: Migration = {
   id: 3,
   name: 'rollups',
   statements: [
-    ...seriesStatements('events_1m', 'minute_ts', 60_000),
-    ...seriesStatements('events_1h', 'hour_ts', 3_600_000),
-    ...pathStatements,
-    ...countDims.flatMap(countStatements),
+    ...rollupStatements('events_1m', [minuteKey], seriesColumns, ''),
+    ...rollupStatements('events_1h', [hourKey], seriesColumns, ''),
+    ...dimStatements('path'),
+    ...countDims.flatMap(dimStatements),
   ],
 }

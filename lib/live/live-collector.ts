@@ -1,0 +1,76 @@
+// Runs in the parse worker while a stream has tail clients: for each stored row it adds to the
+// task's live aggregates and, for the tail filters the row matches, serializes it once (up to a
+// cap per filter and task; the rest are counted as dropped). The worker's only extra work when
+// nobody tails a stream is a null check.
+import type { EventRow } from '../ingest/event-schema.ts'
+import type { LiveOutput, LiveRequest } from '../ingest/parse-task.ts'
+import { parseFilter } from '../query/filter-parser.ts'
+import { compileMatcher } from '../query/filter-match.ts'
+import type { EventLike } from '../query/filter-match.ts'
+import { LiveStats } from './live-stats.ts'
+import { serializeTailEvent } from './tail-event.ts'
+
+type Matcher = ((event: EventLike) => boolean) | null // null: matches everything
+
+/** Compiled filters by their text; bounded, since clients come and go. */
+const matchers = new Map<string, Matcher>()
+const maxCachedMatchers = 256
+
+function matcherFor (q: string): Matcher {
+  let m = matchers.get(q)
+  if (m === undefined) {
+    // The tail route parsed q already, so it is valid here.
+    const nodes = parseFilter(q)
+    m = nodes.length === 0 ? null : compileMatcher(nodes)
+    if (matchers.size >= maxCachedMatchers) matchers.clear()
+    matchers.set(q, m)
+  }
+  return m
+}
+
+export class LiveCollector {
+  readonly #matchers: Matcher[]
+  readonly #cap: number
+  readonly #receivedAt: number
+  readonly #stats = new LiveStats()
+  readonly #taken: number[]
+  readonly #dropped: number[]
+  readonly #events: string[] = []
+  readonly #masks: number[] = []
+  readonly #needsView: boolean
+
+  constructor (request: LiveRequest, receivedAt: number) {
+    this.#matchers = request.filters.map(matcherFor)
+    this.#cap = request.maxEventsPerFilter
+    this.#receivedAt = receivedAt
+    this.#taken = new Array(this.#matchers.length).fill(0)
+    this.#dropped = new Array(this.#matchers.length).fill(0)
+    this.#needsView = this.#matchers.some((m) => m !== null)
+  }
+
+  add (row: EventRow): void {
+    this.#stats.add(row.status, row.bytes, row.rt, row.path)
+    const view: EventLike | null = this.#needsView
+      ? { host: row.host, path: row.path, method: row.method, src: row.src, filename: row.filename, user_agent: row.userAgent, message: row.message, status: row.status }
+      : null
+    let mask = 0
+    for (let i = 0; i < this.#matchers.length; i++) {
+      const m = this.#matchers[i]
+      if (m !== null && !m(view!)) continue
+      if (this.#taken[i] < this.#cap) {
+        this.#taken[i]++
+        mask |= 1 << i
+      } else {
+        this.#dropped[i]++
+      }
+    }
+    if (mask !== 0) {
+      this.#events.push(serializeTailEvent(row, this.#receivedAt))
+      this.#masks.push(mask)
+    }
+  }
+
+  finish (): LiveOutput {
+    return { events: this.#events, masks: this.#masks, dropped: this.#dropped, stats: this.#stats.toPartial() }
+  }
+}

@@ -1,0 +1,176 @@
+// The live tail: Server-Sent Events to the clients watching a stream, fed straight from the ingest
+// pipeline as requests commit (never from a ClickHouse poll).
+//
+// Contract:
+// - While a stream has clients, ingest asks the workers for the clients' distinct filters
+//   (liveRequestFor) and, once the request's rows are committed, hands the workers' output to
+//   publish(): each client gets the events its filter matched, in body order, as `event: event`.
+// - Every second each client gets `event: stats` with the stream's aggregates over that second
+//   (all events of the stream, whatever the client's filter); every 15 s a comment heartbeat.
+// - A client is never buffered without bound: past `maxBufferedBytes` unsent, or past
+//   `eventsPerSecond`, or past the workers' per-task cap, events are dropped for that client and
+//   counted, and the count is sent as `event: dropped` once its socket drains.
+// - At most `maxTailsPerOrg` clients per org (429 too_many_tails). close() ends every stream.
+import type { ServerResponse } from 'node:http'
+import { SluiceError } from '../errors.ts'
+import type { LiveOutput, LiveRequest } from '../ingest/parse-task.ts'
+import { LiveStats } from './live-stats.ts'
+
+export interface TailHubOptions {
+  maxTailsPerOrg?: number
+  /** Bytes written to a client and not yet sent before its events are dropped. */
+  maxBufferedBytes?: number
+  /** Events per second one client is sent at most; a person reads far fewer. */
+  eventsPerSecond?: number
+  /** Events per filter a worker serializes per task (see LiveRequest). */
+  maxEventsPerFilter?: number
+  statsIntervalMs?: number
+  heartbeatMs?: number
+}
+
+interface TailClient {
+  orgId: string
+  q: string
+  res: ServerResponse
+  dropped: number
+  tokens: number
+  refilledAt: number
+}
+
+interface StreamTail {
+  clients: Set<TailClient>
+  stats: LiveStats
+}
+
+/** Filters a task can carry: one bit each in a 32-bit mask. */
+const maxFilters = 31
+
+export class TailHub {
+  readonly #maxTailsPerOrg: number
+  readonly #maxBufferedBytes: number
+  readonly #eventsPerSecond: number
+  readonly #maxEventsPerFilter: number
+  readonly #streams = new Map<string, StreamTail>()
+  readonly #perOrg = new Map<string, number>()
+  readonly #timers: NodeJS.Timeout[]
+  #clientCount = 0
+  #closed = false
+
+  constructor (options: TailHubOptions = {}) {
+    this.#maxTailsPerOrg = options.maxTailsPerOrg ?? 10
+    this.#maxBufferedBytes = options.maxBufferedBytes ?? 1024 * 1024
+    this.#eventsPerSecond = options.eventsPerSecond ?? 2000
+    this.#maxEventsPerFilter = options.maxEventsPerFilter ?? 32
+    this.#timers = [
+      setInterval(() => this.#emitStats(), options.statsIntervalMs ?? 1000),
+      setInterval(() => this.#broadcast(': heartbeat\n\n'), options.heartbeatMs ?? 15_000),
+    ]
+    for (const timer of this.#timers) timer.unref()
+  }
+
+  get clientCount (): number { return this.#clientCount }
+
+  /** Starts an SSE response for a client of (org, stream); 429 past the org's limit. */
+  open (res: ServerResponse, orgId: string, stream: string, q: string): void {
+    if (this.#closed) throw new SluiceError('shutting_down', undefined, { retryAfter: 1 })
+    const inOrg = this.#perOrg.get(orgId) ?? 0
+    if (inOrg >= this.#maxTailsPerOrg) {
+      throw new SluiceError('too_many_tails', `At most ${this.#maxTailsPerOrg} live tails per org; close one first`, { retryAfter: 5 })
+    }
+    const key = orgId + '/' + stream
+    let tail = this.#streams.get(key)
+    if (!tail) {
+      tail = { clients: new Set(), stats: new LiveStats() }
+      this.#streams.set(key, tail)
+    }
+    const client: TailClient = { orgId, q, res, dropped: 0, tokens: this.#eventsPerSecond, refilledAt: Date.now() }
+    tail.clients.add(client)
+    this.#perOrg.set(orgId, inOrg + 1)
+    this.#clientCount++
+
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      'x-accel-buffering': 'no', // proxies such as nginx must not hold events back
+    })
+    res.write('retry: 2000\n: connected\n\n')
+    res.on('drain', () => {
+      if (client.dropped > 0) {
+        res.write(`event: dropped\ndata: {"count":${client.dropped}}\n\n`)
+        client.dropped = 0
+      }
+    })
+    res.once('close', () => {
+      tail.clients.delete(client)
+      if (tail.clients.size === 0 && this.#streams.get(key) === tail) this.#streams.delete(key)
+      const left = (this.#perOrg.get(orgId) ?? 1) - 1
+      if (left > 0) this.#perOrg.set(orgId, left)
+      else this.#perOrg.delete(orgId)
+      this.#clientCount--
+    })
+  }
+
+  /** What ingest asks the workers for this stream, or null when nobody watches it. */
+  liveRequestFor (orgId: string, stream: string): LiveRequest | null {
+    const tail = this.#streams.get(orgId + '/' + stream)
+    if (!tail) return null
+    const filters = [...new Set([...tail.clients].map((c) => c.q))].slice(0, maxFilters)
+    return { filters, maxEventsPerFilter: this.#maxEventsPerFilter }
+  }
+
+  /** Hands a committed request's live output to the stream's clients. */
+  publish (orgId: string, stream: string, request: LiveRequest, outputs: LiveOutput[]): void {
+    const tail = this.#streams.get(orgId + '/' + stream)
+    if (!tail) return
+    for (const out of outputs) tail.stats.merge(out.stats)
+    const now = Date.now()
+    for (const client of tail.clients) {
+      const bit = request.filters.indexOf(client.q)
+      if (bit < 0) continue // joined after the request started: from the next one on
+      this.#refill(client, now)
+      let text = ''
+      for (const out of outputs) {
+        client.dropped += out.dropped[bit]
+        for (let i = 0; i < out.events.length; i++) {
+          if ((out.masks[i] & (1 << bit)) === 0) continue
+          if (client.tokens < 1 || client.res.writableLength + text.length > this.#maxBufferedBytes) {
+            client.dropped++
+            continue
+          }
+          client.tokens--
+          text += 'event: event\ndata: ' + out.events[i] + '\n\n'
+        }
+      }
+      if (client.dropped > 0 && client.res.writableLength === 0) {
+        text += `event: dropped\ndata: {"count":${client.dropped}}\n\n`
+        client.dropped = 0
+      }
+      if (text !== '') client.res.write(text)
+    }
+  }
+
+  /** Ends every tail (shutdown). */
+  close (): void {
+    this.#closed = true
+    for (const timer of this.#timers) clearInterval(timer)
+    for (const tail of this.#streams.values()) for (const client of tail.clients) client.res.end()
+  }
+
+  #refill (client: TailClient, now: number): void {
+    client.tokens = Math.min(this.#eventsPerSecond, client.tokens + ((now - client.refilledAt) / 1000) * this.#eventsPerSecond)
+    client.refilledAt = now
+  }
+
+  #emitStats (): void {
+    const t = Date.now()
+    for (const tail of this.#streams.values()) {
+      const text = 'event: stats\ndata: ' + JSON.stringify(tail.stats.snapshot(t)) + '\n\n'
+      tail.stats = new LiveStats()
+      for (const client of tail.clients) client.res.write(text)
+    }
+  }
+
+  #broadcast (text: string): void {
+    for (const tail of this.#streams.values()) for (const client of tail.clients) client.res.write(text)
+  }
+}

@@ -1,0 +1,21 @@
+// GET /api/streams/{stream}/tail?q=: the live tail as Server-Sent Events (see tail-hub.ts).
+// The filter is checked before the stream starts, so a bad `q` is a plain 400 invalid_query.
+import type { Router } from '../http/router.ts'
+import type { Authenticator } from '../auth/authenticate.ts'
+import type { Accounts } from '../accounts/accounts.ts'
+import { findStream } from '../streams/streams-route.ts'
+import { parseFilter } from '../query/filter-parser.ts'
+import type { TailHub } from './tail-hub.ts'
+
+export function registerTailRoute (router: Router, deps: { auth: Authenticator, accounts: Accounts, hub: TailHub }): void {
+  const { auth, accounts, hub } = deps
+  router.add('GET', '/api/streams/:stream/tail', async (ctx) => {
+    const { org } = auth.requirePat(ctx.req, 'data:read')
+    const stream = findStream(accounts, org.id, ctx.params.stream)
+    const q = (ctx.url.searchParams.get('q') ?? '').trim()
+    parseFilter(q)
+    hub.open(ctx.res, org.id, stream.name, q)
+    // The request stays in flight until the client goes away or the hub ends it.
+    await new Promise<void>((resolve) => { ctx.res.once('close', resolve) })
+  })
+}

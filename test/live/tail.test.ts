@@ -1,0 +1,92 @@
+// The live tail: matching events arrive straight from ingest, others are withheld; stats every
+// second; dropped counts for a client that does not read; the per-org limit; bad filters.
+import t from 'tap'
+import { startServer } from '../helpers/server.ts'
+import type { TestServer } from '../helpers/server.ts'
+import { createIngestTarget, postIngest } from '../helpers/ingest.ts'
+import type { IngestTarget } from '../helpers/ingest.ts'
+import { openSse } from '../helpers/sse.ts'
+
+let s: TestServer
+let tgt: IngestTarget
+t.before(async () => {
+  s = await startServer(t, { tail: { maxPerOrg: 3, maxBufferedBytes: 65536 }, writer: { flushIntervalMs: 20, minInsertIntervalMs: 0 } })
+  tgt = await createIngestTarget(s, 'live')
+})
+
+t.test('a tail gets matching events and not the others, plus stats', async (t) => {
+  const all = await openSse(s.url, '/api/streams/live/tail', s.adminToken)
+  const errors = await openSse(s.url, '/api/streams/live/tail?q=' + encodeURIComponent('status:5xx -path:/ignored'), s.adminToken)
+  t.teardown(() => { all.close(); errors.close() })
+  t.equal(all.status, 200)
+  await all.next((f) => f.event === 'comment')
+  const r = await postIngest(tgt, [
+    JSON.stringify({ path: '/ok', status: 200, rt: 0.1, bytes: 10, attrs_key: 1 }),
+    JSON.stringify({ path: '/boom', status: 503, rt: 2, bytes: 5 }),
+    JSON.stringify({ path: '/ignored', status: 500 }),
+  ].join('\n'))
+  t.equal(r.body.ingested, 3)
+
+  const first = JSON.parse((await all.next((f) => f.event === 'event')).data)
+  t.match(first, { path: '/ok', status: 200, rt: 0.1, bytes: 10, host: null, attrs: { attrs_key: 1 } })
+  t.type(first.received_at, 'number')
+  t.equal(JSON.parse((await all.next((f) => f.event === 'event')).data).path, '/boom')
+  t.equal(JSON.parse((await all.next((f) => f.event === 'event')).data).path, '/ignored')
+
+  const only = JSON.parse((await errors.next((f) => f.event === 'event')).data)
+  t.equal(only.path, '/boom', 'the filtered tail gets the 5xx event')
+  const stats = JSON.parse((await errors.next((f) => f.event === 'stats' && JSON.parse(f.data).count > 0, 3000)).data)
+  t.match(stats, { count: 3, status_2xx: 1, status_5xx: 2, bytes: 15 })
+  t.ok(stats.rt_p50 > 0.09 && stats.rt_p50 < 2.1)
+  t.ok(Math.abs(stats.rt_p99 - 2) / 2 < 0.03, `p99 ${stats.rt_p99} within 3% of 2`)
+  t.same(stats.top_paths.map((p: { path: string }) => p.path).sort(), ['/boom', '/ignored', '/ok'])
+  t.notOk(errors.frames.some((f) => f.event === 'event' && JSON.parse(f.data).path !== '/boom'), 'nothing else reached the filtered tail')
+})
+
+t.test('a client that does not read gets a dropped count', async (t) => {
+  const slow = await openSse(s.url, '/api/streams/live/tail', s.adminToken)
+  t.teardown(() => slow.close())
+  await slow.next((f) => f.event === 'comment')
+  slow.socket.pause()
+  const line = JSON.stringify({ path: '/flood', message: 'x'.repeat(400) })
+  // Enough to fill the socket buffers and the server's allowance for this client.
+  for (let i = 0; i < 20; i++) {
+    const r = await postIngest(tgt, (line + '\n').repeat(1000))
+    t.equal(r.status, 200)
+  }
+  slow.socket.resume()
+  const dropped = JSON.parse((await slow.next((f) => f.event === 'dropped', 10_000)).data)
+  t.ok(dropped.count > 0, `dropped ${dropped.count}`)
+})
+
+t.test('the per-org tail limit answers 429 too_many_tails; bad filters 400', async (t) => {
+  const open = await Promise.all([1, 2, 3].map(() => openSse(s.url, '/api/streams/live/tail', s.adminToken)))
+  t.teardown(() => { for (const c of open) c.close() })
+  t.same(open.map((c) => c.status), [200, 200, 200])
+  const over = await s.api('GET', '/api/streams/live/tail')
+  t.equal(over.status, 429)
+  t.equal(over.body.error, 'too_many_tails')
+  t.ok(Number(over.headers['retry-after']) >= 1)
+  open[0].close()
+  let status = 0
+  for (const deadline = Date.now() + 5000; Date.now() < deadline && status !== 200;) {
+    const again = await openSse(s.url, '/api/streams/live/tail', s.adminToken)
+    status = again.status
+    open.push(again)
+  }
+  t.equal(status, 200, 'a closed tail frees its slot')
+  const bad = await s.api('GET', '/api/streams/live/tail?q=' + encodeURIComponent('hots:x'))
+  t.equal(bad.status, 400)
+  t.equal(bad.body.error, 'invalid_query')
+  t.equal((await s.api('GET', '/api/streams/nope/tail')).status, 404)
+})
+
+t.test('shutdown ends the tails', async (t) => {
+  const own = await startServer(t)
+  await own.api('POST', '/api/streams', { body: { name: 'x' } })
+  const tail = await openSse(own.url, '/api/streams/x/tail', own.adminToken)
+  const ended = new Promise<void>((resolve) => tail.socket.once('end', () => resolve()))
+  await own.app.close()
+  await ended
+  t.pass('the stream ended')
+})
