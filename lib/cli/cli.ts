@@ -14,6 +14,8 @@ import { ApiClient, CliError } from './api-client.ts'
 import { streamCommand } from './stream-command.ts'
 import { tokenCommand } from './token-command.ts'
 import { openInput, sendCommand } from './send-command.ts'
+import { tailCommand } from './tail-command.ts'
+import { parseArgs } from 'node:util'
 
 const help = `sluice — log ingestion into ClickHouse
 
@@ -25,6 +27,7 @@ const help = `sluice — log ingestion into ClickHouse
   sluice token list STREAM
   sluice token revoke STREAM ID
   sluice send STREAM FILE|- [--token INGEST_TOKEN]
+  sluice tail STREAM [--q FILTER] [--json]
 
 Environment: SLUICE_URL (default http://127.0.0.1:8080), SLUICE_TOKEN (a PAT; default: the
 admin token in \${SLUICE_DATA_DIR:-./data}/admin-token), SLUICE_INGEST_TOKEN (for send).
@@ -76,6 +79,15 @@ async function run (argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
       const totals = await sendCommand({ baseUrl, token, stream: args[0], input: openInput(args[1]), out })
       out(`ingested ${totals.ingested}, failed ${totals.failed}, in ${totals.requests} requests (${totals.retries} retries)`)
       return totals.failed > 0 ? 2 : 0
+    }
+    case 'tail': {
+      const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { q: { type: 'string' }, json: { type: 'boolean' } } })
+      if (positionals.length !== 1) throw new CliError('usage', 'usage: sluice tail STREAM [--q FILTER] [--json]')
+      await tailCommand({
+        baseUrl, token: patFromEnv(env), stream: positionals[0], q: values.q ?? '', json: values.json ?? false,
+        out, err: (line) => process.stderr.write(line + '\n'),
+      })
+      return 0
     }
     case undefined:
     case 'help':

@@ -23,7 +23,7 @@
 import type { ClickHouse } from '../storage/clickhouse.ts'
 import { rawSql, sql, joinSql } from '../storage/sql.ts'
 import type { SqlFragment } from '../storage/sql.ts'
-import { countDims, dimTable, pathColumns, rtLevels, seriesColumns } from '../storage/migrations/003_rollups.ts'
+import { countColumns, countDims, dimTable, pathColumns, rtDigestArguments, rtLevels, seriesColumns } from '../storage/migrations/003_rollups.ts'
 import type { CountDim, Dim, RollupColumn } from '../storage/migrations/003_rollups.ts'
 import { maxTopN, planStats } from './stats-plan.ts'
 import type { StatsParams, StatsPlan } from './stats-plan.ts'
@@ -69,48 +69,227 @@ const levels = rtLevels.join(', ')
 const p95Index = rtLevels.indexOf(0.95) + 1 // ClickHouse arrays count from 1
 const hourMs = 3_600_000
 
-/** How a query reads a rollup column: counters sum, the digest merges to its percentiles. */
-function merged (column: RollupColumn): string {
-  return column.name === 'rt_digest' ? `quantilesTDigestIfMerge(${levels})(rt_digest)` : `sum(${column.name})`
-}
-
-/** Raw-row aggregates as rollup columns, for a UNION ALL with rollup rows. */
-function asColumns (columns: RollupColumn[]): string {
-  return columns.map((c) => `${c.aggregate} AS ${c.name}`).join(', ')
-}
-
-function columnNames (columns: RollupColumn[]): string {
-  return columns.map((c) => c.name).join(', ')
-}
+/**
+ * How statements read a rollup column, and the alias they give it: counters sum; the digest
+ * merges to its percentiles. Aliases differ from every column name of `events` and the rollups,
+ * since an alias shadowing a source column is read differently by 18.16 and current ClickHouse.
+ */
+const outputs: Readonly<Record<string, { alias: string, raw: string, rollup: string }>> = Object.fromEntries(
+  [...seriesColumns, ...pathColumns].map((c) => [c.name, c.name === 'rt_digest'
+    ? { alias: 'rt_quantiles', raw: `quantilesTDigestIf(${levels})(${rtDigestArguments})`, rollup: `quantilesTDigestIfMerge(${levels})(rt_digest)` }
+    : { alias: `${c.name}_total`, raw: c.aggregate, rollup: `sum(${c.name})` }]))
 
 function streamIs (plan: StatsPlan): SqlFragment {
   return sql`org_id = ${plan.orgId} AND stream = ${plan.stream}`
 }
 
-/** One row per step with events: t, then the series columns merged, named as the rollup's. */
+/** A series row: t (ms) and each series column under its output alias. */
 interface SeriesRow {
   t: number
-  n: number
-  n_2xx: number
-  n_3xx: number
-  n_4xx: number
-  n_5xx: number
-  bytes_sum: number
-  rt_n: number
-  rt_digest: number[]
+  n_total: number
+  n_2xx_total: number
+  n_3xx_total: number
+  n_4xx_total: number
+  n_5xx_total: number
+  bytes_sum_total: number
+  rt_n_total: number
+  rt_quantiles: number[]
 }
 
 function seriesSql (plan: StatsPlan): SqlFragment {
   const raw = plan.source === 'events'
   const time = rawSql(raw ? 'ts' : plan.source === 'events_1m' ? 'minute_ts' : 'hour_ts')
+  const columns = rawSql(seriesColumns.map((c) => `${raw ? outputs[c.name].raw : outputs[c.name].rollup} AS ${outputs[c.name].alias}`).join(', '))
   const filter = raw && plan.filter ? sql` AND (${plan.filter})` : rawSql('')
-  // Raw rows are first aggregated per ms bucket into the rollup's columns, so that both sources
-  // go through the same merge; the inner GROUP BY costs little next to reading the rows.
-  const rows = raw
-    ? sql`SELECT ts, ${rawSql(asColumns(seriesColumns))} FROM events
-        WHERE ${streamIs(plan)} AND ts >= ${plan.from} AND ts < ${plan.to}${filter} GROUP BY ts`
-    : sql`SELECT * FROM ${rawSql(plan.source)} WHERE ${streamIs(plan)} AND ${time} >= ${plan.from} AND ${time} < ${plan.to}`
-  return sql`SELECT intDiv(${time}, ${plan.stepMs}) * ${plan.stepMs} AS t,
-      ${rawSql(seriesColumns.map((c) => `${merged(c)} AS ${c.name}_all`).join(', '))}
-    FROM (${rows}) GROUP BY t ORDER BY t`
+  return sql`SELECT intDiv(${time}, ${plan.stepMs}) * ${plan.stepMs} AS t, ${columns}
+    FROM ${rawSql(plan.source)}
+    WHERE ${streamIs(plan)} AND ${time} >= ${plan.from} AND ${time} < ${plan.to}${filter}
+    GROUP BY t ORDER BY t`
+}
+
+/**
+ * Where top lists read from: the whole hours of the range from the hourly rollups and the raw
+ * rows of the rest (the partial hours at both ends), or raw rows only (raw source, or no whole
+ * hour in the range).
+ */
+interface TopParts {
+  /** Condition on `events` for the raw part, or null when rollups cover everything. */
+  raw: SqlFragment | null
+  /** [start, end) of the whole hours the rollups serve, ms, or null. */
+  hours: [number, number] | null
+}
+
+function topParts (plan: StatsPlan): TopParts {
+  const { from, to } = plan
+  const firstHour = Math.ceil(from / hourMs) * hourMs
+  const lastHour = Math.floor(to / hourMs) * hourMs
+  if (plan.source === 'events' || firstHour >= lastHour) {
+    const filter = plan.filter ? sql` AND (${plan.filter})` : rawSql('')
+    return { raw: sql`${streamIs(plan)} AND ts >= ${from} AND ts < ${to}${filter}`, hours: null }
+  }
+  const edges: SqlFragment[] = []
+  if (from < firstHour) edges.push(sql`ts >= ${from} AND ts < ${firstHour}`)
+  if (lastHour < to) edges.push(sql`ts >= ${lastHour} AND ts < ${to}`)
+  const raw = edges.length > 0 ? sql`${streamIs(plan)} AND (${joinSql(edges, ' OR ')})` : null
+  return { raw, hours: [firstHour, lastHour] }
+}
+
+/**
+ * Rows of one dimension's rollup columns per value over the plan's range, for the caller to GROUP
+ * BY value: the rollup rows of the whole hours UNION ALL the raw rows of the rest, aggregated to
+ * the same columns. `valueIs` narrows the values read, given the value's expression in a branch.
+ */
+function dimRows (plan: StatsPlan, parts: TopParts, dim: Dim, columns: RollupColumn[],
+  valueIs: (value: string) => SqlFragment = () => rawSql('1')): SqlFragment {
+  const branches: SqlFragment[] = []
+  if (parts.hours) {
+    branches.push(sql`SELECT value, ${rawSql(columns.map((c) => c.name).join(', '))} FROM ${rawSql(dimTable(dim))}
+      WHERE ${streamIs(plan)} AND hour_ts >= ${parts.hours[0]} AND hour_ts < ${parts.hours[1]} AND ${valueIs('value')}`)
+  }
+  if (parts.raw) {
+    const column = rawSql(dim)
+    branches.push(sql`SELECT assumeNotNull(${column}) AS value, ${rawSql(columns.map((c) => `${c.aggregate} AS ${c.name}`).join(', '))}
+      FROM events WHERE ${parts.raw} AND isNotNull(${column}) AND ${valueIs(dim)} GROUP BY value`)
+  }
+  return joinSql(branches, ' UNION ALL ')
+}
+
+interface DimRow { dim: CountDim, distinct_values: number, top: Array<[string, number]> }
+
+/**
+ * One row per count-only dimension: its number of distinct values and its top N as
+ * [value as text, count], ranked in the value's own type (status numerically).
+ */
+function countDimsSql (plan: StatsPlan, parts: TopParts): SqlFragment {
+  const branches = countDims.map((dim) => sql`SELECT ${dim} AS dim, count() AS distinct_values,
+      arrayMap(x -> (toString(x.1), x.2), arraySlice(arraySort(x -> (-x.2, x.1), groupArray((value, n_total))), 1, ${plan.topN})) AS top
+    FROM (SELECT value, sum(n) AS n_total FROM (${dimRows(plan, parts, dim, countColumns)}) GROUP BY value)`)
+  return joinSql(branches, ' UNION ALL ')
+}
+
+const pathCountColumns = pathColumns.filter((c) => c.name === 'n' || c.name === 'n_error' || c.name === 'n_404')
+const pathRtColumns = pathColumns.filter((c) => c.name === 'rt_n' || c.name === 'rt_digest')
+
+interface PathCountRow {
+  /** [path, count, errors], the top N by count. */
+  by_count: Array<[string, number, number]>
+  /** [path, 404s], the top N by 404s. */
+  by_not_found: Array<[string, number]>
+  /** [path, count, cityHash64(path) as text], the maxTopN busiest: whose rt p95 to compute. */
+  busiest: Array<[string, number, string]>
+}
+
+function pathCountsSql (plan: StatsPlan, parts: TopParts): SqlFragment {
+  return sql`SELECT
+      arraySlice(arraySort(x -> (-x.2, x.1), groupArray((value, n_total, n_error_total))), 1, ${plan.topN}) AS by_count,
+      arraySlice(arraySort(x -> (-x.2, x.1), groupArrayIf((value, n_404_total), n_404_total > 0)), 1, ${plan.topN}) AS by_not_found,
+      arrayMap(x -> (x.1, x.2, toString(cityHash64(x.1))), arraySlice(arraySort(x -> (-x.2, x.1), groupArray((value, n_total))), 1, ${maxTopN})) AS busiest
+    FROM (
+      SELECT value, sum(n) AS n_total, sum(n_error) AS n_error_total, sum(n_404) AS n_404_total
+      FROM (${dimRows(plan, parts, 'path', pathCountColumns)})
+      GROUP BY value
+    )`
+}
+
+interface PathRtRow { value: string, rt_n_total: number, rt_p95: number }
+
+/**
+ * rt p95 of the paths whose cityHash64 is listed (decimal text: hashes pass 2^53). Picking by
+ * hash keeps the statement small however long the paths are; a colliding path costs one more
+ * digest merge and nothing else, as the caller matches rows by value.
+ */
+function pathRtSql (plan: StatsPlan, parts: TopParts, hashes: string[]): SqlFragment {
+  const list = rawSql(hashes.map((h) => BigInt(h).toString()).join(', '))
+  const isListed = (value: string): SqlFragment => sql`cityHash64(${rawSql(value)}) IN (${list})`
+  return sql`SELECT value, sum(rt_n) AS rt_n_total, ${rawSql(outputs.rt_digest.rollup)}[${p95Index}] AS rt_p95
+    FROM (${dimRows(plan, parts, 'path', pathRtColumns, isListed)}) GROUP BY value`
+}
+
+const noEvents: Omit<SeriesRow, 't'> = {
+  n_total: 0, n_2xx_total: 0, n_3xx_total: 0, n_4xx_total: 0, n_5xx_total: 0, bytes_sum_total: 0, rt_n_total: 0, rt_quantiles: [],
+}
+
+/** Every step of [from, to), with zeros where ClickHouse returned no row. */
+function fillSeries (plan: StatsPlan, rows: SeriesRow[]): SeriesPoint[] {
+  const byT = new Map(rows.map((row) => [row.t, row]))
+  const series: SeriesPoint[] = []
+  for (let t = plan.from; t < plan.to; t += plan.stepMs) {
+    const row = byT.get(t) ?? noEvents
+    const hasRt = row.rt_n_total > 0
+    series.push({
+      t,
+      count: row.n_total,
+      status_2xx: row.n_2xx_total,
+      status_3xx: row.n_3xx_total,
+      status_4xx: row.n_4xx_total,
+      status_5xx: row.n_5xx_total,
+      bytes: row.bytes_sum_total,
+      rt_p50: hasRt ? row.rt_quantiles[0] : null,
+      rt_p95: hasRt ? row.rt_quantiles[1] : null,
+      rt_p99: hasRt ? row.rt_quantiles[2] : null,
+    })
+  }
+  return series
+}
+
+function byPath (a: { path: string }, b: { path: string }): number {
+  return a.path < b.path ? -1 : a.path > b.path ? 1 : 0
+}
+
+export async function queryStats (clickhouse: ClickHouse, params: StatsParams): Promise<StatsResult> {
+  const plan = planStats(params)
+  const parts = topParts(plan)
+  const pathStats = async (): Promise<[PathCountRow, PathRtRow[]]> => {
+    const [counts] = await clickhouse.query<PathCountRow>(pathCountsSql(plan, parts))
+    if (counts.busiest.length === 0) return [counts, []]
+    return [counts, await clickhouse.query<PathRtRow>(pathRtSql(plan, parts, counts.busiest.map((b) => b[2])))]
+  }
+  const [seriesRows, dimRows, [pathCounts, pathRt]] = await Promise.all([
+    clickhouse.query<SeriesRow>(seriesSql(plan)),
+    clickhouse.query<DimRow>(countDimsSql(plan, parts)),
+    pathStats(),
+  ])
+
+  const series = fillSeries(plan, seriesRows)
+  let count = 0
+  let errors = 0
+  let bytes = 0
+  for (const point of series) {
+    count += point.count
+    errors += point.status_4xx + point.status_5xx
+    bytes += point.bytes
+  }
+  const dims = new Map(dimRows.map((row) => [row.dim, row]))
+  const topOf = (dim: CountDim): Array<[string, number]> => dims.get(dim)?.top ?? []
+  const p95ByPath = new Map(pathRt.filter((r) => r.rt_n_total > 0).map((r) => [r.value, r.rt_p95]))
+  const slowest = pathCounts.busiest
+    .flatMap(([path, n]) => {
+      const p95 = p95ByPath.get(path)
+      return p95 === undefined ? [] : [{ path, rt_p95: p95, count: n }]
+    })
+    .sort((a, b) => b.rt_p95 - a.rt_p95 || b.count - a.count || byPath(a, b))
+    .slice(0, plan.topN)
+
+  return {
+    from: plan.from,
+    to: plan.to,
+    step_ms: plan.stepMs,
+    series,
+    totals: {
+      count,
+      error_rate: count > 0 ? errors / count : 0,
+      bytes,
+      unique_sources: dims.get('src')?.distinct_values ?? 0,
+    },
+    top: {
+      paths: pathCounts.by_count.map(([path, n, e]) => ({ path, count: n, error_share: e / n, rt_p95: p95ByPath.get(path) ?? null })),
+      hosts: topOf('host').map(([host, n]) => ({ host, count: n })),
+      status: topOf('status').map(([status, n]) => ({ status: Number(status), count: n })),
+      sources: topOf('src').map(([src, n]) => ({ src, count: n })),
+      user_agents: topOf('user_agent').map(([userAgent, n]) => ({ user_agent: userAgent, count: n })),
+      filenames: topOf('filename').map(([filename, n]) => ({ filename, count: n })),
+      not_found_paths: pathCounts.by_not_found.map(([path, n]) => ({ path, count: n })),
+      slowest_paths: slowest,
+    },
+  }
 }

@@ -66,11 +66,9 @@ async function ingest (events: object[]): Promise<void> {
 /** A tail row whose path cell is exactly `path`. */
 const tailRow = (path: string) => page.locator('#events-body tr.event', { has: page.locator('td.path', { hasText: new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}$`) }) })
 
-// Expressions evaluated in the page (strings: this project's TypeScript has no DOM types).
-/** The exact event count of the Events card (its title), or -1 while it shows none. */
-const countInPage = "(Number((document.querySelector('#total-count').getAttribute('title') || '').replace(/[^0-9]/g, '')) || (document.querySelector('#total-count').getAttribute('title') === '0' ? 0 : -1))"
-const rowsInPage = "document.querySelectorAll('#events-body tr.event').length"
-
+// Functions run in the page. They are passed as functions, not strings: the page's CSP forbids
+// eval. This project's TypeScript has no DOM types, hence the small declaration.
+declare const document: { querySelector (s: string): any, querySelectorAll (s: string): { length: number } }
 async function totalCount (): Promise<number> {
   const text = (await page.locator('#total-count').getAttribute('title')) ?? ''
   return Number(text.replace(/[^0-9]/g, '') || 0)
@@ -85,6 +83,9 @@ async function search (q: string): Promise<void> {
   await page.press('#q', 'Enter')
 }
 
+// A real browser, server and ClickHouse: more than tap's default 30 s when run on its own.
+t.setTimeout(180_000)
+
 const skip = existsSync(chromiumPath) ? false : `no Chromium at ${chromiumPath} (apt-get install -y chromium)`
 
 t.test('the dashboard in Chromium', { skip }, async (t: Test) => {
@@ -96,6 +97,11 @@ t.test('the dashboard in Chromium', { skip }, async (t: Test) => {
   t.teardown(() => browser.close())
   page = await browser.newPage({ viewport: { width: 1366, height: 768 } })
   page.on('pageerror', (err) => pageProblems.push(`page error: ${err.message}`))
+  t.afterEach(async (t) => {
+    if (t.passing()) return
+    mkdirSync(artifacts, { recursive: true })
+    await page.screenshot({ path: artifacts + 'dashboard-failure.png', fullPage: true }).catch(() => {})
+  })
   page.on('console', (msg) => {
     if (/Content Security Policy|Refused to/i.test(msg.text())) pageProblems.push(`CSP: ${msg.text()}`)
   })
@@ -129,7 +135,7 @@ t.test('the dashboard in Chromium', { skip }, async (t: Test) => {
   })
 
   await t.test('ingested events appear in the tail and the counters move', async (t) => {
-    await page.waitForFunction(`${countInPage} >= 0`, null, { timeout: waitMs })
+    await page.waitForFunction(() => /[0-9]/.test(document.querySelector('#total-count').getAttribute('title') ?? ''), null, { timeout: waitMs })
     const before = await totalCount()
     await ingest([
       { host: 'web-1', path: '/browser/ok-1', status: 200, rt: 0.02, bytes: 512, method: 'GET', src: '10.9.9.1', user_agent: 'tap' },
@@ -139,7 +145,10 @@ t.test('the dashboard in Chromium', { skip }, async (t: Test) => {
     await tailRow('/browser/fail-1').waitFor({ timeout: waitMs })
     t.equal(await tailRow('/browser/fail-1').locator('.status').textContent(), '503')
     t.equal(await page.locator('#events-body tr.event').first().locator('td.path').textContent(), '/browser/fail-1', 'newest on top')
-    await page.waitForFunction(`${countInPage} >= ${before + 2}`, null, { timeout: waitMs })
+    await page.waitForFunction((n) => {
+      const title: string = document.querySelector('#total-count').getAttribute('title') ?? ''
+      return Number(title.replace(/[^0-9]/g, '')) >= n
+    }, before + 2, { timeout: waitMs })
     t.ok(await totalCount() >= before + 2, 'the event count went up')
     t.match(await page.locator('#events-count').textContent(), /received/)
   })
@@ -200,7 +209,7 @@ t.test('the dashboard in Chromium', { skip }, async (t: Test) => {
     await row.waitFor({ timeout: waitMs })
     const host = (await row.locator('td.key').textContent())!.trim()
     await row.click()
-    await page.waitForFunction(`document.querySelector('#q').value === ${JSON.stringify('host:' + host)}`, null, { timeout: waitMs })
+    await page.waitForFunction((term) => document.querySelector('#q').value === term, `host:${host}`, { timeout: waitMs })
     await page.locator('#conn[data-state="history"]', { hasText: 'Updated' }).waitFor({ timeout: waitMs })
     const hostsShown = await page.locator('#events-body td.host').allTextContents()
     t.ok(hostsShown.length > 0 && hostsShown.every((h) => h === host), `only ${host} rows`)
@@ -211,7 +220,7 @@ t.test('the dashboard in Chromium', { skip }, async (t: Test) => {
     await page.locator('#conn[data-state="history"]', { hasText: 'Updated' }).waitFor({ timeout: waitMs })
     t.equal(await page.locator('#events-body tr.event').count(), 100)
     await page.click('#load-more')
-    await page.waitForFunction(`${rowsInPage} === 200`, null, { timeout: waitMs })
+    await page.waitForFunction(() => document.querySelectorAll('#events-body tr.event').length === 200, null, { timeout: waitMs })
     t.pass('200 rows after one more page')
   })
 
@@ -230,7 +239,7 @@ t.test('the dashboard in Chromium', { skip }, async (t: Test) => {
       await ingest(trafficEvents(60, 1000, 100 + i).map((e) => ({ ...e, ts: undefined })))
       await page.waitForTimeout(1000)
     }
-    await page.waitForFunction(`${rowsInPage} > 50`, null, { timeout: waitMs })
+    await page.waitForFunction(() => document.querySelectorAll('#events-body tr.event').length > 50, null, { timeout: waitMs })
     mkdirSync(artifacts, { recursive: true })
     await page.screenshot({ path: artifacts + 'dashboard.png' })
     await page.screenshot({ path: artifacts + 'dashboard-full.png', fullPage: true })

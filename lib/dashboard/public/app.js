@@ -306,9 +306,7 @@ function handleFailure (err, retry) {
       return
     }
     if (err.code === 'not_found' && state.stream) {
-      setBanner(`Stream "${state.stream}" no longer exists.`, 'warn')
-      state.stream = null
-      void loadStreams()
+      void checkStreamExists(err)
       return
     }
     if (err.status < 429 || err.status === 501) {
@@ -326,6 +324,19 @@ function handleFailure (err, retry) {
   setBanner(`${reason}. Retrying in ${Math.round(delay / 1000)} s…`, 'warn', { label: 'Retry now', run: () => { setBanner(null); retry() } })
   const signal = state.view?.signal
   sleep(delay, signal).then(() => { setBanner(null); retry() }, () => {})
+}
+
+/** After a 404: the stream was deleted (back to the list), or this server lacks the route. */
+async function checkStreamExists (err) {
+  try {
+    await api.get(`/api/streams/${encodeURIComponent(state.stream)}`)
+    setBanner(`${err.message} (${err.code}, request ${err.requestId ?? 'unknown'})`)
+  } catch (again) {
+    if (!(again instanceof ApiError && again.code === 'not_found')) { handleFailure(again, () => startView()); return }
+    setBanner(`Stream "${state.stream}" no longer exists.`, 'warn')
+    state.stream = null
+    void loadStreams()
+  }
 }
 
 // --- views -----------------------------------------------------------------------------------
@@ -364,6 +375,7 @@ function startView () {
   renderRangeButtons()
   detail.close()
   void loadStreamMeta(view.signal)
+  show($('scope-note'), state.range === 'live' && state.q !== '')
   if (state.range === 'live') void startLive(view.signal)
   else void loadHistory(view.signal)
 }
@@ -442,11 +454,12 @@ async function startLive (signal) {
   setConn('connecting')
   showEventsEmpty(null)
   try {
+    // The tail's stats count every event of the stream, whatever q is, so the backfill does too.
     const [stats, events] = await Promise.all([
-      api.get(streamPath('stats', { from: 'now-5m', to: 'now', step: '1s', q: state.q }), { signal }),
+      api.get(streamPath('stats', { from: 'now-5m', to: 'now', step: '1s' }), { signal }),
       api.get(streamPath('events', { from: 'now-5m', to: 'now', limit: 50, q: state.q }), { signal }),
     ])
-    current.points = fillSeries(stats)
+    current.points = fillSeries(stats).map((p) => ({ ...p, backfill: true }))
     current.uniqueSources = stats.totals.unique_sources
     topLists.update(stats.top)
     table.prepend(events.events.slice().reverse(), { fresh: false })
@@ -573,16 +586,19 @@ function renderPause () {
   button.setAttribute('aria-pressed', 'true')
 }
 
-/** Adds a tail `stats` point to the rolling window: a missing second shows as a gap, old ones fall off. */
-function addLivePoint (current, point) {
+/**
+ * Adds a tail `stats` event to the rolling window. The server stamps it with the time it was sent
+ * (the end of the second it covers); the point is placed at the start of that second, like a
+ * /stats bucket. Backfilled buckets it overlaps give way to it; a missed second shows as a gap;
+ * points older than the window fall off.
+ */
+function addLivePoint (current, stats) {
   const points = current.points
+  const point = { ...stats, t: stats.t - 1000 }
+  while (points.length > 0 && points.at(-1).backfill && points.at(-1).t > point.t - 1000) points.pop()
   const last = points.at(-1)
-  if (last && point.t <= last.t) {
-    const i = points.findIndex((p) => p.t === point.t)
-    if (i !== -1) points[i] = point
-    return
-  }
-  if (last && point.t - last.t > 1500) points.push({ t: last.t + 1000, gap: true })
+  if (last && point.t <= last.t) return
+  if (last && point.t - last.t > 2500) points.push({ t: last.t + 1000, gap: true })
   points.push(point)
   const oldest = point.t - liveWindowMs
   while (points.length > 0 && points[0].t <= oldest) points.shift()
@@ -619,9 +635,10 @@ async function refreshLiveTop (current) {
   while (!signal.aborted) {
     try {
       await sleep(liveTopRefreshMs, signal)
-      const stats = await api.get(streamPath('stats', { from: 'now-5m', to: 'now', q: state.q }), { signal })
+      const stats = await api.get(streamPath('stats', { from: 'now-5m', to: 'now' }), { signal })
       current.uniqueSources = stats.totals.unique_sources
       topLists.update(stats.top)
+      void loadStreamMeta(signal)
     } catch (err) {
       if (signal.aborted) return
       if (err instanceof ApiError && err.isTokenProblem) { handleFailure(err, () => startView()); return }

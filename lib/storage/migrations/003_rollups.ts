@@ -64,10 +64,13 @@ export function dimTable (dim: Dim): string {
 /** A rollup column: its name and type, and the aggregate that computes it from `events` rows. */
 export interface RollupColumn { name: string, type: string, aggregate: string }
 
+/** Arguments of every rt digest: the rt of the events that have one. */
+export const rtDigestArguments = 'ifNull(rt, 0.), isNotNull(rt)'
+
 const digest: RollupColumn = {
   name: 'rt_digest',
   type: rtDigestType,
-  aggregate: `quantilesTDigestIfState(${rtLevels.join(', ')})(ifNull(rt, 0.), isNotNull(rt))`,
+  aggregate: `quantilesTDigestIfState(${rtLevels.join(', ')})(${rtDigestArguments})`,
 }
 
 /**
@@ -94,7 +97,8 @@ export const pathColumns: RollupColumn[] = [
   digest,
 ]
 
-const countColumns: RollupColumn[] = [{ name: 'n', type: 'UInt64', aggregate: 'count()' }]
+/** Columns of the count-only dimension tables beyond their key. */
+export const countColumns: RollupColumn[] = [{ name: 'n', type: 'UInt64', aggregate: 'count()' }]
 
 /**
  * A rollup table and the view that fills it. `key` is the time column (ms, the bucket's start)

@@ -1,0 +1,43 @@
+// `sluice tail STREAM [--q FILTER] [--json]`: follows a stream's live tail and prints one line per
+// event (`ts host method status path rt`) or, with --json, the event JSON. Stats and heartbeats
+// are skipped; dropped counts go to stderr.
+import { request } from 'undici'
+import { CliError } from './api-client.ts'
+
+export interface TailOptions {
+  baseUrl: string
+  token: string
+  stream: string
+  q: string
+  json: boolean
+  out: (line: string) => void
+  err: (line: string) => void
+}
+
+function formatEvent (e: Record<string, unknown>): string {
+  const ts = new Date(Number(e.ts)).toISOString()
+  const fields = [e.host, e.method, e.status, e.path, e.rt === null ? null : `${e.rt}s`].map((x) => (x === null || x === undefined ? '-' : String(x)))
+  return `${ts} ${fields.join(' ')}${e.message ? ' ' + String(e.message) : ''}`
+}
+
+export async function tailCommand (options: TailOptions): Promise<void> {
+  const url = `${options.baseUrl.replace(/\/+$/, '')}/api/streams/${encodeURIComponent(options.stream)}/tail?q=${encodeURIComponent(options.q)}`
+  const res = await request(url, { headers: { authorization: `Bearer ${options.token}`, accept: 'text/event-stream' } })
+  if (res.statusCode !== 200) {
+    const body = await res.body.json().catch(() => ({})) as { error?: string, message?: string }
+    throw new CliError(body.error ?? 'http_error', body.message ?? `HTTP ${res.statusCode}`, res.statusCode)
+  }
+  let buffer = ''
+  for await (const chunk of res.body) {
+    buffer += (chunk as Buffer).toString('utf8')
+    let sep
+    while ((sep = buffer.indexOf('\n\n')) >= 0) {
+      const frame = buffer.slice(0, sep)
+      buffer = buffer.slice(sep + 2)
+      const event = /^event: (.*)$/m.exec(frame)?.[1]
+      const data = /^data: (.*)$/m.exec(frame)?.[1]
+      if (event === 'event' && data) options.out(options.json ? data : formatEvent(JSON.parse(data)))
+      else if (event === 'dropped' && data) options.err(`(${JSON.parse(data).count} events dropped)`)
+    }
+  }
+}

@@ -1,0 +1,110 @@
+// The `sluice` CLI against a real server: streams, ingest tokens, send (with retry on 429), tail.
+import t from 'tap'
+import { spawn } from 'node:child_process'
+import { writeFile, mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { startServer } from '../helpers/server.ts'
+import type { TestServer } from '../helpers/server.ts'
+import { countEvents } from '../helpers/ingest.ts'
+
+const cli = new URL('../../lib/cli/cli.ts', import.meta.url).pathname
+let s: TestServer
+
+function run (args: string[], env: Record<string, string> = {}, input?: string): Promise<{ code: number | null, stdout: string, stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [cli, ...args], {
+      env: { ...process.env, SLUICE_URL: s.url, SLUICE_TOKEN: s.adminToken, ...env },
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d) => { stdout += d })
+    child.stderr.on('data', (d) => { stderr += d })
+    if (input !== undefined) child.stdin.end(input)
+    child.on('close', (code) => resolve({ code, stdout, stderr }))
+  })
+}
+
+t.before(async () => { s = await startServer(t, { limits: { requestsPerMinute: 30 }, writer: { flushIntervalMs: 10, minInsertIntervalMs: 0 } }) })
+
+t.test('stream create and list', async (t) => {
+  const created = await run(['stream', 'create', 'cli-web', '--retention-days', '7', '--description', 'from the CLI'])
+  t.equal(created.code, 0, created.stderr)
+  t.match(created.stdout, /created stream cli-web \(retention 7 days\)/)
+  const listed = await run(['stream', 'list'])
+  t.match(listed.stdout, /^cli-web\t7d\t/m)
+  const dup = await run(['stream', 'create', 'cli-web'])
+  t.equal(dup.code, 1)
+  t.match(dup.stderr, /^sluice: conflict: /)
+})
+
+t.test('token create, list, revoke', async (t) => {
+  const created = await run(['token', 'create', 'cli-web', '--ttl', '3600', '--name', 'shipper'])
+  t.equal(created.code, 0, created.stderr)
+  const token = created.stdout.split('\n')[0]
+  t.match(token, /^sli_[0-9A-Za-z]{36}$/)
+  const id = /id (tok_\w+)/.exec(created.stdout)![1]
+  const listed = await run(['token', 'list', 'cli-web'])
+  t.match(listed.stdout, new RegExp(`^${id}\\t${token.slice(0, 8)}…${token.slice(-4)}\\tactive\\tshipper`, 'm'))
+  t.notOk(listed.stdout.includes(token), 'no secret in the list')
+  const revoked = await run(['token', 'revoke', 'cli-web', id])
+  t.equal(revoked.code, 0)
+  t.match((await run(['token', 'list', 'cli-web'])).stdout, new RegExp(`^${id}\\t.*\\trevoked`, 'm'))
+})
+
+t.test('send: a file in gzip requests, failures reported, 429 retried after Retry-After', async (t) => {
+  const token = (await run(['token', 'create', 'cli-web'])).stdout.split('\n')[0]
+  const dir = await mkdtemp(join(tmpdir(), 'sluice-cli-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const file = join(dir, 'events.ndjson')
+  await writeFile(file, Array.from({ length: 300 }, (_, i) => (i === 10 ? 'not json' : JSON.stringify({ path: `/f/${i}` }))).join('\n') + '\n')
+  const first = await run(['send', 'cli-web', file, '--token', token])
+  t.equal(first.code, 2, 'a failed line makes exit code 2')
+  t.match(first.stdout, /line 11 of request 1: invalid_json/)
+  t.match(first.stdout, /ingested 299, failed 1, in 1 requests/)
+  const second = await run(['send', 'cli-web', '-'], { SLUICE_INGEST_TOKEN: token }, '{"path":"/stdin"}\n')
+  t.equal(second.code, 0, second.stderr)
+  // Use up the org's 30 requests a minute, so the next send is answered 429 and must retry.
+  let refused = 0
+  while (refused === 0) {
+    const r = await s.api('POST', '/api/ingest/cli-web', { token, body: '{}\n', headers: { 'content-type': 'application/x-ndjson' } })
+    if (r.status === 429) refused++
+  }
+  const before = await countEvents({ server: s, stream: 'cli-web', token })
+  const third = await run(['send', 'cli-web', '-'], { SLUICE_INGEST_TOKEN: token }, '{"path":"/stdin2"}\n')
+  t.equal(third.code, 0, third.stderr)
+  t.match(third.stdout, /ingested 1, failed 0, in 1 requests \([1-9]\d* retries\)/, 'retried after the 429')
+  t.equal(await countEvents({ server: s, stream: 'cli-web', token }), before + 1)
+})
+
+t.test('tail prints live events', async (t) => {
+  const child = spawn(process.execPath, [cli, 'tail', 'cli-web', '--q', 'path:/live'], { env: { ...process.env, SLUICE_URL: s.url, SLUICE_TOKEN: s.adminToken } })
+  t.teardown(() => child.kill())
+  let out = ''
+  const got = new Promise<void>((resolve) => child.stdout.on('data', (d) => { out += d; if (out.includes('/live')) resolve() }))
+  const hub = s.app.tailHub
+  for (const deadline = Date.now() + 5000; hub.clientCount === 0 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 10))
+  t.equal(hub.clientCount, 1)
+  const tok = (await s.api('POST', '/api/streams/cli-web/ingest-token', { body: {} })).body.token
+  let status = 429
+  // The previous test used up the org's rate: wait out its Retry-After.
+  for (const deadline = Date.now() + 10_000; status === 429 && Date.now() < deadline;) {
+    const r = await s.api('POST', '/api/ingest/cli-web', { token: tok, body: '{"path":"/live","status":200}\n{"path":"/hidden"}\n', headers: { 'content-type': 'application/x-ndjson' } })
+    status = r.status
+    if (status === 429) await new Promise((r2) => setTimeout(r2, Number(r.headers['retry-after']) * 1000))
+  }
+  await got
+  t.match(out, /Z - - 200 \/live -/)
+  t.notOk(out.includes('/hidden'))
+})
+
+t.test('usage errors and help', async (t) => {
+  const help = await run(['--help'])
+  t.equal(help.code, 0)
+  t.match(help.stdout, /sluice stream create NAME/)
+  const bad = await run(['frobnicate'])
+  t.equal(bad.code, 1)
+  t.match(bad.stderr, /unknown command frobnicate/)
+  const noToken = await run(['stream', 'list'], { SLUICE_TOKEN: '', SLUICE_DATA_DIR: '/nonexistent' })
+  t.equal(noToken.code, 1)
+})
