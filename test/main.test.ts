@@ -1,0 +1,80 @@
+// The quick start, end to end: `node lib/main.ts` with no CLICKHOUSE_URL starts its own
+// ClickHouse, prints the admin token and what to do next; the token works for the curl flow of
+// the README; SIGTERM stops Sluice and its ClickHouse and exits 0.
+import t from 'tap'
+import { spawn } from 'node:child_process'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { existsSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { request } from 'undici'
+import { findClickHouseBinary } from '../lib/storage/managed-clickhouse.ts'
+
+const main = new URL('../lib/main.ts', import.meta.url).pathname
+
+t.test('starts with a managed ClickHouse, serves the README flow, stops cleanly', { skip: findClickHouseBinary() ? false : 'no clickhouse-server here' }, async (t) => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'sluice-main-'))
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+  const env = { ...process.env, SLUICE_DATA_DIR: dataDir, SLUICE_PORT: '0', SLUICE_LOG_LEVEL: 'warn' }
+  delete env.CLICKHOUSE_URL
+  const child = spawn(process.execPath, [main], { env })
+  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
+  let stderr = ''
+  child.stdout.resume()
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stderr.on('data', (d) => {
+      stderr += d
+      const m = /Sluice is running at (http:\/\/\S+)/.exec(stderr)
+      if (m && stderr.includes('Stop with Ctrl-C')) resolve(m[1])
+    })
+    child.once('exit', (code) => reject(new Error(`exited ${code}: ${stderr}`)))
+  })
+  const token = (await readFile(join(dataDir, 'admin-token'), 'utf8')).trim()
+  t.ok(stderr.includes(token), 'the admin token is printed')
+  t.match(stderr, /curl -s -X POST http:\/\/127\.0\.0\.1:\d+\/api\/streams/, 'with a curl example')
+  t.ok(existsSync(join(dataDir, 'clickhouse')), 'ClickHouse data lives under the data dir')
+  const pidFile = await readFile(join(dataDir, 'clickhouse', 'sluice-clickhouse.pid'), 'utf8')
+  const chPid = Number(pidFile.trim().split(/\s+/)[0])
+  t.ok(chPid > 0, `managed ClickHouse pid ${chPid}`)
+
+  const call = async (method: string, path: string, body?: unknown, auth = token) => {
+    const res = await request(url + path, {
+      method: method as 'GET', body: body === undefined ? undefined : JSON.stringify(body),
+      headers: { authorization: `Bearer ${auth}`, 'content-type': 'application/json' },
+    })
+    return { status: res.statusCode, body: await res.body.json().catch(() => null) as any }
+  }
+  t.equal((await call('POST', '/api/streams', { name: 'web' })).status, 201)
+  const issued = await call('POST', '/api/streams/web/ingest-token', {})
+  t.equal(issued.status, 201)
+  const listed = await call('GET', '/api/streams/web/ingest-tokens')
+  t.equal(listed.body.tokens[0].id, issued.body.id)
+  const ingested = await request(url + '/api/ingest/web', {
+    method: 'POST', body: '{"path":"/"}\n', headers: { authorization: `Bearer ${issued.body.token}`, 'content-type': 'application/x-ndjson' },
+  })
+  t.equal(ingested.statusCode, 200)
+  await ingested.body.dump()
+  t.equal((await call('DELETE', `/api/streams/web/ingest-tokens/${issued.body.id}`)).status, 204)
+
+  child.kill('SIGTERM')
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+  t.equal(code, 0, 'exit 0 on SIGTERM')
+  let alive = true
+  try { process.kill(chPid, 0) } catch { alive = false }
+  t.notOk(alive, 'the managed ClickHouse is stopped')
+})
+
+t.test('no ClickHouse binary: a message naming both ways out', async (t) => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'sluice-main-'))
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+  const env = { ...process.env, SLUICE_DATA_DIR: dataDir, SLUICE_PORT: '0', CLICKHOUSE_BINARY: '/nonexistent/clickhouse-server' }
+  delete env.CLICKHOUSE_URL
+  const child = spawn(process.execPath, [main], { env })
+  let stderr = ''
+  child.stderr.on('data', (d) => { stderr += d })
+  child.stdout.resume()
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+  t.equal(code, 69)
+  t.match(stderr, /apt-get install clickhouse-server/)
+  t.match(stderr, /CLICKHOUSE_URL/)
+})
