@@ -15,7 +15,7 @@ const main = new URL('../lib/main.ts', import.meta.url).pathname
 t.test('starts with a managed ClickHouse, serves the README flow, stops cleanly', { skip: findClickHouseBinary() ? false : 'no clickhouse-server here' }, async (t) => {
   const dataDir = await mkdtemp(join(tmpdir(), 'sluice-main-'))
   t.teardown(() => rm(dataDir, { recursive: true, force: true }))
-  const env = { ...process.env, SLUICE_DATA_DIR: dataDir, SLUICE_PORT: '0', SLUICE_LOG_LEVEL: 'warn' }
+  const env: NodeJS.ProcessEnv = { ...process.env, SLUICE_DATA_DIR: dataDir, SLUICE_PORT: '0', SLUICE_LOG_LEVEL: 'warn' }
   delete env.CLICKHOUSE_URL
   const child = spawn(process.execPath, [main], { env })
   t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
@@ -67,7 +67,7 @@ t.test('starts with a managed ClickHouse, serves the README flow, stops cleanly'
 t.test('no ClickHouse binary: a message naming both ways out', async (t) => {
   const dataDir = await mkdtemp(join(tmpdir(), 'sluice-main-'))
   t.teardown(() => rm(dataDir, { recursive: true, force: true }))
-  const env = { ...process.env, SLUICE_DATA_DIR: dataDir, SLUICE_PORT: '0', CLICKHOUSE_BINARY: '/nonexistent/clickhouse-server' }
+  const env: NodeJS.ProcessEnv = { ...process.env, SLUICE_DATA_DIR: dataDir, SLUICE_PORT: '0', CLICKHOUSE_BINARY: '/nonexistent/clickhouse-server' }
   delete env.CLICKHOUSE_URL
   const child = spawn(process.execPath, [main], { env })
   let stderr = ''

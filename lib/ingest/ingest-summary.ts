@@ -21,11 +21,7 @@ export class IngestSummary {
     if (result.live) this.live[index] = result.live
     this.failed += result.failed
     if (result.failed > 0) {
-      // The worker lists at most maxListedFailures of its own; counts per code need them all, so
-      // a task with more failures than listed counts the rest under their listed codes' share.
-      for (const f of result.failures) this.failedByCode.set(f.code, (this.failedByCode.get(f.code) ?? 0) + 1)
-      const unlisted = result.failed - result.failures.length
-      if (unlisted > 0) this.failedByCode.set('unlisted', (this.failedByCode.get('unlisted') ?? 0) + unlisted)
+      for (const [code, n] of Object.entries(result.failureCounts)) this.failedByCode.set(code, (this.failedByCode.get(code) ?? 0) + n)
       this.#merge(result.failures)
     }
   }

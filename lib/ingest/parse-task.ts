@@ -78,6 +78,8 @@ export interface ParseResult {
   failed: number
   /** The first failures of this task, at most maxListedFailures. */
   failures: LineFailure[]
+  /** Every failure of the task counted by code (metrics), listed or not. */
+  failureCounts: Partial<Record<LineFailureCode, number>>
   /** Present when the task asked for it (ParseTask.live). */
   live?: LiveOutput
 }

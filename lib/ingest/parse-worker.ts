@@ -31,13 +31,16 @@ class MovableParseResult implements ParseResult {
   ingested: number
   failed: number
   failures: LineFailure[]
-  live?: LiveOutput
+  failureCounts: Partial<Record<LineFailureCode, number>>
+  declare live?: LiveOutput
 
-  constructor (rows: ArrayBuffer, ingested: number, failed: number, failures: LineFailure[], live: LiveOutput | undefined) {
+  constructor (rows: ArrayBuffer, ingested: number, failed: number, failures: LineFailure[],
+    failureCounts: Partial<Record<LineFailureCode, number>>, live: LiveOutput | undefined) {
     this.rows = rows
     this.ingested = ingested
     this.failed = failed
     this.failures = failures
+    this.failureCounts = failureCounts
     if (live) this.live = live
   }
 
@@ -54,6 +57,7 @@ class TaskOutput {
   #ingested = 0
   #failed = 0
   readonly #failures: LineFailure[] = []
+  readonly #failureCounts: Partial<Record<LineFailureCode, number>> = {}
 
   constructor (task: ParseTask) {
     // TSV rows come out about the size of the JSON lines (1.04x on bench/payload.ts); 1/8 more
@@ -88,10 +92,11 @@ class TaskOutput {
   fail (line: number, code: LineFailureCode, message: string): void {
     if (this.#failed < maxListedFailures) this.#failures.push({ line, code, message })
     this.#failed++
+    this.#failureCounts[code] = (this.#failureCounts[code] ?? 0) + 1
   }
 
   finish (): MovableParseResult {
-    return new MovableParseResult(this.#rows.finish(), this.#ingested, this.#failed, this.#failures, this.#live?.finish())
+    return new MovableParseResult(this.#rows.finish(), this.#ingested, this.#failed, this.#failures, this.#failureCounts, this.#live?.finish())
   }
 }
 

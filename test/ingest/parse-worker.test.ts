@@ -81,7 +81,7 @@ t.test('the last line may lack its newline; an empty task has no rows', async (t
   t.equal(result.ingested, 2)
   t.strictSame(columns(result).map((row) => row.host), ['a', 'b'])
   const empty = parse('')
-  t.strictSame({ ...empty, rows: empty.rows.byteLength }, { rows: 0, ingested: 0, failed: 0, failures: [] })
+  t.strictSame({ ...empty, rows: empty.rows.byteLength }, { rows: 0, ingested: 0, failed: 0, failures: [], failureCounts: {} })
   const blanks = parse('\n\n  \n')
   t.strictSame({ ingested: blanks.ingested, failed: blanks.failed, bytes: blanks.rows.byteLength }, { ingested: 0, failed: 0, bytes: 0 })
 })
@@ -190,7 +190,7 @@ t.test('the result is marked for piscina to transfer its rows', async (t) => {
   const [received] = await once(port2, 'message') as [ParseResult]
   port1.close()
   t.ok(result.rows.detached, 'moved, not copied')
-  t.strictSame(Object.keys(received), ['rows', 'ingested', 'failed', 'failures'], 'a plain ParseResult arrives')
+  t.strictSame(Object.keys(received), ['rows', 'ingested', 'failed', 'failures', 'failureCounts'], 'a plain ParseResult arrives')
   t.equal(received.rows.byteLength, size)
 })
 
