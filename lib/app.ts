@@ -37,6 +37,7 @@ import { registerMetricsRoute } from './metrics/metrics-route.ts'
 import { TailHub } from './live/tail-hub.ts'
 import { registerTailRoute } from './live/tail-route.ts'
 import { registerEventsRoute } from './query/events-route.ts'
+import { registerStatsRoute } from './query/stats-route.ts'
 import { registerDashboardRoutes } from './dashboard/dashboard-route.ts'
 
 export interface App {
@@ -151,6 +152,7 @@ export async function createApp (config: Config, log: Logger, options: AppOption
     })
     registerTailRoute(router, { auth, accounts, hub: tailHub })
     registerEventsRoute(router, { auth, accounts, clickhouse })
+    registerStatsRoute(router, { auth, accounts, clickhouse })
     metrics.registry.gauge('sluice_tail_clients', 'Live tail clients connected', () => tailHub.clientCount)
     metrics.registry.gauge('sluice_uncommitted_bytes', 'Bytes accepted and not yet committed', () => admission.uncommittedBytes)
     metrics.registry.gauge('sluice_writer_pending_rows', 'Rows waiting for or in a ClickHouse insert', () => writer.pendingRows)
