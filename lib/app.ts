@@ -38,6 +38,7 @@ import { TailHub } from './live/tail-hub.ts'
 import { registerTailRoute } from './live/tail-route.ts'
 import { registerEventsRoute } from './query/events-route.ts'
 import { registerStatsRoute } from './query/stats-route.ts'
+import { startRetentionJanitor } from './storage/retention.ts'
 import { registerDashboardRoutes } from './dashboard/dashboard-route.ts'
 
 export interface App {
@@ -160,6 +161,7 @@ export async function createApp (config: Config, log: Logger, options: AppOption
     registerMetricsRoute(router, metrics)
     registerDashboardRoutes(router)
 
+    const janitor = startRetentionJanitor(clickhouse, store, log.child({ component: 'retention' }))
     const http = createHttpServer({
       config: config.server, router, log,
       onResponse: (route, method, status, ms) => {
@@ -180,6 +182,7 @@ export async function createApp (config: Config, log: Logger, options: AppOption
           await http.close()
           await writer.close()
           await pool.destroy()
+          janitor.stop()
           await metadata.stop()
           await clickhouse.close()
           if (managed) await managed.stop()

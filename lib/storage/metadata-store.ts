@@ -179,6 +179,7 @@ export class MetadataStore {
   }
 
   stream (orgId: string, name: string): StreamRecord | undefined { return this.#streams.get(`${orgId}/${name}`) }
+  allStreams (): StreamRecord[] { return [...this.#streams.values()] }
   streamsOfOrg (orgId: string): StreamRecord[] {
     return [...this.#streams.values()].filter((s) => s.orgId === orgId).sort((a, b) => a.name.localeCompare(b.name))
   }
