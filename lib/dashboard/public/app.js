@@ -60,6 +60,10 @@ function wireControls () {
     button.addEventListener('click', () => selectRange(button.dataset.range))
   }
   $('custom-range').addEventListener('submit', (e) => { e.preventDefault(); applyCustomRange() })
+  $('custom-range').addEventListener('keydown', (e) => { if (e.key === 'Escape') show($('custom-range'), false) })
+  document.addEventListener('click', (e) => {
+    if (!$('custom-range').hidden && !e.target.closest('.range-wrap')) show($('custom-range'), false)
+  })
   $('search-form').addEventListener('submit', (e) => { e.preventDefault(); applySearch($('q').value) })
   $('q').addEventListener('search', () => { if ($('q').value === '') applySearch('') })
   $('q').addEventListener('input', () => showQueryError(null))
@@ -73,7 +77,12 @@ function wireControls () {
       $('q').focus()
     }
   })
-  window.addEventListener('hashchange', () => { if (readHash() && state.stream) startView() })
+  window.addEventListener('hashchange', () => {
+    if (readHash() && state.stream && !$('screen-dashboard').hidden) {
+      $('stream-select').value = state.stream
+      startView()
+    }
+  })
 }
 
 // --- URL hash: #stream=web&range=1h&q=status:5xx ----------------------------------------------
@@ -250,9 +259,14 @@ function renderRangeButtons () {
     button.setAttribute('aria-pressed', String(button.dataset.range === state.range))
   }
   const custom = document.querySelector('[data-range="custom"]')
-  custom.textContent = state.range === 'custom'
-    ? `${formatEventTime(state.custom.from, { withDate: true }).slice(0, 16)} → ${formatEventTime(state.custom.to, { withDate: true }).slice(0, 16)}`
-    : 'Custom'
+  custom.textContent = state.range === 'custom' ? formatRange(state.custom.from, state.custom.to) : 'Custom'
+}
+
+/** "Nov 21 21:26 → 22:26", with the second date only when it differs. */
+function formatRange (from, to) {
+  const day = (ms) => new Date(ms).toLocaleDateString(undefined, { month: 'short', day: 'numeric' })
+  const time = (ms) => formatEventTime(ms).slice(0, 5)
+  return day(from) === day(to) ? `${day(from)} ${time(from)} → ${time(to)}` : `${day(from)} ${time(from)} → ${day(to)} ${time(to)}`
 }
 
 // --- banner, connection state, failures ------------------------------------------------------
@@ -442,7 +456,10 @@ function showEventsEmpty (kind) {
 // --- live ------------------------------------------------------------------------------------
 
 async function startLive (signal) {
-  live = { signal, points: [], paused: false, buffer: [], arrived: 0, pausedArrived: 0, pausedLost: 0, pending: [], frame: 0, uniqueSources: null, received: 0 }
+  live = {
+    signal, points: [], paused: false, buffer: [], pausedArrived: 0, pausedLost: 0, pending: [], frame: 0,
+    uniqueSources: null, received: 0, dropped: 0,
+  }
   const current = live
   table.clear()
   charts.clear()
@@ -465,11 +482,11 @@ async function startLive (signal) {
     table.prepend(events.events.slice().reverse(), { fresh: false })
   } catch (err) {
     if (signal.aborted) return
-    if (err instanceof ApiError && (err.isTokenProblem || err.code === 'invalid_query' || err.code === 'not_found' || err.code === 'insufficient_ability')) {
+    if (err instanceof ApiError && (err.isTokenProblem || err.code === 'invalid_query' || err.code === 'insufficient_ability')) {
       handleFailure(err, () => startView())
       return
     }
-    // The backfill is a nicety: the tail below reports lasting trouble.
+    // The backfill is a nicety: the tail below reports lasting trouble (a deleted stream included).
   }
   setLoading(false)
   renderLive(current)
@@ -527,7 +544,10 @@ function onTailMessage (current, type, data) {
   try { payload = JSON.parse(data) } catch { return }
   if (type === 'event') onTailEvent(current, payload)
   else if (type === 'stats') { addLivePoint(current, payload); renderLive(current) }
-  else if (type === 'dropped') table.notice(`${formatCount(payload.count)} events dropped: they arrived faster than this page could read them.`)
+  else if (type === 'dropped') {
+    current.dropped += payload.count
+    if (!current.paused) current.frame ||= requestAnimationFrame(() => flushTail(current))
+  }
 }
 
 function onTailEvent (current, event) {
@@ -547,10 +567,16 @@ function onTailEvent (current, event) {
 /** Renders the events that arrived since the last frame: one DOM update per frame, however fast they come. */
 function flushTail (current) {
   current.frame = 0
-  if (current !== live || current.pending.length === 0) return
-  table.prepend(current.pending)
-  current.pending = []
-  showEventsEmpty(null)
+  if (current !== live) return
+  if (current.pending.length > 0) {
+    table.prepend(current.pending)
+    current.pending = []
+    showEventsEmpty(null)
+  }
+  if (current.dropped > 0) {
+    table.noticeDropped(current.dropped)
+    current.dropped = 0
+  }
   renderTailCount(current)
 }
 
@@ -638,7 +664,6 @@ async function refreshLiveTop (current) {
       const stats = await api.get(streamPath('stats', { from: 'now-5m', to: 'now' }), { signal })
       current.uniqueSources = stats.totals.unique_sources
       topLists.update(stats.top)
-      void loadStreamMeta(signal)
     } catch (err) {
       if (signal.aborted) return
       if (err instanceof ApiError && err.isTokenProblem) { handleFailure(err, () => startView()); return }
@@ -658,35 +683,44 @@ async function loadHistory (signal) {
   pastView = { signal, range, cursor: null }
   const current = pastView
   const spanMs = state.range === 'custom' ? state.custom.to - state.custom.from : rangeMs[state.range]
-  table.clear({ withDate: spanMs > 86_400_000 })
+  table.clear({ withDate: spanMs >= 86_400_000 })
   $('events-title').textContent = 'Events'
   $('events-count').textContent = ''
   show($('pause'), false)
   show($('load-more'), false)
   showEventsEmpty(null)
   setConn('history', 'Loading…')
-  try {
-    const [stats, events] = await Promise.all([
-      api.get(streamPath('stats', { ...range, q: state.q }), { signal }),
-      api.get(streamPath('events', { ...range, q: state.q, limit: pageSize }), { signal }),
-    ])
-    state.failures = 0
-    charts.update(fillSeries(stats), { from: stats.from, to: stats.to, stepMs: stats.step_ms })
-    const seconds = (stats.to - stats.from) / 1000
-    const totals = totalsOf(stats)
-    renderTotals(totals, {
-      count: `${formatRate(totals.count / seconds)}/s on average`,
-      errors: `${formatCount(Math.round(totals.errorRate * totals.count))} with status ≥ 400`,
-      bytes: `${formatBytes(totals.bytes / seconds)}/s on average`,
-      sources: 'distinct src values',
-    })
-    topLists.update(stats.top)
-    showEvents(current, events)
-    setConn('history', `Updated ${formatEventTime(Date.now()).slice(0, 8)}`)
-    setLoading(false)
-  } catch (err) {
-    handleFailure(err, () => startView())
+  const [stats, events] = await Promise.allSettled([
+    api.get(streamPath('stats', { ...range, q: state.q }), { signal }),
+    api.get(streamPath('events', { ...range, q: state.q, limit: pageSize }), { signal }),
+  ])
+  if (signal.aborted) return
+  // Show what arrived; report the failure that says most (a bad query or token before the rest).
+  if (stats.status === 'fulfilled') renderHistoryStats(stats.value)
+  else clearPanels()
+  if (events.status === 'fulfilled') showEvents(current, events.value)
+  const errors = [stats, events].filter((r) => r.status === 'rejected').map((r) => r.reason)
+  if (errors.length > 0) {
+    const rank = (e) => (e instanceof ApiError ? (e.isTokenProblem ? 0 : e.code === 'invalid_query' ? 1 : 2) : 3)
+    handleFailure(errors.sort((a, b) => rank(a) - rank(b))[0], () => startView())
+    return
   }
+  state.failures = 0
+  setConn('history', `Updated ${formatEventTime(Date.now()).slice(0, 8)}`)
+  setLoading(false)
+}
+
+function renderHistoryStats (stats) {
+  charts.update(fillSeries(stats), { from: stats.from, to: stats.to, stepMs: stats.step_ms })
+  const seconds = (stats.to - stats.from) / 1000
+  const totals = totalsOf(stats)
+  renderTotals(totals, {
+    count: `${formatRate(totals.count / seconds)}/s on average`,
+    errors: `${formatCount(Math.round(totals.errorRate * totals.count))} with status ≥ 400`,
+    bytes: `${formatBytes(totals.bytes / seconds)}/s on average`,
+    sources: 'distinct src values',
+  })
+  topLists.update(stats.top)
 }
 
 function showEvents (current, answer) {

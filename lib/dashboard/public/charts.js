@@ -96,19 +96,23 @@ export function createCharts (targets, { onZoom }) {
     const colors = themeColors()
     const line = { width: 1.5, points: { show: false } }
 
+    // Stacked bars, one per bucket: each series is drawn from zero to its running total, the
+    // tallest (5xx on top of everything) first, so every class shows as its own segment.
+    const bars = uPlot.paths.bars({ size: [1, Infinity], gap: 0, align: 1 })
     const events = {
       ...baseOptions(targets.events, colors, formatRate),
       series: [
         { value: timeValue },
-        ...['2xx', '3xx', '4xx', '5xx'].map((label, k) => ({
-          ...line,
-          label,
+        ...[3, 2, 1, 0].map((k) => ({
+          label: ['2xx', '3xx', '4xx', '5xx'][k],
           stroke: colors.status[k],
-          fill: k === 0 ? fade(colors.status[0], 0.28) : undefined,
+          fill: fade(colors.status[k], 0.85),
+          width: 0,
+          paths: bars,
+          points: { show: false },
           value: legendValue((i) => raw.status[k][i], formatRate),
         })),
       ],
-      bands: [1, 2, 3].map((k) => ({ series: [k + 1, k], fill: fade(colors.status[k], 0.3) })),
     }
     const latency = {
       ...baseOptions(targets.latency, colors, formatSeconds),
@@ -117,9 +121,8 @@ export function createCharts (targets, { onZoom }) {
         ...['p50', 'p95', 'p99'].map((label, k) => ({
           ...line,
           label,
-          stroke: colors.latency[k],
-          width: k === 1 ? 2 : 1.5,
-          dash: k === 2 ? [4, 3] : undefined,
+          stroke: k === 2 ? fade(colors.latency[2], 0.75) : colors.latency[k],
+          width: [1.5, 2, 1.25][k],
           value: legendValue((i) => raw.latency[k][i], formatSeconds),
         })),
       ],
@@ -155,9 +158,11 @@ export function createCharts (targets, { onZoom }) {
     }
     const latency = ['rt_p50', 'rt_p95', 'rt_p99'].map((key) => points.map((p) => (p.gap ? null : p[key] ?? null)))
     raw = { xs, status, latency, bytes: rate('bytes') }
+    // The legend's resting values: the newest bucket that has events (the current one is often still empty).
     latest = xs.length - 1
+    while (latest > 0 && (points[latest].gap || !points[latest].count)) latest--
     xRange = [view.from / 1000, view.to / 1000]
-    charts[0].setData([xs, ...stacked])
+    charts[0].setData([xs, ...stacked.slice().reverse()])
     charts[1].setData([xs, ...latency])
     charts[2].setData([xs, raw.bytes])
   }

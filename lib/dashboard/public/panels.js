@@ -144,10 +144,22 @@ export class EventsTable {
     this.#tbody.append(...events.map((e) => this.#row(e, false)))
   }
 
-  /** A notice line on top of the tail (dropped events, reconnects). */
+  /** A notice line on top of the tail (reconnects, events lost while paused). */
   notice (text) {
     this.#tbody.prepend(el('tr', { class: 'notice' }, el('td', { colspan: 9 }, text)))
     this.#trim(maxTailRows)
+  }
+
+  /** Events the server dropped for this tail; consecutive notices add up into one line. */
+  noticeDropped (count) {
+    let row = this.#tbody.rows[0]
+    if (!row?.classList.contains('dropped')) {
+      row = el('tr', { class: 'notice dropped', dataset: { count: 0 } }, el('td', { colspan: 9 }))
+      this.#tbody.prepend(row)
+      this.#trim(maxTailRows)
+    }
+    row.dataset.count = String(Number(row.dataset.count) + count)
+    row.cells[0].textContent = `${formatCount(Number(row.dataset.count))} events not shown: they came faster than a tail sends them (the stored data has them all).`
   }
 
   #trim (max) {
