@@ -55,8 +55,12 @@ export interface ParseTask {
 export interface LiveRequest {
   /** The distinct `q` filters of the stream's tail clients ('' matches every event); at most 31. */
   filters: string[]
-  /** Matching events serialized per filter and task at most; the rest are counted as dropped. */
-  maxEventsPerFilter: number
+  /**
+   * Per filter: matching events this task serializes at most (what is left of the filter's
+   * events-per-second allowance); the rest are counted as dropped. Bounds the workers' tail work
+   * on a busy stream while a quiet one gets every event.
+   */
+  caps: number[]
 }
 
 /** What a task sends back for the live views. */
@@ -65,7 +69,7 @@ export interface LiveOutput {
   events: string[]
   /** Per event: bit i set when it matched filters[i]. */
   masks: number[]
-  /** Per filter: matching events left out by maxEventsPerFilter. */
+  /** Per filter: matching events left out by `caps`. */
   dropped: number[]
   /** Aggregates over every stored event of the task. */
   stats: LiveStatsPartial

@@ -30,7 +30,7 @@ function matcherFor (q: string): Matcher {
 
 export class LiveCollector {
   readonly #matchers: Matcher[]
-  readonly #cap: number
+  readonly #caps: number[]
   readonly #receivedAt: number
   readonly #stats = new LiveStats()
   readonly #taken: number[]
@@ -41,7 +41,7 @@ export class LiveCollector {
 
   constructor (request: LiveRequest, receivedAt: number) {
     this.#matchers = request.filters.map(matcherFor)
-    this.#cap = request.maxEventsPerFilter
+    this.#caps = request.caps
     this.#receivedAt = receivedAt
     this.#taken = new Array(this.#matchers.length).fill(0)
     this.#dropped = new Array(this.#matchers.length).fill(0)
@@ -57,7 +57,7 @@ export class LiveCollector {
     for (let i = 0; i < this.#matchers.length; i++) {
       const m = this.#matchers[i]
       if (m !== null && !m(view!)) continue
-      if (this.#taken[i] < this.#cap) {
+      if (this.#taken[i] < this.#caps[i]) {
         this.#taken[i]++
         mask |= 1 << i
       } else {

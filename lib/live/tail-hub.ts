@@ -8,8 +8,9 @@
 // - Every second each client gets `event: stats` with the stream's aggregates over that second
 //   (all events of the stream, whatever the client's filter); every 15 s a comment heartbeat.
 // - A client is never buffered without bound: past `maxBufferedBytes` unsent, or past
-//   `eventsPerSecond`, or past the workers' per-task cap, events are dropped for that client and
-//   counted, and the count is sent as `event: dropped` once its socket drains.
+//   `eventsPerSecond`, events are dropped for that client and counted, and the count is sent as
+//   `event: dropped` once its socket drains. The same allowance, per filter and second, caps how
+//   many events the workers serialize for the tail, so a busy stream costs them little.
 // - At most `maxTailsPerOrg` clients per org (429 too_many_tails). close() ends every stream.
 import type { ServerResponse } from 'node:http'
 import { SluiceError } from '../errors.ts'
@@ -22,8 +23,6 @@ export interface TailHubOptions {
   maxBufferedBytes?: number
   /** Events per second one client is sent at most; a person reads far fewer. */
   eventsPerSecond?: number
-  /** Events per filter a worker serializes per task (see LiveRequest). */
-  maxEventsPerFilter?: number
   statsIntervalMs?: number
   heartbeatMs?: number
 }
@@ -40,6 +39,8 @@ interface TailClient {
 interface StreamTail {
   clients: Set<TailClient>
   stats: LiveStats
+  /** Per filter: events the workers may still serialize this second. */
+  allowance: Map<string, number>
 }
 
 /** Filters a task can carry: one bit each in a 32-bit mask. */
@@ -49,7 +50,6 @@ export class TailHub {
   readonly #maxTailsPerOrg: number
   readonly #maxBufferedBytes: number
   readonly #eventsPerSecond: number
-  readonly #maxEventsPerFilter: number
   readonly #streams = new Map<string, StreamTail>()
   readonly #perOrg = new Map<string, number>()
   readonly #timers: NodeJS.Timeout[]
@@ -60,7 +60,6 @@ export class TailHub {
     this.#maxTailsPerOrg = options.maxTailsPerOrg ?? 10
     this.#maxBufferedBytes = options.maxBufferedBytes ?? 1024 * 1024
     this.#eventsPerSecond = options.eventsPerSecond ?? 2000
-    this.#maxEventsPerFilter = options.maxEventsPerFilter ?? 32
     this.#timers = [
       setInterval(() => this.#emitStats(), options.statsIntervalMs ?? 1000),
       setInterval(() => this.#broadcast(': heartbeat\n\n'), options.heartbeatMs ?? 15_000),
@@ -80,7 +79,7 @@ export class TailHub {
     const key = orgId + '/' + stream
     let tail = this.#streams.get(key)
     if (!tail) {
-      tail = { clients: new Set(), stats: new LiveStats() }
+      tail = { clients: new Set(), stats: new LiveStats(), allowance: new Map() }
       this.#streams.set(key, tail)
     }
     const client: TailClient = { orgId, q, res, dropped: 0, tokens: this.#eventsPerSecond, refilledAt: Date.now() }
@@ -115,7 +114,7 @@ export class TailHub {
     const tail = this.#streams.get(orgId + '/' + stream)
     if (!tail) return null
     const filters = [...new Set([...tail.clients].map((c) => c.q))].slice(0, maxFilters)
-    return { filters, maxEventsPerFilter: this.#maxEventsPerFilter }
+    return { filters, caps: filters.map((q) => tail.allowance.get(q) ?? this.#eventsPerSecond) }
   }
 
   /** Hands a committed request's live output to the stream's clients. */
@@ -123,6 +122,11 @@ export class TailHub {
     const tail = this.#streams.get(orgId + '/' + stream)
     if (!tail) return
     for (const out of outputs) tail.stats.merge(out.stats)
+    request.filters.forEach((q, bit) => {
+      let serialized = 0
+      for (const out of outputs) for (const mask of out.masks) if (mask & (1 << bit)) serialized++
+      tail.allowance.set(q, Math.max(0, (tail.allowance.get(q) ?? this.#eventsPerSecond) - serialized))
+    })
     const now = Date.now()
     for (const client of tail.clients) {
       const bit = request.filters.indexOf(client.q)
@@ -166,6 +170,7 @@ export class TailHub {
     for (const tail of this.#streams.values()) {
       const text = 'event: stats\ndata: ' + JSON.stringify(tail.stats.snapshot(t)) + '\n\n'
       tail.stats = new LiveStats()
+      tail.allowance.clear()
       for (const client of tail.clients) client.res.write(text)
     }
   }

@@ -90,3 +90,27 @@ t.test('shutdown ends the tails', async (t) => {
   await ended
   t.pass('the stream ended')
 })
+
+t.test('a quiet stream gets every event; past eventsPerSecond the rest are counted as dropped', async (t) => {
+  const own = await startServer(t, { tail: { eventsPerSecond: 100 } })
+  const target = await createIngestTarget(own, 'capped')
+  const client = await openSse(own.url, '/api/streams/capped/tail', own.adminToken)
+  t.teardown(() => client.close())
+  await client.next((f) => f.event === 'comment')
+  const body = Array.from({ length: 300 }, (_, i) => JSON.stringify({ path: `/e/${i}` })).join('\n')
+  t.equal((await postIngest(target, body)).body.ingested, 300)
+  const dropped = JSON.parse((await client.next((f) => f.event === 'dropped')).data)
+  const events = client.frames.filter((f) => f.event === 'event')
+  t.equal(events.length, 100, 'the allowance of one second')
+  t.equal(dropped.count, 200, 'the rest are counted')
+  t.equal(JSON.parse(events[0].data).path, '/e/0', 'in body order')
+
+  const quiet = await startServer(t)
+  const quietTarget = await createIngestTarget(quiet, 'quiet')
+  const all = await openSse(quiet.url, '/api/streams/quiet/tail', quiet.adminToken)
+  t.teardown(() => all.close())
+  await all.next((f) => f.event === 'comment')
+  t.equal((await postIngest(quietTarget, body)).body.ingested, 300)
+  for (let i = 0; i < 300; i++) await all.next((f) => f.event === 'event' && JSON.parse(f.data).path === `/e/${i}`)
+  t.notOk(all.frames.some((f) => f.event === 'dropped'), 'nothing dropped')
+})
