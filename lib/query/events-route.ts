@@ -9,10 +9,8 @@ import type { Authenticator } from '../auth/authenticate.ts'
 import type { Accounts } from '../accounts/accounts.ts'
 import type { ClickHouse } from '../storage/clickhouse.ts'
 import { sql } from '../storage/sql.ts'
-import { findStream } from '../streams/streams-route.ts'
-import { parseFilter } from './filter-parser.ts'
 import { filterToSql } from './filter-sql.ts'
-import { parseTimeRange } from './time-range.ts'
+import { integerParam, readRequest } from './read-request.ts'
 
 const defaultLimit = 100
 const maxLimit = 1000
@@ -44,15 +42,6 @@ function decodeCursor (cursor: string): { ts: number, seq: number } {
   return { ts: Number(m[1]), seq: Number(m[2]) }
 }
 
-function parseLimit (raw: string | null): number {
-  if (raw === null) return defaultLimit
-  const n = Number(raw)
-  if (!/^\d+$/.test(raw) || n < 1 || n > maxLimit) {
-    throw new SluiceError('invalid_query', `limit must be an integer 1-${maxLimit}`, { details: { parameter: 'limit' } })
-  }
-  return n
-}
-
 /** The API's event object: format-1 names, absent fields null, attrs an object, times in ms. */
 function toEventJson (r: EventRowOut) {
   return {
@@ -66,12 +55,9 @@ export function registerEventsRoute (router: Router, deps: { auth: Authenticator
   const { auth, accounts, clickhouse } = deps
 
   router.add('GET', '/api/streams/:stream/events', async (ctx) => {
-    const { org } = auth.requirePat(ctx.req, 'data:read')
-    const stream = findStream(accounts, org.id, ctx.params.stream)
-    const params = ctx.url.searchParams
-    const range = parseTimeRange({ from: params.get('from'), to: params.get('to') }, Date.now())
-    const limit = parseLimit(params.get('limit'))
-    const where = filterToSql(parseFilter(params.get('q') ?? ''))
+    const { orgId, stream, range, filter, params } = readRequest(ctx, auth, accounts)
+    const limit = integerParam(params, 'limit', 1, maxLimit, defaultLimit)
+    const where = filterToSql(filter)
     const cursor = params.get('cursor')
     const after = cursor ? decodeCursor(cursor) : null
     const keyset = after ? sql`AND (ts < ${after.ts} OR (ts = ${after.ts} AND seq < ${after.seq}))` : sql``
@@ -80,7 +66,7 @@ export function registerEventsRoute (router: Router, deps: { auth: Authenticator
     const rows = await clickhouse.query<EventRowOut>(sql`
       SELECT ts, seq, host, path, status, rt, bytes, method, src, user_agent, message, filename, attrs, received_at
       FROM events
-      WHERE org_id = ${org.id} AND stream = ${stream.name}
+      WHERE org_id = ${orgId} AND stream = ${stream.name}
         AND ts >= ${range.from} AND ts < ${range.to} ${keyset} AND ${where}
       ORDER BY ts DESC, seq DESC
       LIMIT ${limit + 1}`)

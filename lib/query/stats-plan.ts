@@ -2,20 +2,21 @@
 //
 // Contract:
 // - Ranges are half-open [from, to) in ms since the epoch. The plan widens them to whole steps
-//   (from down, to up), so every series point covers a full step and totals and top lists cover
-//   exactly the series' range; the response reports the widened range.
+//   counted from the epoch (from down, to up; a 1d step starts at 00:00 UTC), so every series
+//   point covers a full step and totals and top lists cover exactly the series' range; the
+//   response reports the widened range.
 // - Series source: raw `events` when a filter `q` is present (rollups keep no per-event fields to
 //   filter on) or the range is at most rawMaxRangeMs; `events_1m` up to minuteMaxRangeMs;
-//   `events_1h` beyond. A step finer than the source's bucket is raised to a multiple of it
-//   (a minute rollup cannot split a minute); the response's step_ms says what was used.
+//   `events_1h` beyond. A step that is not a whole number of the source's buckets is raised to
+//   the next one (a minute rollup cannot split a minute); the response's step_ms says so.
 // - Top lists follow the series source: raw rows, or the hourly per-dimension rollups for the
-//   whole hours of the range plus raw rows for the partial hours at either end.
+//   whole hours of the range plus the partial hours at either end from raw rows (or from their
+//   hourly rows when nothing lies in the rest of the hour; see stats-query.ts).
 // - At most maxPoints series points; more is SluiceError('invalid_query').
 import { SluiceError } from '../errors.ts'
 import type { SqlFragment } from '../storage/sql.ts'
 
-export const statsSources = ['events', 'events_1m', 'events_1h'] as const
-export type StatsSource = typeof statsSources[number]
+export type StatsSource = 'events' | 'events_1m' | 'events_1h'
 
 const second = 1000
 const minute = 60 * second
@@ -30,9 +31,10 @@ export const sourceBucketMs: Readonly<Record<StatsSource, number>> = {
 }
 
 /**
- * 2 h: past this a rollup-served request is cheaper than raw rows. A rollup read still takes the
- * partial hours at both ends from raw rows (up to 2 h of them), so a shorter range gains nothing,
- * and steps under a minute (chosen for ranges up to about 1.5 h) need raw rows anyway.
+ * 1 h: past this rollups answer sooner. A rollup-served request still reads the partial hours at
+ * both ends from raw rows (1 h of rows for a range of whole hours), so a shorter range gains
+ * nothing; at 2 h the rollup path took half the time of raw rows in bench/stats.bench.ts. The 30 s
+ * step chooseStep picks for 60-70 min ranges becomes 1 min there.
  */
 export const rawMaxRangeMs = hour
 /** 3 days: up to 4,320 minute rows per stream; beyond, the hourly table (24 rows a day). */
@@ -41,8 +43,10 @@ export const minuteMaxRangeMs = 3 * day
 export const maxPoints = 11_000
 /** Default number of entries per top list, as the SPEC says. */
 export const defaultTopN = 10
-/** The most entries a top list may ask for; it is also how many of the busiest paths are ranked
- * for slowest_paths (see stats-query.ts), so every listed path has its rt p95. */
+/**
+ * The most entries a top list may ask for. It is also how many of the busiest paths slowest_paths
+ * ranks (stats-query.ts), so every path of the top paths list has its rt p95.
+ */
 export const maxTopN = 100
 
 /** Steps a chart reads well at; chooseStep picks one. */

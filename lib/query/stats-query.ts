@@ -3,9 +3,11 @@
 // the answer.
 //
 // Contract:
-// - Three statements run at once: the series, the count-only top lists (hosts, status, sources,
-//   user agents, filenames, and the number of distinct sources) and the path counts. A fourth,
-//   once the path counts are in, merges the rt digests of the busiest paths only.
+// - Statements: the series; from a rollup, a look at the minute rollup around the range's partial
+//   edge hours (an edge hour with no events outside the range is read from its hourly row, not
+//   from raw rows); then at once the count-only top lists (hosts, status, sources, user agents,
+//   filenames, and the number of distinct sources) and the path counts; last, the rt digests of
+//   the busiest paths only. The series runs beside all of them.
 // - Counts are exact whatever the source: the raw-row aggregates are the rollups' own
 //   (003_rollups.ts), so a rollup answer equals the raw-row answer over the same aligned range.
 //   rt percentiles (seconds) are t-digest estimates, the same estimator on both, so they agree
@@ -69,21 +71,17 @@ const levels = rtLevels.join(', ')
 const p95Index = rtLevels.indexOf(0.95) + 1 // ClickHouse arrays count from 1
 const hourMs = 3_600_000
 
-/**
- * How statements read a rollup column, and the alias they give it: counters sum; the digest
- * merges to its percentiles. Aliases differ from every column name of `events` and the rollups,
- * since an alias shadowing a source column is read differently by 18.16 and current ClickHouse.
- */
-const outputs: Readonly<Record<string, { alias: string, raw: string, rollup: string }>> = Object.fromEntries(
-  [...seriesColumns, ...pathColumns].map((c) => [c.name, c.name === 'rt_digest'
-    ? { alias: 'rt_quantiles', raw: `quantilesTDigestIf(${levels})(${rtDigestArguments})`, rollup: `quantilesTDigestIfMerge(${levels})(rt_digest)` }
-    : { alias: `${c.name}_total`, raw: c.aggregate, rollup: `sum(${c.name})` }]))
+const digestMerge = `quantilesTDigestIfMerge(${levels})(rt_digest)`
 
 function streamIs (plan: StatsPlan): SqlFragment {
   return sql`org_id = ${plan.orgId} AND stream = ${plan.stream}`
 }
 
-/** A series row: t (ms) and each series column under its output alias. */
+/**
+ * A series row: t (ms) and each series column as `<column>_total`, the digest as rt_quantiles.
+ * No alias names a column of the table read: 18.16 and the analyzer of current ClickHouse
+ * resolve such a shadowing alias differently.
+ */
 interface SeriesRow {
   t: number
   n_total: number
@@ -96,11 +94,14 @@ interface SeriesRow {
   rt_quantiles: number[]
 }
 
+/** The series from raw rows runs the rollup's own aggregates; from a rollup it merges them. */
 function seriesSql (plan: StatsPlan): SqlFragment {
   const raw = plan.source === 'events'
   const time = rawSql(raw ? 'ts' : plan.source === 'events_1m' ? 'minute_ts' : 'hour_ts')
-  const columns = rawSql(seriesColumns.map((c) => `${raw ? outputs[c.name].raw : outputs[c.name].rollup} AS ${outputs[c.name].alias}`).join(', '))
-  const filter = raw && plan.filter ? sql` AND (${plan.filter})` : rawSql('')
+  const columns = rawSql(seriesColumns.map((c) => c.name === 'rt_digest'
+    ? `${raw ? `quantilesTDigestIf(${levels})(${rtDigestArguments})` : digestMerge} AS rt_quantiles`
+    : `${raw ? c.aggregate : `sum(${c.name})`} AS ${c.name}_total`).join(', '))
+  const filter = plan.filter ? sql` AND (${plan.filter})` : rawSql('')
   return sql`SELECT intDiv(${time}, ${plan.stepMs}) * ${plan.stepMs} AS t, ${columns}
     FROM ${rawSql(plan.source)}
     WHERE ${streamIs(plan)} AND ${time} >= ${plan.from} AND ${time} < ${plan.to}${filter}
@@ -119,13 +120,32 @@ interface TopParts {
   hours: [number, number] | null
 }
 
-function topParts (plan: StatsPlan): TopParts {
+interface EdgeRemainders { events_before: number, events_after: number }
+
+/**
+ * Events in the parts of the partial edge hours that lie outside [from, to), from the minute
+ * rollup: where there are none, the edge's hourly rollup row holds exactly the edge's events and
+ * can stand in for its raw rows. That is the usual case at the newer end, as `to` is about now.
+ */
+function edgeRemaindersSql (plan: StatsPlan, firstHour: number, lastHour: number): SqlFragment {
+  return sql`SELECT sumIf(n, minute_ts < ${plan.from}) AS events_before, sumIf(n, minute_ts >= ${plan.to}) AS events_after
+    FROM events_1m
+    WHERE ${streamIs(plan)} AND (minute_ts >= ${firstHour - hourMs} AND minute_ts < ${plan.from}
+      OR minute_ts >= ${plan.to} AND minute_ts < ${lastHour + hourMs})`
+}
+
+async function planTopParts (clickhouse: ClickHouse, plan: StatsPlan): Promise<TopParts> {
   const { from, to } = plan
-  const firstHour = Math.ceil(from / hourMs) * hourMs
-  const lastHour = Math.floor(to / hourMs) * hourMs
+  let firstHour = Math.ceil(from / hourMs) * hourMs
+  let lastHour = Math.floor(to / hourMs) * hourMs
   if (plan.source === 'events' || firstHour >= lastHour) {
     const filter = plan.filter ? sql` AND (${plan.filter})` : rawSql('')
     return { raw: sql`${streamIs(plan)} AND ts >= ${from} AND ts < ${to}${filter}`, hours: null }
+  }
+  if (from < firstHour || lastHour < to) {
+    const [remainders] = await clickhouse.query<EdgeRemainders>(edgeRemaindersSql(plan, firstHour, lastHour))
+    if (from < firstHour && remainders.events_before === 0) firstHour -= hourMs
+    if (lastHour < to && remainders.events_after === 0) lastHour += hourMs
   }
   const edges: SqlFragment[] = []
   if (from < firstHour) edges.push(sql`ts >= ${from} AND ts < ${firstHour}`)
@@ -201,7 +221,7 @@ interface PathRtRow { value: string, rt_n_total: number, rt_p95: number }
 function pathRtSql (plan: StatsPlan, parts: TopParts, hashes: string[]): SqlFragment {
   const list = rawSql(hashes.map((h) => BigInt(h).toString()).join(', '))
   const isListed = (value: string): SqlFragment => sql`cityHash64(${rawSql(value)}) IN (${list})`
-  return sql`SELECT value, sum(rt_n) AS rt_n_total, ${rawSql(outputs.rt_digest.rollup)}[${p95Index}] AS rt_p95
+  return sql`SELECT value, sum(rt_n) AS rt_n_total, ${rawSql(digestMerge)}[${p95Index}] AS rt_p95
     FROM (${dimRows(plan, parts, 'path', pathRtColumns, isListed)}) GROUP BY value`
 }
 
@@ -232,22 +252,25 @@ function fillSeries (plan: StatsPlan, rows: SeriesRow[]): SeriesPoint[] {
   return series
 }
 
-function byPath (a: { path: string }, b: { path: string }): number {
-  return a.path < b.path ? -1 : a.path > b.path ? 1 : 0
+/** ClickHouse orders strings by their UTF-8 bytes; JavaScript's < compares UTF-16 units. */
+function byPathBytes (a: { path: string }, b: { path: string }): number {
+  return Buffer.compare(Buffer.from(a.path), Buffer.from(b.path))
 }
 
 export async function queryStats (clickhouse: ClickHouse, params: StatsParams): Promise<StatsResult> {
   const plan = planStats(params)
-  const parts = topParts(plan)
-  const pathStats = async (): Promise<[PathCountRow, PathRtRow[]]> => {
+  const partsReady = planTopParts(clickhouse, plan)
+  const countLists = async (): Promise<DimRow[]> => clickhouse.query<DimRow>(countDimsSql(plan, await partsReady))
+  const pathLists = async (): Promise<[PathCountRow, PathRtRow[]]> => {
+    const parts = await partsReady
     const [counts] = await clickhouse.query<PathCountRow>(pathCountsSql(plan, parts))
     if (counts.busiest.length === 0) return [counts, []]
     return [counts, await clickhouse.query<PathRtRow>(pathRtSql(plan, parts, counts.busiest.map((b) => b[2])))]
   }
-  const [seriesRows, dimRows, [pathCounts, pathRt]] = await Promise.all([
+  const [seriesRows, countRows, [pathCounts, pathRt]] = await Promise.all([
     clickhouse.query<SeriesRow>(seriesSql(plan)),
-    clickhouse.query<DimRow>(countDimsSql(plan, parts)),
-    pathStats(),
+    countLists(),
+    pathLists(),
   ])
 
   const series = fillSeries(plan, seriesRows)
@@ -259,7 +282,7 @@ export async function queryStats (clickhouse: ClickHouse, params: StatsParams): 
     errors += point.status_4xx + point.status_5xx
     bytes += point.bytes
   }
-  const dims = new Map(dimRows.map((row) => [row.dim, row]))
+  const dims = new Map(countRows.map((row) => [row.dim, row]))
   const topOf = (dim: CountDim): Array<[string, number]> => dims.get(dim)?.top ?? []
   const p95ByPath = new Map(pathRt.filter((r) => r.rt_n_total > 0).map((r) => [r.value, r.rt_p95]))
   const slowest = pathCounts.busiest
@@ -267,7 +290,7 @@ export async function queryStats (clickhouse: ClickHouse, params: StatsParams): 
       const p95 = p95ByPath.get(path)
       return p95 === undefined ? [] : [{ path, rt_p95: p95, count: n }]
     })
-    .sort((a, b) => b.rt_p95 - a.rt_p95 || b.count - a.count || byPath(a, b))
+    .sort((a, b) => b.rt_p95 - a.rt_p95 || b.count - a.count || byPathBytes(a, b))
     .slice(0, plan.topN)
 
   return {

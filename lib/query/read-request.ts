@@ -1,0 +1,45 @@
+// What every read of a stream's data starts with: a PAT with data:read, the stream in the
+// caller's org, the time range and the parsed `q`, plus bounded integer parameters. Shared by the
+// events and stats routes so both answer bad input with the same 400 invalid_query.
+import type { RequestContext } from '../http/reply.ts'
+import { SluiceError } from '../errors.ts'
+import type { Authenticator } from '../auth/authenticate.ts'
+import type { Accounts } from '../accounts/accounts.ts'
+import type { StreamRecord } from '../storage/metadata-store.ts'
+import { findStream } from '../streams/streams-route.ts'
+import { parseFilter } from './filter-parser.ts'
+import type { FilterNode } from './filter-parser.ts'
+import { parseTimeRange } from './time-range.ts'
+import type { TimeRange } from './time-range.ts'
+
+export interface ReadRequest {
+  orgId: string
+  stream: StreamRecord
+  range: TimeRange
+  filter: FilterNode[]
+  params: URLSearchParams
+}
+
+export function readRequest (ctx: RequestContext, auth: Authenticator, accounts: Accounts): ReadRequest {
+  const { org } = auth.requirePat(ctx.req, 'data:read')
+  const stream = findStream(accounts, org.id, ctx.params.stream)
+  const params = ctx.url.searchParams
+  return {
+    orgId: org.id,
+    stream,
+    range: parseTimeRange({ from: params.get('from'), to: params.get('to') }, Date.now()),
+    filter: parseFilter(params.get('q') ?? ''),
+    params,
+  }
+}
+
+/** An optional integer parameter within [min, max]; absent gives `fallback`. */
+export function integerParam (params: URLSearchParams, name: string, min: number, max: number, fallback: number): number {
+  const raw = params.get(name)
+  if (raw === null) return fallback
+  const n = Number(raw)
+  if (!/^\d+$/.test(raw) || n < min || n > max) {
+    throw new SluiceError('invalid_query', `${name} must be an integer ${min}-${max}`, { details: { parameter: name } })
+  }
+  return n
+}
