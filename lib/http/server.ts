@@ -44,7 +44,9 @@ export function createHttpServer (options: HttpServerOptions): HttpServer {
     headersTimeout: config.headersTimeoutMs,
     requestTimeout: config.requestTimeoutMs,
     keepAliveTimeout: config.keepAliveTimeoutMs,
-    // Ingest bodies stream through; node's own limit on header size is enough.
+    // How often node checks the two timeouts above; its default of 30 s would let a slow client
+    // hold a socket for up to 40 s under a 10 s header timeout.
+    connectionsCheckingInterval: Math.min(1000, config.headersTimeoutMs),
   }, (req, res) => { void handle(req, res) })
 
   async function handle (req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -92,13 +94,19 @@ export function createHttpServer (options: HttpServerOptions): HttpServer {
     }
   }
 
+  // Requests node could not parse, or that did not arrive in time, never reach a handler: they
+  // get the same JSON error shape here, written straight to the socket.
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-    if (socket.writable && !socket.destroyed) {
-      const status = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : '400 Bad Request'
-      socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`)
-    } else {
+    if (!socket.writable || socket.destroyed) {
       socket.destroy()
+      return
     }
+    const timedOut = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'ERR_HTTP_REQUEST_HEADERS_TIMEOUT'
+    const e = new SluiceError(timedOut ? 'request_timeout' : 'bad_request', timedOut ? undefined : 'The request is not valid HTTP')
+    const requestId = randomUUID()
+    const body = JSON.stringify({ error: e.code, message: e.message, request_id: requestId })
+    socket.end(`HTTP/1.1 ${e.status} ${timedOut ? 'Request Timeout' : 'Bad Request'}\r\nConnection: close\r\n` +
+      `Content-Type: application/json; charset=utf-8\r\nX-Request-Id: ${requestId}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
   })
 
   return {

@@ -2,6 +2,7 @@
 import t from 'tap'
 import { request } from 'undici'
 import { Readable } from 'node:stream'
+import { connect } from 'node:net'
 import { startServer } from '../helpers/server.ts'
 import { createTestDatabase } from '../helpers/clickhouse.ts'
 import type { TestServer } from '../helpers/server.ts'
@@ -78,4 +79,21 @@ t.test('shutdown: requests in flight finish, new ones get 503 shutting_down with
   await closing
   const rows = await db.clickhouse.query<{ n: number }>("SELECT count() AS n FROM events WHERE stream = 'web'")
   t.equal(rows[0].n, 2, 'and its events are stored')
+})
+
+t.test('slow and malformed clients get JSON errors: 408 request_timeout, 400 bad_request', async (t) => {
+  const own = await startServer(t, { server: { headersTimeoutMs: 300, requestTimeoutMs: 300 } })
+  const talk = (payload: string) => new Promise<string>((resolve) => {
+    const socket = connect(Number(new URL(own.url).port), '127.0.0.1')
+    let got = ''
+    socket.on('data', (d) => { got += d })
+    socket.on('close', () => resolve(got))
+    socket.write(payload)
+  })
+  const slow = await talk('GET /healthz HTTP/1.1\r\nHost: x\r\n') // headers never finish
+  t.match(slow, /^HTTP\/1\.1 408 /)
+  t.match(slow, /"error":"request_timeout"/)
+  const bad = await talk('NONSENSE\r\n\r\n')
+  t.match(bad, /^HTTP\/1\.1 400 /)
+  t.match(bad, /"error":"bad_request"/)
 })
