@@ -8,7 +8,7 @@
 import type { ClickHouse } from './clickhouse.ts'
 import type { MetadataStore } from './metadata-store.ts'
 import type { Logger } from '../logger.ts'
-import { sql, quoteIdentifier } from './sql.ts'
+import { rawSql, sql, quoteIdentifier } from './sql.ts'
 
 const dayMs = 86_400_000
 
@@ -34,7 +34,8 @@ export async function enforceRetention (clickhouse: ClickHouse, store: MetadataS
   // A day partition d holds [d, d + 1) days; it is past every retention once d + 1 <= today - longest.
   const lastDroppable = today - longest - 1
   let droppedPartitions = 0
-  for (const table of await dailyTables(clickhouse)) {
+  const tables = await dailyTables(clickhouse)
+  for (const table of tables) {
     const parts = await clickhouse.query<{ partition: string }>(sql`
       SELECT DISTINCT partition FROM system.parts
       WHERE database = ${clickhouse.database} AND table = ${table} AND active`)
@@ -53,7 +54,13 @@ export async function enforceRetention (clickhouse: ClickHouse, store: MetadataS
     const old = await clickhouse.query<{ n: number }>(sql`
       SELECT count() AS n FROM events WHERE org_id = ${s.orgId} AND stream = ${s.name} AND ts < ${cutoff}`)
     if (old[0].n === 0) continue
-    await clickhouse.command(sql`ALTER TABLE events DELETE WHERE org_id = ${s.orgId} AND stream = ${s.name} AND ts < ${cutoff}`)
+    // The rollups hold the same events by bucket start; the cutoff is day-aligned, so whole
+    // buckets go and the rollups stay equal to the raw rows.
+    for (const table of tables) {
+      const timeColumn = table === 'events' ? 'ts' : table.endsWith('_1m') ? 'minute_ts' : 'hour_ts'
+      await clickhouse.command(sql`ALTER TABLE ${rawSql(quoteIdentifier(table))}
+        DELETE WHERE org_id = ${s.orgId} AND stream = ${s.name} AND ${rawSql(timeColumn)} < ${cutoff}`)
+    }
     deletedStreams++
   }
   if (droppedPartitions > 0 || deletedStreams > 0) log.info('retention enforced', { dropped_partitions: droppedPartitions, streams_trimmed: deletedStreams })

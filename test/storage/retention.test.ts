@@ -34,6 +34,13 @@ t.test('old partitions are dropped and short-retention streams trimmed', async (
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
   t.same(seqs, [2, 4])
+  let rolled = -1
+  for (const deadline = Date.now() + 20_000; Date.now() < deadline;) {
+    rolled = (await s.app.clickhouse.query<{ n: number }>(`SELECT sum(n) AS n FROM events_1h WHERE org_id = '${org}' AND stream = 'keep1'`))[0].n
+    if (rolled === 1) break
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  t.equal(rolled, 1, 'the rollups lose the same old events')
   const again = await enforceRetention(s.app.clickhouse, s.app.store, now, createLogger({ level: 'silent' }))
   t.same(again, { droppedPartitions: 0, deletedStreams: 0 }, 'a second run has nothing to do')
 })
