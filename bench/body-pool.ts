@@ -66,6 +66,7 @@ export function buildBodyPool (options: BodyPoolOptions): Body[] {
       input, firstLine: 1, orgId: options.directOrgId, stream: options.directStream,
       receivedAt: options.nowMs, minTs: options.nowMs - 30 * day, maxTs: options.nowMs + 2 * day,
       seqBase: randomSeqBase(),
+      live: null,
     })
     if (parsed.failed !== 0 || parsed.ingested !== chunk.length) {
       throw new Error(`body ${i}: the parse worker failed ${parsed.failed} of ${chunk.length} generated lines`)

@@ -105,7 +105,7 @@ export function resetPeakRss (pid: number): boolean {
   }
 }
 
-/** Samples VmRSS every `intervalMs` until stop(); the peak is the higher of sampled and VmHWM. */
+/** Samples VmRSS every `intervalMs` until stop(), and resets VmHWM at the start. */
 export class RssSampler {
   #pid: number
   #timer: NodeJS.Timeout
@@ -121,10 +121,12 @@ export class RssSampler {
     }, intervalMs)
   }
 
-  /** Peak RSS in bytes since construction. */
-  stop (): number {
+  /** Peak RSS in bytes since construction: sampled, and the kernel's VmHWM (NaN without reset). */
+  stop (): { sampled: number, hwm: number } {
     clearInterval(this.#timer)
-    const hwm = this.#hasPeakReset ? peakRssBytes(this.#pid) : 0
-    return Math.max(this.#max, rssBytes(this.#pid) || 0, hwm || 0)
+    return {
+      sampled: Math.max(this.#max, rssBytes(this.#pid) || 0),
+      hwm: this.#hasPeakReset ? peakRssBytes(this.#pid) : NaN,
+    }
   }
 }

@@ -6,11 +6,11 @@
 // child fails to start or dies.
 import { spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
-import { closeSync, openSync, readFileSync } from 'node:fs'
+import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 
-const mainFile = new URL('../lib/main.ts', import.meta.url).pathname
+const defaultMainFile = new URL('../lib/main.ts', import.meta.url).pathname
 
 export interface SluiceChildOptions {
   /** Where Sluice keeps `admin-token`; logs are written next to it. */
@@ -19,6 +19,10 @@ export interface SluiceChildOptions {
   database: string
   /** Extra environment (SLUICE_WORKERS, SLUICE_FLUSH_INTERVAL_MS, SLUICE_CONFIG...). */
   env: Record<string, string>
+  /** Options for node itself, e.g. --cpu-prof. */
+  nodeArgs?: string[]
+  /** lib/main.ts of another checkout, to measure a change against this one; default: this one's. */
+  mainFile?: string
   startTimeoutMs?: number
 }
 
@@ -41,11 +45,12 @@ export class SluiceChild {
   }
 
   static async start (options: SluiceChildOptions): Promise<SluiceChild> {
+    mkdirSync(options.dataDir, { recursive: true })
     const logFile = join(options.dataDir, `sluice-${Date.now()}.log`)
     const out = openSync(logFile, 'a')
     let child: ChildProcess
     try {
-      child = spawn(process.execPath, [mainFile], {
+      child = spawn(process.execPath, [...(options.nodeArgs ?? []), options.mainFile ?? defaultMainFile], {
         env: {
           ...process.env,
           SLUICE_PORT: '0',

@@ -1,26 +1,28 @@
-// How fast `queryStats` answers over a loaded stream, from raw rows and from the rollups.
+// How fast `queryStats` answers over a loaded stream, from raw rows and from the rollups, and what
+// the rollup views cost an insert.
 //
 //   CLICKHOUSE_URL=http://127.0.0.1:18123 node bench/stats.bench.ts [--rows 10000000]
 //     [--batch-rows 1000000] [--runs 50] [--keep] [--database NAME]
 //
 // It makes a fresh database, applies every migration (so the rollup views run on each insert),
-// loads `--rows` events spanning 24 h into one stream, in time order, as `--batch-rows`-row
-// TabSeparated inserts generated in this process, and reports:
-// - the load rate, and what the three rollup views add to an insert (the same batch into a
-//   database with and without migration 003);
-// - p50/p95 of queryStats over the whole 24 h (events_1m series, events_dims_1h top lists plus
-//   raw rows for the partial hours at both ends) and over the last 15 min and 6 h (raw rows).
-// The database is dropped at the end unless `--keep`; `--database NAME` reuses a kept one
-// (no load) to measure queries again.
+// and loads `--rows` events spanning 24 h into one stream, in time order, as `--batch-rows`-row
+// TabSeparated inserts generated in this process. Then it reports:
+// - the load rate, and the time of one batch insert into `events` alone and with the views
+//   (migration 003), median of 5;
+// - p50/p95 of queryStats for the ranges a dashboard asks for, each from the source the plan
+//   picks (stats-plan.ts), and 24 h from raw rows for comparison.
+// Timings are wall clock on a machine that may run other work: the load average is printed
+// beside them. The database is dropped at the end unless `--keep`; `--database NAME` measures
+// the queries again on a kept one, without loading.
 import { parseArgs } from 'node:util'
 import { randomBytes } from 'node:crypto'
-import { cpus } from 'node:os'
+import { cpus, loadavg } from 'node:os'
 import { createClickHouse } from '../lib/storage/clickhouse.ts'
 import type { ClickHouse } from '../lib/storage/clickhouse.ts'
 import { migrate, migrations } from '../lib/storage/migrate.ts'
+import { migration as rollups } from '../lib/storage/migrations/003_rollups.ts'
 import { createLogger } from '../lib/logger.ts'
-import { eventColumns } from '../lib/ingest/parse-task.ts'
-import { queryStats } from '../lib/query/stats-query.ts'
+import { planStats, queryStats } from '../lib/query/stats-query.ts'
 import type { StatsSource } from '../lib/query/stats-query.ts'
 
 const { values: args } = parseArgs({
@@ -43,8 +45,11 @@ const log = createLogger({ level: 'silent' })
 
 const orgId = 'org_bench'
 const stream = 'web'
-/** 2025-11-20T00:00:00Z: a fixed day, so every run stores and reads the same rows. */
-const startMs = 1_763_596_800_000
+/**
+ * 2025-11-20T00:37:00Z, fixed so every run stores and reads the same rows, and off the hour so
+ * ranges ending at the newest event ("now") have partial hours, as a dashboard's do.
+ */
+const startMs = 1_763_596_800_000 + 37 * 60_000
 const spanMs = 86_400_000 // 24 h of events
 const minute = 60_000
 const hour = 3_600_000
@@ -74,8 +79,12 @@ const sources = Array.from({ length: 20_000 }, (_, i) => `10.${(i >> 16) & 255}.
 const userAgents = Array.from({ length: 30 }, (_, i) => i % 3 === 0 ? `curl/8.${i}.0` : `Mozilla/5.0 (X11; Linux x86_64) Chrome/${100 + i}.0 Safari/537.36`)
 const filenames = ['/var/log/nginx/access.log', '/var/log/containers/web-7d9f.log']
 
+/** The columns the bench fills; the others take their defaults. */
+const columns = ['org_id', 'stream', 'ts', 'received_at', 'host', 'path', 'method', 'status', 'rt', 'bytes', 'src',
+  'user_agent', 'message', 'filename', 'attrs']
+
 /**
- * Rows `first` to `first + count - 1` of the data set as TabSeparated in `eventColumns` order.
+ * Rows `first` to `first + count - 1` of the data set as TabSeparated in `columns` order.
  * Row i is at startMs + i * spanMs / totalRows, so the rows come in time order as ingest sends
  * them; absent fields are \N (5% of rt, 2% of bytes, half the filenames).
  */
@@ -99,7 +108,7 @@ function generateBatch (first: number, count: number): Buffer {
   return Buffer.from(parts.join(''))
 }
 
-const insertStatement = `INSERT INTO events (${eventColumns.join(', ')}) FORMAT TabSeparated`
+const insertStatement = `INSERT INTO events (${columns.join(', ')}) FORMAT TabSeparated`
 // One insert of a whole batch makes one block, as the batch writer's large batches do.
 const insertSettings = { max_insert_block_size: String(Math.max(batchRows, 1_048_576)) }
 
@@ -107,7 +116,7 @@ function openDatabase (database: string): ClickHouse {
   return createClickHouse({ url, user, password, database, requestTimeoutMs: 600_000 })
 }
 
-async function load (clickhouse: ClickHouse): Promise<void> {
+async function loadEvents (clickhouse: ClickHouse): Promise<void> {
   let insertMs = 0
   const started = performance.now()
   for (let first = 0; first < totalRows; first += batchRows) {
@@ -121,7 +130,7 @@ async function load (clickhouse: ClickHouse): Promise<void> {
     `${fmt(totalRows / (insertMs / 1000))} rows/s into events with its rollup views)`)
 }
 
-/** Milliseconds to insert the same batch with and without the rollup views, median of 3 each. */
+/** Milliseconds to insert the same batch with and without the rollup views, median of 5 each. */
 async function measureViewCost (): Promise<void> {
   const body = generateBatch(0, batchRows)
   const results: string[] = []
@@ -129,80 +138,86 @@ async function measureViewCost (): Promise<void> {
     const database = `sluice_bench_${randomBytes(4).toString('hex')}`
     const clickhouse = openDatabase(database)
     try {
-      await migrate(clickhouse, log, withRollups ? migrations : migrations.filter((m) => m.id < 3))
+      await migrate(clickhouse, log, withRollups ? migrations : migrations.filter((m) => m.id !== rollups.id))
       const times: number[] = []
-      for (let round = 0; round < 3; round++) {
+      for (let round = 0; round < 5; round++) {
         const started = performance.now()
         await clickhouse.insertRaw(insertStatement, body, undefined, insertSettings)
         times.push(performance.now() - started)
       }
       times.sort((a, b) => a - b)
-      results.push(`| ${withRollups ? 'events + 3 rollup views' : 'events only'} | ${fmt(batchRows)} | ${fmt(times[1])} | ${fmt(batchRows / (times[1] / 1000))} |`)
+      results.push(`| ${withRollups ? 'events + rollup views' : 'events only'} | ${fmt(batchRows)} | ${fmt(times[2])} | ${fmt(batchRows / (times[2] / 1000))} | ${loadAverage()} |`)
     } finally {
       await clickhouse.command(`DROP DATABASE IF EXISTS \`${database}\``)
       await clickhouse.close()
     }
   }
-  console.log('\n## Insert cost of the rollup views (one batch, median of 3)')
-  console.log('| target | rows | ms | rows/s |')
-  console.log('|---|---:|---:|---:|')
+  console.log('\n## Insert cost of the rollup views (one batch, median of 5)')
+  console.log('| target | rows | ms | rows/s | load avg |')
+  console.log('|---|---:|---:|---:|---:|')
   for (const line of results) console.log(line)
 }
 
 function percentile (sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]
+  return sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]
 }
 
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US')
+/** The 1-minute load average: other work on the machine shows up in the timings. */
+const loadAverage = () => loadavg()[0].toFixed(1)
 
 interface Scenario {
   name: string
   from: number
   to: number
+  /** Forced source; by default the automatic choice. */
   source?: StatsSource
+  runs: number
 }
 
 async function measureQueries (clickhouse: ClickHouse): Promise<void> {
-  const end = startMs + spanMs
-  // "now" is 7 minutes past a minute, as a dashboard's would be: the 24 h range then has partial
-  // hours at both ends, the rollup path's worst case.
-  const now = end - 23 * minute
+  // "now" is the newest event, as for a dashboard. A rollup-served range reads its partial hours
+  // from raw rows, unless nothing lies in the rest of that hour: the newer end then costs nothing
+  // (nothing after now), the older end does when older data surrounds it. "22 h, events around
+  // both ends" is the worst case: both partial hours from raw rows (1 h in all).
+  const now = startMs + spanMs
   const scenarios: Scenario[] = [
-    { name: 'last 24 h (auto)', from: now - 24 * hour, to: now },
-    { name: 'whole 24 h, hour-aligned (auto)', from: startMs, to: end },
-    { name: 'last 24 h, raw rows (forced)', from: now - 24 * hour, to: now, source: 'events' },
-    { name: 'last 6 h (auto)', from: now - 6 * hour, to: now },
-    { name: 'last 6 h from events_1m (forced)', from: now - 6 * hour, to: now, source: 'events_1m' },
-    { name: 'last 15 min (auto)', from: now - 15 * minute, to: now },
+    { name: 'last 24 h (the whole data set)', from: now - 24 * hour, to: now, runs },
+    { name: 'last 12 h', from: now - 12 * hour, to: now, runs },
+    { name: '22 h, events around both ends', from: now - 23 * minute - 22 * hour, to: now - 23 * minute, runs },
+    { name: 'last 7 d', from: now - 7 * 24 * hour, to: now, runs },
+    { name: 'last 6 h', from: now - 6 * hour, to: now, runs },
+    { name: 'last 1 h', from: now - hour, to: now, runs },
+    { name: 'last 15 min', from: now - 15 * minute, to: now, runs },
+    { name: 'last 24 h, raw rows forced', from: now - 24 * hour, to: now, source: 'events', runs: Math.min(runs, 5) },
   ]
-  console.log(`\n## queryStats, ${runs} runs each after 3 warm-ups (${fmt(totalRows)} events over 24 h in one stream)`)
-  console.log('| range | source | step | series points | p50 ms | p95 ms | max ms |')
-  console.log('|---|---|---:|---:|---:|---:|---:|')
+  console.log(`\n## queryStats over ${fmt(totalRows)} events in 24 h (one stream), after 3 warm-ups`)
+  console.log('| range | source | step | points | runs | p50 ms | p95 ms | max ms | load avg |')
+  console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|')
   for (const s of scenarios) {
     const params = { orgId, stream, from: s.from, to: s.to, source: s.source }
-    const forced = s.name.includes('forced') && s.name.includes('raw') ? 3 : runs
-    let last = await queryStats(clickhouse, params)
-    for (let i = 0; i < 2; i++) last = await queryStats(clickhouse, params)
+    const plan = planStats(params)
+    for (let i = 0; i < 3; i++) await queryStats(clickhouse, params)
     const times: number[] = []
-    for (let i = 0; i < forced; i++) {
+    for (let i = 0; i < s.runs; i++) {
       const started = performance.now()
-      last = await queryStats(clickhouse, params)
+      await queryStats(clickhouse, params)
       times.push(performance.now() - started)
     }
     times.sort((a, b) => a - b)
-    console.log(`| ${s.name} | ${last.source} | ${last.step_ms / 1000} s | ${last.series.length} | ` +
-      `${percentile(times, 0.5).toFixed(1)} | ${percentile(times, 0.95).toFixed(1)} | ${times[times.length - 1].toFixed(1)} |`)
+    console.log(`| ${s.name} | ${plan.source} | ${plan.stepMs / 1000} s | ${(plan.to - plan.from) / plan.stepMs} | ${s.runs} | ` +
+      `${percentile(times, 0.5).toFixed(1)} | ${percentile(times, 0.95).toFixed(1)} | ${times[times.length - 1].toFixed(1)} | ${loadAverage()} |`)
   }
 }
 
 const version = await openDatabase('default').version()
-console.log(`# stats bench: ClickHouse ${version} at ${url}, Node ${process.version}, ${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}`)
+console.log(`# stats bench: ClickHouse ${version} at ${url}, Node ${process.version}, ${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}, load avg ${loadAverage()}`)
 const database = args.database ?? `sluice_bench_${randomBytes(4).toString('hex')}`
 const clickhouse = openDatabase(database)
 try {
   if (!args.database) {
     await migrate(clickhouse, log)
-    await load(clickhouse)
+    await loadEvents(clickhouse)
     await measureViewCost()
   }
   await measureQueries(clickhouse)
