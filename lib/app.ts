@@ -117,8 +117,8 @@ export async function createApp (config: Config, log: Logger, options: AppOption
       filename: new URL('./ingest/parse-worker.ts', import.meta.url).href,
       minThreads: config.ingest.workers,
       maxThreads: config.ingest.workers,
-      // Tasks waiting for a thread before the pool asks callers to hold back (needsDrain).
-      maxQueue: config.ingest.workers * 8,
+      // No maxQueue: a full queue would reject tasks (500s). The queue is bounded instead by
+      // WorkerDispatch (4 tasks per request) and admission (requests and bytes in progress).
       idleTimeout: Infinity,
     })
     const writer = createBatchWriter({

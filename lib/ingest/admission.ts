@@ -58,7 +58,11 @@ export class Admission {
     }
   }
 
-  admit (orgId: string, orgName: string): AdmissionTicket {
+  /**
+   * Takes the request in, or throws the 429. `declaredBytes` (Content-Length, 0 when unknown) is
+   * reserved at once, so that a burst of large requests is refused before their bodies are read.
+   */
+  admit (orgId: string, orgName: string, declaredBytes = 0): AdmissionTicket {
     const limits = this.limitsFor(orgName)
     const rate = this.#rate.take(orgId, limits.requestsPerMinute)
     const headers = {
@@ -72,15 +76,25 @@ export class Admission {
     if (!this.#concurrency.tryAcquire(orgId, limits.concurrentRequests)) {
       throw this.#reject('too_many_concurrent_requests', `More than ${limits.concurrentRequests} ingest requests at once for this org`, busyRetryAfterS, headers)
     }
-    if (this.uncommittedBytes >= this.#limits.maxUncommittedBytes || this.#options.writerNeedsDrain()) {
+    if (this.uncommittedBytes + declaredBytes > this.#limits.maxUncommittedBytes || this.#options.writerNeedsDrain()) {
       this.#concurrency.release(orgId)
       throw this.#reject('server_busy', 'The server has too much data waiting to be stored; retry shortly', busyRetryAfterS, headers)
     }
-    let counted = 0
+    // counted: bytes this request holds in #bodyBytes, the larger of the reservation and the
+    // decoded bytes seen so far.
+    let counted = declaredBytes
+    let seen = 0
     let released = false
+    this.#bodyBytes += declaredBytes
     return {
       headers,
-      addBytes: (n) => { counted += n; this.#bodyBytes += n },
+      addBytes: (n) => {
+        seen += n
+        if (seen > counted) {
+          this.#bodyBytes += seen - counted
+          counted = seen
+        }
+      },
       releaseBytes: () => { this.#bodyBytes -= counted; counted = 0 },
       release: () => {
         if (released) return

@@ -95,3 +95,36 @@ t.test('429s are counted by reason in /metrics', async (t) => {
   t.match(text, /sluice_ingest_rejected_total\{reason="rate_limited"\} 1/)
   t.match(text, /sluice_ingest_lines_total 1/)
 })
+
+t.test('a declared Content-Length is reserved at admission', async (t) => {
+  const s = await startServer(t, { limits: { maxUncommittedBytes: 3000 } })
+  const tgt = await createIngestTarget(s, 'reserve')
+  // A request still sending a 2,000-byte body holds 2,000 bytes from its first byte on.
+  const body = new Readable({ read () {} })
+  const line = `{"path":"/big","pad":"${'x'.repeat(1975)}"}\n`
+  t.equal(line.length, 2000)
+  body.push(line.slice(0, 100))
+  const held = request(`${s.url}/api/ingest/${tgt.stream}`, {
+    method: 'POST', body, headers: { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/x-ndjson', 'content-length': '2000' },
+  })
+  await until(() => s.app.admission.uncommittedBytes >= 2000, 'the reservation')
+  const refused = await postIngest(tgt, `{"pad":"${'y'.repeat(1100)}"}\n`)
+  t.equal(refused.status, 429, 'a second 1,100-byte body does not fit the 3,000-byte budget')
+  t.equal(refused.body.error, 'server_busy')
+  t.equal(refused.headers.connection, 'close', 'its body is not read')
+  const small = await postIngest(tgt, '{"path":"/small"}\n')
+  t.equal(small.status, 200, 'a small one still fits')
+  body.push(line.slice(100))
+  body.push(null)
+  t.equal((await held).statusCode, 200)
+  t.equal(s.app.admission.uncommittedBytes, 0)
+})
+
+t.test('many concurrent requests are all served', async (t) => {
+  const s = await startServer(t, { limits: { concurrentRequests: 64 } })
+  const tgt = await createIngestTarget(s, 'many')
+  const body = Array.from({ length: 2000 }, (_, i) => JSON.stringify({ path: `/c/${i}`, status: 200 })).join('\n')
+  const results = await Promise.all(Array.from({ length: 48 }, () => postIngest(tgt, body)))
+  t.same([...new Set(results.map((r) => r.status))], [200], 'no request failed')
+  t.equal(await countEvents(tgt), 48 * 2000)
+})
