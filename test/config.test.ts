@@ -18,7 +18,7 @@ t.test('defaults come from config/default.json', async (t) => {
   t.equal(c.ingest.maxLineBytes, 256 * 1024)
   t.equal(c.limits.requestsPerMinute, 3000)
   t.equal(c.limits.concurrentRequests, 32)
-  t.equal(c.limits.maxUncommittedBytes, 128 * 1024 * 1024)
+  t.equal(c.limits.maxUncommittedBytes, 64 * 1024 * 1024)
   t.equal(c.metadata.refreshIntervalMs, 5000)
   t.equal(c.tokens.defaultIngestTtlS, 180 * 86400)
   t.ok(Object.isFrozen(c) && Object.isFrozen(c.server), 'frozen')

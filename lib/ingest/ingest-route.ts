@@ -73,17 +73,12 @@ async function handleIngest (ctx: RequestContext, deps: IngestRouteDeps): Promis
   const stream = deps.store.stream(org.id, streamId)
   if (!stream) throw new SluiceError('not_found', `No stream named ${JSON.stringify(streamId)} in this org`)
 
-  let ticket: AdmissionTicket
-  try {
-    const declared = Number(req.headers['content-length'])
-    // A body over the wire limit gets its 413 below; it reserves no more than the limit.
-    const reserve = Number.isSafeInteger(declared) && declared > 0 ? Math.min(declared, deps.config.maxRawBytes) : 0
-    ticket = deps.admission.admit(org.id, org.name, reserve)
-  } catch (err) {
-    // Refused before reading: do not read the body either; the client reconnects when it retries.
-    res.setHeader('connection', 'close')
-    throw err
-  }
+  // The declared size is reserved at admission; a body over the wire limit gets its 413 below, so
+  // it reserves no more than the limit. A refused request's body is drained by the server, not cut
+  // off: a client still uploading would otherwise see a reset instead of the 429's Retry-After.
+  const declared = Number(req.headers['content-length'])
+  const reserve = Number.isSafeInteger(declared) && declared > 0 ? Math.min(declared, deps.config.maxRawBytes) : 0
+  const ticket = deps.admission.admit(org.id, org.name, reserve)
   try {
     for (const [name, value] of Object.entries(ticket.headers)) res.setHeader(name, value)
     checkContentType(req.headers['content-type'])

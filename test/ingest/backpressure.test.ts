@@ -111,7 +111,6 @@ t.test('a declared Content-Length is reserved at admission', async (t) => {
   const refused = await postIngest(tgt, `{"pad":"${'y'.repeat(1100)}"}\n`)
   t.equal(refused.status, 429, 'a second 1,100-byte body does not fit the 3,000-byte budget')
   t.equal(refused.body.error, 'server_busy')
-  t.equal(refused.headers.connection, 'close', 'its body is not read')
   const small = await postIngest(tgt, '{"path":"/small"}\n')
   t.equal(small.status, 200, 'a small one still fits')
   body.push(line.slice(100))
