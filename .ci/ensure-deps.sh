@@ -10,6 +10,14 @@ if [ ! -x node_modules/.bin/node ] || [ ! -d node_modules/@clickhouse/client ]; 
   npm ci --no-audit --no-fund >&2
 fi
 
+# .taprc switches tap's own TypeScript loader off (Node 24 runs the sources); tap's installed
+# build still has it until `tap build` runs, and its loader cannot run with TypeScript 7.
+tap_built=node_modules/@tapjs/test/test-built/dist/esm/index.js
+if [ -f "$tap_built" ] && grep -q "@tapjs/typescript" "$tap_built"; then
+  echo "sluice: rebuilding tap without its TypeScript loader (tap build)..." >&2
+  PATH="$PWD/node_modules/.bin:$PATH" tap build >&2
+fi
+
 if [ -z "${CLICKHOUSE_URL:-}" ] && ! command -v clickhouse-server >/dev/null 2>&1 \
    && [ ! -x /usr/sbin/clickhouse-server ] && ! command -v clickhouse >/dev/null 2>&1; then
   echo "sluice: installing clickhouse-server with apt-get (Sluice runs its own local ClickHouse)..." >&2
