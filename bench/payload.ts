@@ -6,7 +6,7 @@
 // - 25% format 2 whose `log` holds a JSON access-log object (fields extracted from it).
 
 /** mulberry32: tiny, fast and good enough to vary a payload; not for anything secret. */
-function createRandom (seed: number): () => number {
+export function createRandom (seed: number): () => number {
   let state = seed >>> 0
   return function next (): number {
     state = (state + 0x6d2b79f5) >>> 0

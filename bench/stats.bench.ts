@@ -24,6 +24,7 @@ import { migration as rollups } from '../lib/storage/migrations/003_rollups.ts'
 import { createLogger } from '../lib/logger.ts'
 import { planStats, queryStats } from '../lib/query/stats-query.ts'
 import type { StatsSource } from '../lib/query/stats-query.ts'
+import { createRandom } from './payload.ts'
 
 const { values: args } = parseArgs({
   options: {
@@ -53,18 +54,6 @@ const startMs = 1_763_596_800_000 + 37 * 60_000
 const spanMs = 86_400_000 // 24 h of events
 const minute = 60_000
 const hour = 3_600_000
-
-/** mulberry32: a tiny seeded generator; the same seed gives the same data set. */
-function createRandom (seed: number): () => number {
-  let state = seed >>> 0
-  return function next (): number {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 // Cardinalities of a busy web service: a dozen hosts, ~5,000 paths (a few hot ones, then
 // /items/<id>), ~20,000 client addresses, a few dozen user agents. Skew comes from squaring a
