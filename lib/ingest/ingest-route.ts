@@ -20,6 +20,7 @@ import type { MetadataStore } from '../storage/metadata-store.ts'
 import type { BatchWriter } from '../storage/batch-writer.ts'
 import type { SluiceMetrics } from '../metrics/metrics.ts'
 import { checkContentType } from './content-type.ts'
+import { findStream } from '../streams/streams-route.ts'
 import { ByteLimit } from './byte-limit.ts'
 import { createDecoder } from './decoder.ts'
 import { createLineSplitter } from './line-splitter.ts'
@@ -70,8 +71,7 @@ async function handleIngest (ctx: RequestContext, deps: IngestRouteDeps): Promis
   const { req, res } = ctx
   const streamId = ctx.params.streamId
   const { org, token } = deps.auth.requireIngest(req, streamId)
-  const stream = deps.store.stream(org.id, streamId)
-  if (!stream) throw new SluiceError('not_found', `No stream named ${JSON.stringify(streamId)} in this org`)
+  const stream = findStream(deps.store, org.id, streamId)
 
   // The declared size is reserved at admission; a body over the wire limit gets its 413 below, so
   // it reserves no more than the limit. A refused request's body is drained by the server, not cut

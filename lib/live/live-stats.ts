@@ -9,6 +9,7 @@
 // Top paths are counted per task and the task's 32 most frequent kept: a path that is frequent
 // overall is frequent in most tasks, so the merged top 10 is right for the paths that matter,
 // and counts are lower bounds.
+import type { SeriesPoint } from '../query/stats-query.ts'
 
 const gamma = 1.02
 const logGamma = Math.log(gamma)
@@ -30,18 +31,8 @@ export interface LiveStatsPartial {
   paths: Array<[string, number]>
 }
 
-/** The `stats` event's data. */
-export interface LiveStatsSnapshot {
-  t: number
-  count: number
-  status_2xx: number
-  status_3xx: number
-  status_4xx: number
-  status_5xx: number
-  bytes: number
-  rt_p50: number | null
-  rt_p95: number | null
-  rt_p99: number | null
+/** The `stats` event's data: a series point of the stats API over one second, plus its top paths. */
+export interface LiveStatsSnapshot extends SeriesPoint {
   top_paths: Array<{ path: string, count: number }>
 }
 

@@ -11,7 +11,7 @@ export function registerTailRoute (router: Router, deps: { auth: Authenticator, 
   const { auth, accounts, hub } = deps
   router.add('GET', '/api/streams/:stream/tail', async (ctx) => {
     const { org } = auth.requirePat(ctx.req, 'data:read')
-    const stream = findStream(accounts, org.id, ctx.params.stream)
+    const stream = findStream(accounts.store, org.id, ctx.params.stream)
     const q = (ctx.url.searchParams.get('q') ?? '').trim()
     parseFilter(q)
     hub.open(ctx.res, org.id, stream.name, q)

@@ -22,7 +22,7 @@ export interface ReadRequest {
 
 export function readRequest (ctx: RequestContext, auth: Authenticator, accounts: Accounts): ReadRequest {
   const { org } = auth.requirePat(ctx.req, 'data:read')
-  const stream = findStream(accounts, org.id, ctx.params.stream)
+  const stream = findStream(accounts.store, org.id, ctx.params.stream)
   const params = ctx.url.searchParams
   return {
     orgId: org.id,

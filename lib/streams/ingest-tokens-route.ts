@@ -18,7 +18,7 @@ export function registerIngestTokenRoutes (router: Router, deps: { auth: Authent
 
   router.add('POST', '/api/streams/:stream/ingest-token', async (ctx) => {
     const { org } = auth.requirePat(ctx.req, 'streams:issue-token')
-    const stream = findStream(accounts, org.id, ctx.params.stream)
+    const stream = findStream(accounts.store, org.id, ctx.params.stream)
     const body = await readJsonBody(ctx.req)
     allowOnly(body, ['ttl', 'name'])
     const ttl = optionalInteger(body, 'ttl', minTtlS, maxTtlS) ?? null
@@ -33,14 +33,14 @@ export function registerIngestTokenRoutes (router: Router, deps: { auth: Authent
 
   router.add('GET', '/api/streams/:stream/ingest-tokens', (ctx) => {
     const { org } = auth.requirePat(ctx.req, 'streams:read')
-    const stream = findStream(accounts, org.id, ctx.params.stream)
+    const stream = findStream(accounts.store, org.id, ctx.params.stream)
     const now = accounts.now()
     sendJson(ctx, 200, { tokens: accounts.store.ingestTokensOfStream(org.id, stream.name).map((x) => ingestTokenView(x, now)) })
   })
 
   router.add('DELETE', '/api/streams/:stream/ingest-tokens/:id', async (ctx) => {
     const { org } = auth.requirePat(ctx.req, 'streams:revoke-token')
-    const stream = findStream(accounts, org.id, ctx.params.stream)
+    const stream = findStream(accounts.store, org.id, ctx.params.stream)
     const record = accounts.store.ingestToken(ctx.params.id)
     if (!record || record.orgId !== org.id || record.stream !== stream.name) {
       throw new SluiceError('not_found', 'No such ingest token on this stream')

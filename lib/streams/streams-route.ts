@@ -9,7 +9,7 @@ import type { Authenticator } from '../auth/authenticate.ts'
 import type { Accounts } from '../accounts/accounts.ts'
 import { defaultRetentionDays } from '../accounts/accounts.ts'
 import { streamView } from '../accounts/views.ts'
-import type { StreamRecord } from '../storage/metadata-store.ts'
+import type { MetadataStore, StreamRecord } from '../storage/metadata-store.ts'
 import type { ClickHouse } from '../storage/clickhouse.ts'
 import { sql } from '../storage/sql.ts'
 
@@ -24,8 +24,8 @@ const maxRetentionDays = 3650
 const maxDescriptionLength = 1024
 
 /** The stream named in the path, in the caller's org, or 404 (other orgs' streams included). */
-export function findStream (accounts: Accounts, orgId: string, name: string | undefined): StreamRecord {
-  const stream = name === undefined ? undefined : accounts.store.stream(orgId, name)
+export function findStream (store: MetadataStore, orgId: string, name: string | undefined): StreamRecord {
+  const stream = name === undefined ? undefined : store.stream(orgId, name)
   if (!stream) throw new SluiceError('not_found', `No stream named ${JSON.stringify(name)} in this org`)
   return stream
 }
@@ -60,13 +60,13 @@ export function registerStreamRoutes (router: Router, deps: StreamRoutesDeps): v
 
   router.add('GET', '/api/streams/:stream', async (ctx) => {
     const { org } = auth.requirePat(ctx.req, 'streams:read')
-    const stream = findStream(accounts, org.id, ctx.params.stream)
+    const stream = findStream(accounts.store, org.id, ctx.params.stream)
     sendJson(ctx, 200, { ...streamView(stream), stats: await streamStats(clickhouse, stream) })
   })
 
   router.add('PATCH', '/api/streams/:stream', async (ctx) => {
     const { org } = auth.requirePat(ctx.req, 'streams:update')
-    const stream = findStream(accounts, org.id, ctx.params.stream)
+    const stream = findStream(accounts.store, org.id, ctx.params.stream)
     const body = await readJsonBody(ctx.req)
     allowOnly(body, ['description', 'retention_days'])
     const next: StreamRecord = {
@@ -80,7 +80,7 @@ export function registerStreamRoutes (router: Router, deps: StreamRoutesDeps): v
 
   router.add('DELETE', '/api/streams/:stream', async (ctx) => {
     const { org } = auth.requirePat(ctx.req, 'streams:delete')
-    const stream = findStream(accounts, org.id, ctx.params.stream)
+    const stream = findStream(accounts.store, org.id, ctx.params.stream)
     await accounts.store.deleteStream(stream, accounts.now())
     sendEmpty(ctx, 204)
   })
