@@ -156,6 +156,8 @@ export async function createApp (config: Config, log: Logger, options: AppOption
     registerStatsRoute(router, { auth, accounts, clickhouse })
     metrics.registry.gauge('sluice_tail_clients', 'Live tail clients connected', () => tailHub.clientCount)
     metrics.registry.gauge('sluice_uncommitted_bytes', 'Bytes accepted and not yet committed', () => admission.uncommittedBytes)
+    metrics.registry.gauge('sluice_ingest_reading_requests', 'Ingest requests reading and parsing their bodies', () => admission.readingRequests)
+    metrics.registry.gauge('sluice_ingest_waiting_requests', 'Ingest requests waiting to read their bodies', () => admission.waitingRequests)
     metrics.registry.gauge('sluice_writer_pending_rows', 'Rows waiting for or in a ClickHouse insert', () => writer.pendingRows)
     metrics.registry.gauge('sluice_worker_queue', 'Parse tasks waiting for a worker thread', () => pool.queueSize)
     registerMetricsRoute(router, metrics)

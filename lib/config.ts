@@ -87,6 +87,13 @@ export interface Config {
   limits: OrgLimits & {
     /** Bytes accepted but not yet committed, server-wide (429 server_busy past it). */
     maxUncommittedBytes: number
+    /**
+     * Ingest requests reading and parsing their bodies at once, server-wide; more wait, their
+     * sockets paused. A request waiting for its commit no longer counts.
+     */
+    maxReadingRequests: number
+    /** ms a request waits for a reading slot before its 429 server_busy. */
+    maxReadingWaitMs: number
     /** Per-org overrides, by org name. */
     orgs: Record<string, Partial<OrgLimits>>
   }
@@ -145,6 +152,8 @@ const fields: Field[] = [
   { path: 'limits.requestsPerMinute', kind: 'positiveInt', env: 'SLUICE_REQUESTS_PER_MINUTE' },
   { path: 'limits.concurrentRequests', kind: 'positiveInt', env: 'SLUICE_CONCURRENT_REQUESTS' },
   { path: 'limits.maxUncommittedBytes', kind: 'positiveInt', env: 'SLUICE_MAX_UNCOMMITTED_BYTES' },
+  { path: 'limits.maxReadingRequests', kind: 'positiveInt', env: 'SLUICE_MAX_READING_REQUESTS' },
+  { path: 'limits.maxReadingWaitMs', kind: 'positiveInt' },
 ]
 
 const defaultConfigFile = new URL('../config/default.json', import.meta.url)

@@ -2,6 +2,14 @@
 // request rate, the org's concurrent requests, and the server's bytes accepted but not yet
 // committed. Refusals are 429 with Retry-After and the reason's code; every ingest response after
 // authentication carries the X-RateLimit-* headers.
+//
+// An admitted request then waits for one of `maxReadingRequests` reading slots before its body is
+// read (ticket.startReading), and hands the slot back once its rows are with the writer, so a
+// request waiting for its commit holds none. This bounds the memory of bodies in progress (split
+// lines, parse tasks) when thousands of clients upload at once: a waiting request's socket stays
+// paused, its body in the kernel's buffers. Slots turn over in milliseconds; a request that waits
+// `maxReadingWaitMs` for one gets 429 server_busy (VictoriaLogs' -maxConcurrentInserts and
+// -insert.maxQueueDuration work the same way).
 import { SluiceError } from '../errors.ts'
 import type { Config, OrgLimits } from '../config.ts'
 import { RateLimiter } from '../limits/rate-limiter.ts'
@@ -13,7 +21,9 @@ export interface AdmissionTicket {
   headers: Record<string, string>
   /** Counts decoded bytes of this request as accepted-not-committed. */
   addBytes (n: number): void
-  /** Hands the request's bytes over to the writer's own accounting. */
+  /** Resolves once the request may read its body; throws 429 server_busy after maxReadingWaitMs. */
+  startReading (): Promise<void>
+  /** The body is read: hands the request's bytes over to the writer's own accounting, and its slot back. */
   releaseBytes (): void
   /** Frees the concurrency slot and any bytes still counted; call once, when answered. */
   release (): void
@@ -37,12 +47,25 @@ export class Admission {
   #rate: RateLimiter
   #concurrency = new ConcurrencyLimiter()
   #bodyBytes = 0
+  #reading = 0
+  /** Requests waiting for a reading slot, first come first served. */
+  readonly #waiting = new Set<() => void>()
   #options: AdmissionOptions
 
   constructor (options: AdmissionOptions) {
     this.#options = options
     this.#limits = options.limits
     this.#rate = new RateLimiter(options.now)
+  }
+
+  /** Requests reading and parsing their bodies. */
+  get readingRequests (): number {
+    return this.#reading
+  }
+
+  /** Admitted requests waiting for a reading slot. */
+  get waitingRequests (): number {
+    return this.#waiting.size
   }
 
   /** Bytes accepted and not yet committed, server-wide. */
@@ -84,10 +107,38 @@ export class Admission {
     // decoded bytes seen so far.
     let counted = declaredBytes
     let seen = 0
+    // reading: 'no' before startReading, 'waiting' for a slot, 'yes' holding one, 'done' after.
+    // A ticket is released only after startReading has settled, never while it waits.
+    let reading: 'no' | 'waiting' | 'yes' | 'done' = 'no'
     let released = false
     this.#bodyBytes += declaredBytes
+    const doneReading = (): void => {
+      this.#bodyBytes -= counted
+      counted = 0
+      if (reading === 'yes') this.#freeSlot()
+      reading = 'done'
+    }
     return {
       headers,
+      startReading: async () => {
+        if (reading !== 'no') return
+        if (this.#reading < this.#limits.maxReadingRequests && this.#waiting.size === 0) {
+          this.#reading++
+          reading = 'yes'
+          return
+        }
+        reading = 'waiting'
+        const granted = await new Promise<boolean>((resolve) => {
+          const timer = setTimeout(() => { this.#waiting.delete(wakeUp); resolve(false) }, this.#limits.maxReadingWaitMs)
+          const wakeUp = (): void => { clearTimeout(timer); resolve(true) }
+          this.#waiting.add(wakeUp)
+        })
+        if (!granted) {
+          reading = 'done'
+          throw this.#reject('server_busy', 'The server is reading as many request bodies as it can take; retry shortly', busyRetryAfterS, headers)
+        }
+        reading = 'yes'
+      },
       addBytes: (n) => {
         seen += n
         if (seen > counted) {
@@ -95,15 +146,25 @@ export class Admission {
           counted = seen
         }
       },
-      releaseBytes: () => { this.#bodyBytes -= counted; counted = 0 },
+      releaseBytes: doneReading,
       release: () => {
         if (released) return
         released = true
-        this.#bodyBytes -= counted
-        counted = 0
+        doneReading()
         this.#concurrency.release(orgId)
       },
     }
+  }
+
+  /** Passes a freed reading slot to the longest waiting request, if any. */
+  #freeSlot (): void {
+    const next = this.#waiting.values().next()
+    if (next.done === true) {
+      this.#reading--
+      return
+    }
+    this.#waiting.delete(next.value)
+    next.value() // the slot changes hands: #reading stays
   }
 
   #reject (code: RejectReason, message: string, retryAfter: number, headers: Record<string, string>): SluiceError {

@@ -136,6 +136,7 @@ async function ingestBody (
 ): Promise<StoredAnswer> {
   const { req } = ctx
   const { config, metrics } = deps
+  await ticket.startReading()
   const summary = new IngestSummary()
   const raw = new ByteLimit(config.maxRawBytes, 'raw')
   const decoded = new ByteLimit(config.maxDecodedBytes, 'decoded')

@@ -410,8 +410,13 @@ export class BatchWriter {
       bytes += w.bytes
     }
     const rows = sumRows(writes)
-    // One block, hence one part per partition, however many rows the batch holds.
-    const settings: InsertSettings = { max_insert_block_size: String(Math.max(rows, serverInsertBlockRows)) }
+    // One block, hence one part per partition, however many rows the batch holds. The rollup views
+    // run on the other cores instead of one after another in the inserting thread: with one insert
+    // in flight, the insert's time is the writer's ceiling (bench/README.md, "parallel views").
+    const settings: InsertSettings = {
+      max_insert_block_size: String(Math.max(rows, serverInsertBlockRows)),
+      parallel_view_processing: '1',
+    }
     for (let attempt = 1; ; attempt++) {
       const startedAt = performance.now()
       let failure: unknown

@@ -86,6 +86,48 @@ t.test('server_busy: past the server\'s uncommitted bytes', async (t) => {
   t.equal((await postIngest(tgt, '{"path":"/third"}\n')).status, 200)
 })
 
+t.test('past the server\'s reading requests, a request waits for a slot', async (t) => {
+  const s = await startServer(t, { limits: { maxReadingRequests: 1 } })
+  const tgt = await createIngestTarget(s, 'reading')
+  const held = await openRequest(tgt, '{"path":"/held"}\n')
+  await until(() => s.app.admission.readingRequests === 1, 'the first body to be reading')
+  const second = postIngest(tgt, '{"path":"/second"}\n')
+  await until(() => s.app.admission.waitingRequests === 1, 'the second request to wait')
+  t.equal((await held.finish()).status, 200)
+  t.equal((await second).status, 200, 'it reads its body once the first hands the slot over')
+  t.equal(s.app.admission.readingRequests, 0, 'every slot is handed back')
+  t.equal(s.app.admission.waitingRequests, 0)
+  t.equal(await countEvents(tgt), 2)
+})
+
+t.test('server_busy: a request that waits too long for a reading slot', async (t) => {
+  const s = await startServer(t, { limits: { maxReadingRequests: 1, maxReadingWaitMs: 300 } })
+  const tgt = await createIngestTarget(s, 'waited')
+  const held = await openRequest(tgt, '{"path":"/held"}\n')
+  await until(() => s.app.admission.readingRequests === 1, 'the first body to be reading')
+  const r = await postIngest(tgt, '{"path":"/second"}\n')
+  t.equal(r.status, 429)
+  t.equal(r.body.error, 'server_busy')
+  t.ok(Number(r.headers['retry-after']) >= 1)
+  t.equal(s.app.admission.waitingRequests, 0)
+  t.equal((await held.finish()).status, 200)
+  t.equal(s.app.admission.readingRequests, 0)
+  t.equal((await postIngest(tgt, '{"path":"/third"}\n')).status, 200)
+  t.equal(await countEvents(tgt), 2, 'the refused request stored nothing')
+})
+
+t.test('a request waiting for its commit holds no reading slot', async (t) => {
+  // A long flush interval keeps the first request waiting in the writer, its body read.
+  const s = await startServer(t, { limits: { maxReadingRequests: 1 }, writer: { flushIntervalMs: 1500, minInsertIntervalMs: 0 } })
+  const tgt = await createIngestTarget(s, 'committing')
+  const first = postIngest(tgt, '{"path":"/first"}\n')
+  await until(() => s.app.writer.pendingRows === 1, 'the first request to reach the writer')
+  t.equal(s.app.admission.readingRequests, 0)
+  const second = await postIngest(tgt, '{"path":"/second"}\n')
+  t.equal(second.status, 200, 'read while the first waits for its commit')
+  t.equal((await first).status, 200)
+})
+
 t.test('429s are counted by reason in /metrics', async (t) => {
   const s = await startServer(t, { limits: { requestsPerMinute: 1 } })
   const tgt = await createIngestTarget(s, 'metered')
