@@ -123,7 +123,9 @@ async function handleIngest (ctx: RequestContext, deps: IngestRouteDeps): Promis
     }
     await ingestBody(ctx, deps, ticket, decoder, stream.retentionDays, org.id, stream.name)
   } catch (err) {
-    if (!req.complete) res.setHeader('connection', 'close')
+    // A body cut short by an error is not worth reading on; a 429 left it unread, and it is
+    // drained so the client reads the answer (as for the 429s of admission).
+    if (!req.complete && !(err instanceof SluiceError && err.status === 429)) res.setHeader('connection', 'close')
     throw err
   } finally {
     ticket.release()
@@ -136,7 +138,12 @@ async function ingestBody (
 ): Promise<StoredAnswer> {
   const { req } = ctx
   const { config, metrics } = deps
-  await ticket.startReading()
+  try {
+    await ticket.startReading()
+  } catch (err) {
+    decoder?.destroy()
+    throw err
+  }
   const summary = new IngestSummary()
   const raw = new ByteLimit(config.maxRawBytes, 'raw')
   const decoded = new ByteLimit(config.maxDecodedBytes, 'decoded')
