@@ -19,6 +19,8 @@
 // - Latency is taken per request, from the send of its bytes to the end of its answer, by this
 //   process's clock; autocannon's own histogram is not used (its coordinated-omission correction
 //   assumes a rate per millisecond, and would invent latencies).
+// - A target may rewrite each counted request's body (`prepare`, e.g. a unique marker line) and
+//   follow its answer (`onAnswer`) and the phases (`onPhase`): bench/tail.bench.ts does.
 import autocannon from 'autocannon'
 import type { Instance, RequestContext, RequestSpec } from 'autocannon'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -38,6 +40,15 @@ export interface LoadTarget {
   idle: { method: 'POST', path: string, headers: Record<string, string> }
   /** Rows the answer says were stored, and an error code for an answer that is not a 2xx. */
   readAnswer (status: number, body: string, rows: number): { stored: number, code: string | null }
+  /**
+   * Optional, at each counted send: the body to send instead of the entry's (e.g. the entry's with
+   * a unique line added) and a tag that onAnswer gets back with that request's answer.
+   */
+  prepare?: (request: LoadRequest) => { body: Buffer, tag: unknown }
+  /** Optional, at each counted answer: prepare's tag, and this process's send and answer times (performance.now()). */
+  onAnswer?: (tag: unknown, status: number, body: string, sentAt: number, answeredAt: number) => void
+  /** Optional: told when the measured window starts and when the drain starts (it ends). */
+  onPhase?: (phase: 'window' | 'drain') => void
 }
 
 export interface LoadOptions {
@@ -110,7 +121,7 @@ export async function runLoad (options: LoadOptions): Promise<LoadResult> {
   let lateSends = 0
   const isOpen = options.ratePerS !== undefined
 
-  const setupRequest = (request: RequestSpec, context: RequestContext): RequestSpec => {
+  const setupRequest = (request: RequestSpec, context: RequestContext, entry: LoadRequest): RequestSpec => {
     const now = performance.now()
     // An answer followed at once by a send: the connection's second had already come (1 in 50
     // goes unseen: autocannon clears the context when a connection starts the list over).
@@ -123,10 +134,16 @@ export async function runLoad (options: LoadOptions): Promise<LoadResult> {
     context.isCounted = true
     total.sent++
     if (phase === 'window') window.sent++
+    if (target.prepare) {
+      const { body, tag } = target.prepare(entry)
+      context.tag = tag
+      return { ...request, body }
+    }
     return request
   }
   const requests: RequestSpec[] = target.requests.map((r) => ({
-    method: r.method, path: r.path, headers: r.headers, body: r.body, setupRequest,
+    method: r.method, path: r.path, headers: r.headers, body: r.body,
+    setupRequest: (request: RequestSpec, context: RequestContext) => setupRequest(request, context, r),
     onResponse: (status: number, body: string, context: RequestContext): void => {
       const now = performance.now()
       context.answeredAt = now
@@ -135,6 +152,7 @@ export async function runLoad (options: LoadOptions): Promise<LoadResult> {
       const { stored, code } = target.readAnswer(status, body, r.rows)
       total.add(status, stored, code, latencyMs)
       if (phase === 'window') window.add(status, stored, code, latencyMs)
+      target.onAnswer?.(context.tag, status, body, context.sentAt as number, now)
     },
   }))
 
@@ -179,12 +197,14 @@ export async function runLoad (options: LoadOptions): Promise<LoadResult> {
 
   await sleep(options.warmupS * 1000)
   phase = 'window'
+  target.onPhase?.('window')
   options.onWindowStart?.()
   const windowStart = performance.now()
   await sleep(options.durationS * 1000)
   options.onWindowEnd?.()
   const windowS = (performance.now() - windowStart) / 1000
   phase = 'drain'
+  target.onPhase?.('drain')
 
   const drainStart = performance.now()
   const drainDeadline = drainStart + (options.drainTimeoutS ?? 30) * 1000

@@ -71,7 +71,7 @@ export class LiveStats {
   toPartial (): LiveStatsPartial {
     const rt: number[] = []
     if (this.#rtCount > 0) for (let i = 0; i < bucketCount; i++) if (this.#rt[i] > 0) rt.push(i, this.#rt[i])
-    return { count: this.count, status: [...this.status], bytes: this.bytes, rt, paths: topOf(this.#paths, pathsPerTask) }
+    return { count: this.count, status: [...this.status], bytes: this.bytes, rt, paths: frequentOf(this.#paths, pathsPerTask) }
   }
 
   merge (p: LiveStatsPartial): void {
@@ -112,6 +112,22 @@ export class LiveStats {
       top_paths: topOf(this.#paths, topPathsListed).map(([path, count]) => ({ path, count })),
     }
   }
+}
+
+/**
+ * A task's `n` most frequent paths, in no particular order, without sorting every path: most of
+ * a task's paths occur once (ids in paths), and only those seen more than once are ranked; paths
+ * seen once fill what is left, in the order they came (any of them is as good for the merge).
+ */
+function frequentOf (counts: Map<string, number>, n: number): Array<[string, number]> {
+  const repeated: Array<[string, number]> = []
+  counts.forEach((count, path) => { if (count > 1) repeated.push([path, count]) })
+  if (repeated.length >= n) return repeated.sort((a, b) => b[1] - a[1]).slice(0, n)
+  for (const [path, count] of counts) {
+    if (repeated.length === n) break
+    if (count === 1) repeated.push([path, count])
+  }
+  return repeated
 }
 
 function topOf (counts: Map<string, number>, n: number): Array<[string, number]> {

@@ -1,0 +1,90 @@
+// TailHub's per-filter allowance with requests in flight at once: each request is charged at its
+// start what requests matched of late, so a busy filter's allowance is not handed whole to every
+// request in flight (the workers would serialize every event), while a selective filter, whose
+// requests match little, is never cut short.
+import t from 'tap'
+import { EventEmitter } from 'node:events'
+import type { ServerResponse } from 'node:http'
+import { TailHub } from '../../lib/live/tail-hub.ts'
+import { LiveStats } from '../../lib/live/live-stats.ts'
+import type { LiveOutput, LiveRequest } from '../../lib/ingest/parse-task.ts'
+
+class FakeResponse extends EventEmitter {
+  writableLength = 0
+  text = ''
+  writeHead (): this { return this }
+  write (chunk: string): boolean { this.text += chunk; return true }
+  end (): void { this.emit('close') }
+}
+
+/** A task's output where the first `all` events match filter 0 and the first `marked` also filter 1. */
+function output (all: number, marked: number, dropped: number[] = [0, 0]): LiveOutput {
+  return {
+    events: Array.from({ length: all }, (_, i) => JSON.stringify({ n: i })),
+    masks: Array.from({ length: all }, (_, i) => i < marked ? 0b11 : 0b01),
+    dropped,
+    stats: new LiveStats().toPartial(),
+  }
+}
+
+t.test('requests in flight share a busy filter\'s allowance; a selective one is never cut', async (t) => {
+  // No stats tick during the test: the allowance period stays the same.
+  const hub = new TailHub({ eventsPerSecond: 100, statsIntervalMs: 3_600_000, heartbeatMs: 3_600_000 })
+  t.teardown(() => hub.close())
+  const everything = new FakeResponse()
+  const markers = new FakeResponse()
+  hub.open(everything as unknown as ServerResponse, 'org', 'web', '')
+  hub.open(markers as unknown as ServerResponse, 'org', 'web', 'host:marker')
+
+  const first = hub.liveRequestFor('org', 'web')!
+  t.same(first.filters, ['', 'host:marker'])
+  t.same(first.caps, [100, 100], 'nothing known yet: the whole allowance')
+  hub.publish('org', 'web', first, [output(50, 1)])
+  // Left: 100 - 50 and 100 - 1; a request matches 50 and 1 on average.
+
+  const inFlight: LiveRequest[] = []
+  for (let i = 0; i < 5; i++) inFlight.push(hub.liveRequestFor('org', 'web')!)
+  t.same(inFlight.map((r) => r.caps[0]), [50, 0, 0, 0, 0], 'the busy filter: what is left, then nothing once charged')
+  t.same(inFlight.map((r) => r.caps[1]), [99, 98, 97, 96, 95], 'the selective filter: charged one a request')
+
+  // The first in flight serialized 40 of its 50: the 10 it was charged and did not use come back.
+  hub.publish('org', 'web', inFlight[0], [output(40, 1)])
+  t.equal(hub.liveRequestFor('org', 'web')!.caps[0], 10)
+
+  // Matches left out by a cap count toward the average: 0 serialized, 60 dropped.
+  for (const r of inFlight.slice(1)) hub.publish('org', 'web', r, [output(0, 0, [60, 0])])
+  const dropped = [...everything.text.matchAll(/event: dropped\ndata: \{"count":(\d+)\}/g)].reduce((n, m) => n + Number(m[1]), 0)
+  t.equal(dropped, 240, 'the matches left out are reported as dropped')
+  t.equal(everything.text.match(/event: event/g)?.length, 90, 'the events serialized are sent')
+  t.equal(markers.text.match(/event: event/g)?.length, 2, 'every marker delivered')
+})
+
+t.test('a charge from an earlier second stays there; only what went beyond it counts now', async (t) => {
+  const hub = new TailHub({ eventsPerSecond: 100, statsIntervalMs: 30, heartbeatMs: 3_600_000 })
+  t.teardown(() => hub.close())
+  const keepAlive = setInterval(() => {}, 1000) // the hub's timers do not hold the process open
+  t.teardown(() => clearInterval(keepAlive))
+  const client = new FakeResponse()
+  hub.open(client as unknown as ServerResponse, 'org', 'web', '')
+  /** Resolves right after the next stats tick: the allowance period has just changed. */
+  const nextTick = (): Promise<void> => new Promise((resolve) => {
+    const write = client.write.bind(client)
+    client.write = (chunk: string): boolean => {
+      const ok = write(chunk)
+      if (chunk.startsWith('event: stats')) { client.write = write; resolve() }
+      return ok
+    }
+  })
+
+  // Everything from here to the next await runs before another tick can come.
+  await nextTick()
+  hub.publish('org', 'web', hub.liveRequestFor('org', 'web')!, [output(50, 0, [0])])
+  const inFlight = [hub.liveRequestFor('org', 'web')!, hub.liveRequestFor('org', 'web')!]
+  t.same(inFlight.map((r) => r.caps[0]), [50, 0], 'charged 50 each at the start')
+
+  await nextTick()
+  hub.publish('org', 'web', inFlight[0], [output(50, 0, [0])])
+  t.equal(hub.liveRequestFor('org', 'web')!.caps[0], 100, 'serialized what it was charged: nothing more this second')
+  hub.publish('org', 'web', inFlight[1], [output(20, 0, [0])])
+  t.equal(hub.liveRequestFor('org', 'web')!.caps[0], 50 - 20, 'charged 0, serialized 20: on top of the charge just made')
+})
