@@ -2,7 +2,7 @@
 // line of the worker's function (lib/ingest/parse-worker.ts) without a tail, and with the live
 // request a stream with tail clients sends (LiveCollector: live stats for every row, each filter
 // matched against every row, matching rows serialized up to the filter's cap). Input: seeded
-// ~200-byte lines from payload.ts in 600-line tasks (128 KiB, as the ingest pipeline sends them).
+// ~200-byte lines from payload.ts in 570-line tasks (about 120 KiB, as the ingest pipeline sends them).
 //
 //   node bench/live.bench.ts [lines=100000] [rounds=6]
 //
@@ -17,7 +17,7 @@ const lineCount = Number(process.argv[2] ?? 100_000)
 const rounds = Number(process.argv[3] ?? 6)
 const receivedAt = Date.now()
 const day = 86_400_000
-const linesPerTask = 600
+const linesPerTask = 570
 
 const lines = generateLines(lineCount, 42, receivedAt)
 const tasks: Array<Omit<ParseTask, 'live'>> = []

@@ -1,6 +1,6 @@
 // Micro-benchmark of the parse worker, in this thread (no pool, no transfer): how many lines a
 // second one core turns into TabSeparated rows. Input: seeded ~200-byte mixed-format lines from
-// payload.ts, packed into 128 KiB tasks as the ingest pipeline sends them.
+// payload.ts, packed into 120 KiB tasks (config ingest.taskBytes) as the ingest pipeline sends them.
 //
 //   node bench/parse.bench.ts [lines=200000] [rounds=10]
 //
@@ -14,7 +14,7 @@ import parseTask from '../lib/ingest/parse-worker.ts'
 import type { ParseTask } from '../lib/ingest/parse-task.ts'
 import { generateLines } from './payload.ts'
 
-const taskBytes = 128 * 1024
+const taskBytes = 120 * 1024
 const lineCount = Number(process.argv[2] ?? 200_000)
 const rounds = Number(process.argv[3] ?? 10)
 const receivedAt = Date.now()
@@ -82,7 +82,7 @@ const median = rates[Math.floor(rates.length / 2)]
 const bytesPerLine = inputBytes / lineCount
 
 console.log(`${cpus()[0].model}, Node ${process.version}`)
-console.log(`${lineCount} lines of ${bytesPerLine.toFixed(0)} B in ${tasks.length} tasks of 128 KiB; ${rounds} rounds`)
+console.log(`${lineCount} lines of ${bytesPerLine.toFixed(0)} B in ${tasks.length} tasks of 120 KiB; ${rounds} rounds`)
 console.log(`median ${Math.round(median).toLocaleString('en')} lines/s, ${(median * bytesPerLine / 1e6).toFixed(1)} MB/s in ` +
   `(min ${Math.round(rates[0]).toLocaleString('en')}, max ${Math.round(rates[rates.length - 1]).toLocaleString('en')} lines/s); ` +
   `${(check.outputBytes / inputBytes).toFixed(2)} B of TSV per input byte`)

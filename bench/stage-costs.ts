@@ -51,7 +51,7 @@ function parseMedianLine (stdout: string): { median: number, min: number, max: n
 export async function measureSplit (megabytes: number, rounds: number): Promise<StageCost> {
   const args = [String(megabytes), String(rounds)]
   const { value, machineBusy } = await measure(() => runBench('split.bench.ts', args))
-  return { stage: 'split (main thread: line framing, 128 KiB tasks)', ...parseMedianLine(value), machineBusy, command: `node bench/split.bench.ts ${args.join(' ')}`, note: 'lines/s' }
+  return { stage: 'split (main thread: line framing, 120 KiB tasks)', ...parseMedianLine(value), machineBusy, command: `node bench/split.bench.ts ${args.join(' ')}`, note: 'lines/s' }
 }
 
 export async function measureParse (lines: number, rounds: number): Promise<StageCost> {
