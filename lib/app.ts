@@ -126,7 +126,6 @@ export async function createApp (config: Config, log: Logger, options: AppOption
       maxBatchRows: config.writer.maxBatchRows,
       flushIntervalMs: config.writer.flushIntervalMs,
       minInsertIntervalMs: config.writer.minInsertIntervalMs,
-      flushRows: config.writer.flushRows,
       retryTimeoutMs: config.writer.retryTimeoutMs,
       maxPendingBytes: config.limits.maxUncommittedBytes,
       onInsert: (stats) => {

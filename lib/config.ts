@@ -73,8 +73,6 @@ export interface Config {
     flushIntervalMs: number
     /** ms between two inserts at least, so that low load makes few parts. */
     minInsertIntervalMs: number
-    /** Rows that send a batch before flushIntervalMs is up (minInsertIntervalMs still applies). */
-    flushRows: number
     /** ms a failing insert is retried before its requests get 503. */
     retryTimeoutMs: number
   }
@@ -147,7 +145,6 @@ const fields: Field[] = [
   { path: 'writer.maxBatchRows', kind: 'positiveInt' },
   { path: 'writer.flushIntervalMs', kind: 'positiveInt', env: 'SLUICE_FLUSH_INTERVAL_MS' },
   { path: 'writer.minInsertIntervalMs', kind: 'nonNegativeInt' },
-  { path: 'writer.flushRows', kind: 'positiveInt' },
   { path: 'writer.retryTimeoutMs', kind: 'positiveInt' },
   { path: 'tail.maxPerOrg', kind: 'positiveInt', env: 'SLUICE_MAX_TAILS_PER_ORG' },
   { path: 'tail.maxBufferedBytes', kind: 'positiveInt' },

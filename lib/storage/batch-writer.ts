@@ -18,10 +18,8 @@
 //   a resolved write is never missing rows.
 // - When: one insert is in flight at a time. The next one starts as soon as the previous returned
 //   and either a full batch waits (maxBatchRows or maxBatchBytes of rows, or half of
-//   maxPendingBytes, or writes held for want of room), or minInsertIntervalMs have passed since
-//   the previous insert started and either flushRows rows wait or the oldest waiting write has
-//   waited flushIntervalMs. (flushRows: at moderate load a batch goes once it is worth an insert,
-//   instead of every row waiting out the interval; at low load the interval rules.)
+//   maxPendingBytes, or writes held for want of room) or the oldest waiting write has waited
+//   flushIntervalMs and minInsertIntervalMs have passed since the previous insert started.
 //   flush() and close() send at once.
 // - ClickHouse down: a failed insert is retried with exponential backoff and jitter while the
 //   oldest write in it is younger than retryTimeoutMs (every batch gets at least one attempt, so
@@ -76,8 +74,6 @@ export interface BatchWriterOptions {
   flushIntervalMs?: number
   /** Milliseconds between the starts of two non-full inserts; default 200: at most 5 parts/s. */
   minInsertIntervalMs?: number
-  /** Rows that send a batch before flushIntervalMs is up (minInsertIntervalMs still applies); default 10_000. */
-  flushRows?: number
   /** Milliseconds a write is kept trying from when write() was called; default 10_000. */
   retryTimeoutMs?: number
   /** Bytes waiting and in flight before writes are held; default 256 MiB (SPEC 6 server limit). */
@@ -93,7 +89,6 @@ const defaults = {
   maxBatchBytes: 64 * 1024 * 1024,
   flushIntervalMs: 250,
   minInsertIntervalMs: 200,
-  flushRows: 10_000,
   retryTimeoutMs: 10_000,
   maxPendingBytes: 256 * 1024 * 1024,
   retryAfterS: 5,
@@ -178,7 +173,6 @@ export class BatchWriter {
   readonly #maxBatchBytes: number
   readonly #flushIntervalMs: number
   readonly #minInsertIntervalMs: number
-  readonly #flushRows: number
   readonly #retryTimeoutMs: number
   readonly #maxPendingBytes: number
   readonly #retryAfterS: number
@@ -210,7 +204,6 @@ export class BatchWriter {
     this.#maxBatchBytes = positiveInteger('maxBatchBytes', options.maxBatchBytes ?? defaults.maxBatchBytes)
     this.#flushIntervalMs = nonNegative('flushIntervalMs', options.flushIntervalMs ?? defaults.flushIntervalMs)
     this.#minInsertIntervalMs = nonNegative('minInsertIntervalMs', options.minInsertIntervalMs ?? defaults.minInsertIntervalMs)
-    this.#flushRows = positiveInteger('flushRows', options.flushRows ?? defaults.flushRows)
     this.#retryTimeoutMs = nonNegative('retryTimeoutMs', options.retryTimeoutMs ?? defaults.retryTimeoutMs)
     this.#maxPendingBytes = positiveInteger('maxPendingBytes', options.maxPendingBytes ?? defaults.maxPendingBytes)
     this.#retryAfterS = Math.max(1, Math.ceil(nonNegative('retryAfterS', options.retryAfterS ?? defaults.retryAfterS)))
@@ -323,8 +316,7 @@ export class BatchWriter {
         this.#waitingBytes + this.#sendingBytes >= this.#maxPendingBytes / 2) {
       dueAt = now
     } else {
-      const ready = this.#waitingRows >= this.#flushRows ? now : oldest.calledAt + this.#flushIntervalMs
-      dueAt = Math.max(ready, this.#lastInsertStartedAt + this.#minInsertIntervalMs)
+      dueAt = Math.max(oldest.calledAt + this.#flushIntervalMs, this.#lastInsertStartedAt + this.#minInsertIntervalMs)
     }
     if (dueAt <= now) {
       this.#clearTimer()

@@ -172,26 +172,6 @@ t.test('time trigger: a lone row waits flushIntervalMs for company, then goes', 
   tt.equal(inserts.length, 1, 'the second write kept the first company')
 })
 
-t.test('flushRows: enough rows go before the interval, once minInsertIntervalMs has passed', async (tt) => {
-  const { writer, inserts } = startWriter(tt, { flushRows: 50, flushIntervalMs: 600_000, minInsertIntervalMs: 300 })
-  const started = performance.now()
-  await writer.write([eventRows('rows-1', 60)], 60)
-  const first = performance.now() - started
-  tt.ok(first < 5_000, `the first batch went at once (${Math.round(first)} ms), not after the interval`)
-  const secondStarted = performance.now()
-  await writer.write([eventRows('rows-2', 60)], 60)
-  const gap = performance.now() - started
-  tt.ok(gap >= 295, `the second insert waited minInsertIntervalMs (${Math.round(gap)} ms after the first started)`)
-  tt.ok(performance.now() - secondStarted < 5_000)
-  tt.equal(inserts.length, 2)
-  const few = writer.write([eventRows('rows-3', 10)], 10)
-  const outcome = await Promise.race([few.then(() => 'sent'), new Promise((resolve) => setTimeout(resolve, 700, 'waiting'))])
-  tt.equal(outcome, 'waiting', 'fewer rows wait for the interval')
-  await writer.flush()
-  await few
-  tt.equal(await countRows('rows-3'), 10)
-})
-
 t.test('minInsertIntervalMs spaces small inserts', async (tt) => {
   const { writer, inserts } = startWriter(tt, { flushIntervalMs: 0, minInsertIntervalMs: 300 })
   const starts: number[] = []
