@@ -4,7 +4,8 @@
 // nobody tails a stream is a null check.
 //
 // Past its cap a filter only counts what it drops, and a non-empty one counts by sampling: it is
-// matched against every `sampleEvery`-th row, each match standing for that many. On a busy stream the
+// matched against one row in `sampleEvery`, drawn at random (every n-th row would alias with
+// periodic logs, such as hosts taking turns), each match standing for that many. On a busy stream the
 // caps are spent early in each second, so this keeps ten tails' filters from costing the workers
 // a match per row and filter (bench/live.bench.ts); `dropped` is then an estimate.
 import type { EventRow } from '../ingest/event-schema.ts'
@@ -45,7 +46,6 @@ export class LiveCollector {
   readonly #dropped: number[]
   readonly #events: string[] = []
   readonly #masks: number[] = []
-  #row = 0
 
   constructor (request: LiveRequest, receivedAt: number) {
     this.#matchers = request.filters.map(matcherFor)
@@ -57,7 +57,7 @@ export class LiveCollector {
 
   add (row: EventRow): void {
     this.#stats.add(row.status, row.bytes, row.rt, row.path)
-    const sampled = this.#row++ % sampleEvery === 0
+    const sampled = Math.random() * sampleEvery < 1
     let view: EventLike | null = null
     let mask = 0
     for (let i = 0; i < this.#matchers.length; i++) {
