@@ -99,7 +99,7 @@ function durability (records: RunRecord[]): string {
   if (missing.length === 0 && extra.length === 0) parts.push(`ClickHouse Δ = Σ acknowledged rows in all ${records.length} runs`)
   if (missing.length > 0) parts.push(`**acknowledged rows missing** in ${missing.map((r) => `${r.label} (Δ ${r.chDelta}, acked ${r.load.total.stored})`).join('; ')}`)
   if (extra.length > 0) parts.push(`more stored than acknowledged in ${extra.map((r) => `${r.label} (Δ ${r.chDelta}, acked ${r.load.total.stored})`).join('; ')}`)
-  if (unanswered > 0) parts.push(`${unanswered} requests unanswered (connection closed by the server)`)
+  if (unanswered > 0) parts.push(`${unanswered} requests unanswered when the drain ended (a connection error, or no answer within its wait)`)
   return parts.join('; ')
 }
 
