@@ -119,6 +119,28 @@ t.test('server_busy: a request that waits too long for a reading slot', async (t
   t.equal(await countEvents(tgt), 2, 'the refused request stored nothing')
 })
 
+t.test('a client that gives up while waiting for a reading slot frees everything it held', async (t) => {
+  const s = await startServer(t, { limits: { maxReadingRequests: 1, concurrentRequests: 2 } })
+  const tgt = await createIngestTarget(s, 'gaveup')
+  const held = await openRequest(tgt, '{"path":"/held"}\n')
+  await until(() => s.app.admission.readingRequests === 1, 'the first body to be reading')
+  const abort = new AbortController()
+  const body = new Readable({ read () {} })
+  body.push('{"path":"/gone"}\n')
+  const gone = request(`${s.url}/api/ingest/${tgt.stream}`, {
+    method: 'POST', body, signal: abort.signal, headers: { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/x-ndjson' },
+  }).catch((err: Error) => err)
+  await until(() => s.app.admission.waitingRequests === 1, 'the second request to wait')
+  abort.abort()
+  t.ok(await gone instanceof Error, 'the client went away')
+  t.equal((await held.finish()).status, 200)
+  await until(() => s.app.admission.readingRequests === 0 && s.app.admission.waitingRequests === 0, 'the slots to be free')
+  // Both org concurrency slots are free again: two requests at once are admitted.
+  const [a, b] = await Promise.all([postIngest(tgt, '{"path":"/a"}\n'), postIngest(tgt, '{"path":"/b"}\n')])
+  t.same([a.status, b.status], [200, 200])
+  t.equal(await countEvents(tgt), 3, 'the abandoned request stored nothing')
+})
+
 t.test('a request waiting for its commit holds no reading slot', async (t) => {
   // A long flush interval keeps the first request waiting in the writer, its body read.
   const s = await startServer(t, { limits: { maxReadingRequests: 1 }, writer: { flushIntervalMs: 1500, minInsertIntervalMs: 0 } })
