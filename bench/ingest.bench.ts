@@ -6,6 +6,7 @@
 //   node bench/ingest.bench.ts [--quick] [--only stages,plain,gzip,direct,latency,overload,sweep]
 //     [--sweep] [--runs 3] [--duration 8] [--connections 64,128,256] [--max-rps N]
 //     [--workers N] [--flush-ms N] [--max-batch-rows N] [--json FILE] [--keep] [--profile DIR]
+//     [--node-arg FLAG]... (a Node/V8 flag for Sluice's process only, e.g. --max-semi-space-size=8)
 //     [--sluice-main OTHER_CHECKOUT/lib/main.ts] [--env NAME=VALUE]...
 //
 // Child processes (Sluice, ClickHouse, the micro-benchmarks) are stopped on exit, on an error and
@@ -53,6 +54,7 @@ const { values: args } = parseArgs({
     profile: { type: 'string' },
     'sluice-main': { type: 'string' },
     env: { type: 'string', multiple: true },
+    'node-arg': { type: 'string', multiple: true },
   },
 })
 const quick = args.quick
@@ -160,7 +162,7 @@ async function main (): Promise<void> {
     await sluice?.stop()
     sluice = await SluiceChild.start({
       dataDir: join(tmp, 'sluice'), clickhouseUrl: managed!.url, database: 'sluice', env,
-      nodeArgs: args.profile ? ['--cpu-prof', `--cpu-prof-dir=${args.profile}`] : [],
+      nodeArgs: [...(args['node-arg'] ?? []), ...(args.profile ? ['--cpu-prof', `--cpu-prof-dir=${args.profile}`] : [])],
       mainFile: args['sluice-main'],
     })
     const admin = readFileSync(join(tmp, 'sluice', 'admin-token'), 'utf8').trim()
