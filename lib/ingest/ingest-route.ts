@@ -123,9 +123,10 @@ async function handleIngest (ctx: RequestContext, deps: IngestRouteDeps): Promis
     }
     await ingestBody(ctx, deps, ticket, decoder, stream.retentionDays, org.id, stream.name)
   } catch (err) {
-    // A body cut short by an error is not worth reading on; a 429 left it unread, and it is
-    // drained so the client reads the answer (as for the 429s of admission).
-    if (!req.complete && !(err instanceof SluiceError && err.status === 429)) res.setHeader('connection', 'close')
+    // A body abandoned part-way is not worth reading on: the connection closes. One refused
+    // before its first byte was read (a bad content type, the wait for a reading slot) is left
+    // to the server, which drains it like any unread body so the client reads the answer.
+    if (!req.complete && req.readableDidRead) res.setHeader('connection', 'close')
     throw err
   } finally {
     ticket.release()
