@@ -97,11 +97,10 @@ const maxGrowth = 16
 const sizingMargin = 1.5
 
 /**
- * The SELECT of the page's rows in [lo, hi), at most `limit`; the filter in PREWHERE, or in WHERE
+ * The SELECT of the page's rows in [lo, hi) after the cursor's (ts, seq), at most `limit`; the filter in PREWHERE, or in WHERE
  * as one query over the whole range had it before windows (`prewhere` false).
  */
-export function eventsWindowSql (params: EventsParams, lo: number, hi: number, limit: number, prewhere = true): SqlFragment {
-  const after = params.cursor ? decodeCursor(params.cursor) : null
+function eventsWindowSql (params: EventsParams, after: { ts: number, seq: number } | null, lo: number, hi: number, limit: number, prewhere = true): SqlFragment {
   const keyset = after ? sql`AND (ts < ${after.ts} OR (ts = ${after.ts} AND seq < ${after.seq}))` : sql``
   const filter = params.filter ?? null
   return sql`
@@ -129,14 +128,14 @@ export async function queryEvents (clickhouse: ClickHouse, params: EventsParams)
   const top = after ? Math.min(params.to, after.ts + 1) : params.to
   let rows: EventRowOut[]
   if (params.windowed === false) {
-    rows = await clickhouse.query<EventRowOut>(eventsWindowSql(params, params.from, params.to, wanted, false))
+    rows = await clickhouse.query<EventRowOut>(eventsWindowSql(params, after, params.from, params.to, wanted, false))
   } else {
     rows = []
     let hi = top
     let windowMs = firstWindowMs
     while (hi > params.from && rows.length < wanted) {
       const lo = Math.max(params.from, hi - windowMs)
-      const got = await clickhouse.query<EventRowOut>(eventsWindowSql(params, lo, hi, wanted - rows.length))
+      const got = await clickhouse.query<EventRowOut>(eventsWindowSql(params, after, lo, hi, wanted - rows.length))
       for (const row of got) rows.push(row)
       hi = lo
       windowMs = nextWindowMs(windowMs, top - hi, rows.length, wanted - rows.length)
