@@ -11,21 +11,13 @@ import { chromium } from 'playwright-core'
 import type { Browser, Page } from 'playwright-core'
 import { startServer } from '../helpers/server.ts'
 import type { TestServer } from '../helpers/server.ts'
+import { createRandom as random } from '../../bench/payload.ts' // seeded: the screenshot looks the same each run
 
 const chromiumPath = '/usr/bin/chromium'
 const artifacts = fileURLToPath(new URL('../artifacts/', import.meta.url))
 /** ms to wait for something the page should show: a tail event arrives within a second. */
 const waitMs = 15_000
 
-/** Deterministic pseudo-random numbers (mulberry32), so the screenshot looks the same each run. */
-function random (seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0
-    let r = Math.imul(seed ^ (seed >>> 15), 1 | seed)
-    r = (r + Math.imul(r ^ (r >>> 7), 61 | r)) ^ r
-    return ((r ^ (r >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 const paths = ['/', '/api/users', '/api/orders', '/login', '/static/app.js', '/api/search', '/checkout', '/api/cart', '/healthz']
 const hosts = ['web-1', 'web-2', 'web-3', 'api-1']

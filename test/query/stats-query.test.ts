@@ -12,6 +12,7 @@ import { queryStats, planStats } from '../../lib/query/stats-query.ts'
 import { parseFilter } from '../../lib/query/filter-parser.ts'
 import { filterToSql } from '../../lib/query/filter-sql.ts'
 import type { StatsResult, StatsSource } from '../../lib/query/stats-query.ts'
+import { createRandom } from '../../bench/payload.ts' // seeded, so every run stores the same rows
 
 const minute = 60_000
 const hour = 60 * minute
@@ -34,17 +35,6 @@ interface Row {
   filename: string | null
 }
 
-/** mulberry32: a seeded generator, so every run stores the same rows. */
-function createRandom (seed: number): () => number {
-  let state = seed >>> 0
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let x = state
-    x = Math.imul(x ^ (x >>> 15), x | 1)
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61)
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 const paths = ['/', '/login', '/api/orders', '/api/orders/search', '/api/users', '/static/app.js', '/health', '/missing', '/slow', '/x\ty', "/it's"]
 const statuses = [200, 200, 200, 200, 200, 201, 204, 301, 304, 400, 404, 404, 500, 503, 101, null]
