@@ -32,7 +32,7 @@ import type { EventsParams } from '../lib/query/events-query.ts'
 import { parseFilter } from '../lib/query/filter-parser.ts'
 import { filterToSql } from '../lib/query/filter-sql.ts'
 import { quantile } from './load-driver.ts'
-import { endMs, hosts, loadEvents, orgId, rareStatus, rareWord, stream } from './query-dataset.ts'
+import { endMs, hosts, loadEvents, orgId, rareStatus, rareWord, releaseDatabase, stream } from './query-dataset.ts'
 
 const { values: args } = parseArgs({
   options: {
@@ -193,10 +193,5 @@ try {
   }
   await measureScenarios(clickhouse, database)
 } finally {
-  if (args.keep || args.database) {
-    console.log(`\nkept database ${database}`)
-  } else {
-    await clickhouse.command(`DROP DATABASE IF EXISTS \`${database}\``)
-  }
-  await clickhouse.close()
+  await releaseDatabase(clickhouse, database, args.keep || args.database !== undefined)
 }

@@ -25,7 +25,7 @@ import type { ManagedClickHouse } from '../lib/storage/managed-clickhouse.ts'
 import { migrate } from '../lib/storage/migrate.ts'
 import { createLogger } from '../lib/logger.ts'
 import { buildBodyPool, meanBytes } from './body-pool.ts'
-import { SluiceChild } from './sluice-child.ts'
+import { envPairs, SluiceChild } from './sluice-child.ts'
 import { clickhouseTarget, measureRun, sluiceTarget, truncateEvents } from './ingest-runs.ts'
 import type { RunContext, RunRecord } from './ingest-runs.ts'
 import { measureGunzip, measureParse, measureSplit, measureWriter, stageAbort } from './stage-costs.ts'
@@ -104,11 +104,7 @@ function sluiceEnv (settings: { workers?: string, flushMs?: string, maxBatchRows
     SLUICE_REQUESTS_PER_MINUTE: '100000000',
     SLUICE_CONCURRENT_REQUESTS: '100000',
   }
-  for (const pair of args.env ?? []) {
-    const at = pair.indexOf('=')
-    if (at <= 0) throw new Error(`--env wants NAME=VALUE (got ${pair})`)
-    env[pair.slice(0, at)] = pair.slice(at + 1)
-  }
+  Object.assign(env, envPairs(args.env ?? []))
   if (settings.workers) env.SLUICE_WORKERS = settings.workers
   if (settings.flushMs) env.SLUICE_FLUSH_INTERVAL_MS = settings.flushMs
   if (settings.maxBatchRows) {
@@ -165,11 +161,7 @@ async function main (): Promise<void> {
       nodeArgs: [...(args['node-arg'] ?? []), ...(args.profile ? ['--cpu-prof', `--cpu-prof-dir=${args.profile}`] : [])],
       mainFile: args['sluice-main'],
     })
-    const admin = readFileSync(join(tmp, 'sluice', 'admin-token'), 'utf8').trim()
-    const streams = await sluice.api<{ streams: Array<{ name: string }> }>('GET', '/api/streams', admin)
-    if (!streams.streams.some((s) => s.name === streamName)) await sluice.api('POST', '/api/streams', admin, { name: streamName })
-    const { token } = await sluice.api<{ token: string }>('POST', `/api/streams/${streamName}/ingest-token`, admin, {})
-    return { token }
+    return { token: (await sluice.setUpStream(streamName)).token }
   }
   const context = (): RunContext => ({ clickhousePid: chPid, sluice, database: sluiceDb })
   const needsSluice = ['plain', 'gzip', 'latency', 'overload', 'sweep'].some((p) => selected.has(p as Phase))

@@ -90,3 +90,13 @@ export async function loadEvents (clickhouse: ClickHouse, totalRows: number, bat
   }
   return { totalS: (performance.now() - started) / 1000, insertS: insertMs / 1000 }
 }
+
+/** After a benchmark: keeps the database (`--keep`, or one it was given) or drops it, and closes the client. */
+export async function releaseDatabase (clickhouse: ClickHouse, database: string, keep: boolean): Promise<void> {
+  if (keep) {
+    console.log(`\nkept database ${database}`)
+  } else {
+    await clickhouse.command(`DROP DATABASE IF EXISTS \`${database}\``)
+  }
+  await clickhouse.close()
+}

@@ -26,15 +26,28 @@ export interface SluiceChildOptions {
   startTimeoutMs?: number
 }
 
+/** `--env NAME=VALUE` arguments as an environment. */
+export function envPairs (pairs: readonly string[]): Record<string, string> {
+  const env: Record<string, string> = {}
+  for (const pair of pairs) {
+    const at = pair.indexOf('=')
+    if (at <= 0) throw new Error(`--env wants NAME=VALUE (got ${pair})`)
+    env[pair.slice(0, at)] = pair.slice(at + 1)
+  }
+  return env
+}
+
 export class SluiceChild {
   readonly url: string
   readonly pid: number
   readonly logFile: string
+  readonly #dataDir: string
   #child: ChildProcess
   #exited: Promise<void>
 
-  private constructor (child: ChildProcess, url: string, logFile: string) {
+  private constructor (child: ChildProcess, url: string, logFile: string, dataDir: string) {
     this.#child = child
+    this.#dataDir = dataDir
     this.url = url
     this.pid = child.pid!
     this.logFile = logFile
@@ -72,7 +85,7 @@ export class SluiceChild {
       const text = readFileSync(logFile, 'utf8')
       const match = /Sluice is running at (http:\/\/\S+)/.exec(text)
       if (match) {
-        const sluice = new SluiceChild(child, match[1], logFile)
+        const sluice = new SluiceChild(child, match[1], logFile, options.dataDir)
         await sluice.#waitReady(deadline)
         return sluice
       }
@@ -110,6 +123,18 @@ export class SluiceChild {
     const text = await res.text()
     if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`)
     return JSON.parse(text) as T
+  }
+
+  /**
+   * The admin token Sluice wrote at its first start, the stream (created unless it exists, as
+   * after a restart on the same data) and a new ingest token for it.
+   */
+  async setUpStream (stream: string): Promise<{ admin: string, token: string }> {
+    const admin = readFileSync(join(this.#dataDir, 'admin-token'), 'utf8').trim()
+    const { streams } = await this.api<{ streams: Array<{ name: string }> }>('GET', '/api/streams', admin)
+    if (!streams.some((s) => s.name === stream)) await this.api('POST', '/api/streams', admin, { name: stream })
+    const { token } = await this.api<{ token: string }>('POST', `/api/streams/${stream}/ingest-token`, admin, {})
+    return { admin, token }
   }
 
   /** /metrics as name{labels} -> value. */

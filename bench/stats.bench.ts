@@ -25,7 +25,7 @@ import { migration as rollups } from '../lib/storage/migrations/003_rollups.ts'
 import { createLogger } from '../lib/logger.ts'
 import { planStats, queryStats } from '../lib/query/stats-query.ts'
 import type { StatsSource } from '../lib/query/stats-query.ts'
-import { endMs, generateBatch, insertSettings, insertStatement, loadEvents, orgId, stream } from './query-dataset.ts'
+import { endMs, generateBatch, insertSettings, insertStatement, loadEvents, orgId, releaseDatabase, stream } from './query-dataset.ts'
 
 const { values: args } = parseArgs({
   options: {
@@ -150,10 +150,5 @@ try {
   }
   await measureQueries(clickhouse)
 } finally {
-  if (args.keep || args.database) {
-    console.log(`\nkept database ${database}`)
-  } else {
-    await clickhouse.command(`DROP DATABASE IF EXISTS \`${database}\``)
-  }
-  await clickhouse.close()
+  await releaseDatabase(clickhouse, database, args.keep || args.database !== undefined)
 }

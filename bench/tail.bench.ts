@@ -28,7 +28,7 @@ import { startManagedClickHouse } from '../lib/storage/managed-clickhouse.ts'
 import type { ManagedClickHouse } from '../lib/storage/managed-clickhouse.ts'
 import { createLogger } from '../lib/logger.ts'
 import { buildBodyPool } from './body-pool.ts'
-import { SluiceChild } from './sluice-child.ts'
+import { envPairs, SluiceChild } from './sluice-child.ts'
 import { measureRun, sluiceTarget } from './ingest-runs.ts'
 import type { RunContext, RunRecord } from './ingest-runs.ts'
 import { quantile } from './load-driver.ts'
@@ -341,16 +341,10 @@ async function main (): Promise<void> {
       SLUICE_CONCURRENT_REQUESTS: '100000',
       // Tails closed at the end of a run may not be gone yet when the next opens: no 429 for that.
       SLUICE_MAX_TAILS_PER_ORG: String(Math.max(50, tailCount * 2)),
-      ...Object.fromEntries((args.env ?? []).map((pair) => {
-        const at = pair.indexOf('=')
-        if (at <= 0) throw new Error(`--env wants NAME=VALUE (got ${pair})`)
-        return [pair.slice(0, at), pair.slice(at + 1)]
-      })),
+      ...envPairs(args.env ?? []),
     },
   })
-  const admin = readFileSync(join(tmp, 'sluice', 'admin-token'), 'utf8').trim()
-  await sluice.api('POST', '/api/streams', admin, { name: streamName })
-  const { token } = await sluice.api<{ token: string }>('POST', `/api/streams/${streamName}/ingest-token`, admin, {})
+  const { admin, token } = await sluice.setUpStream(streamName)
   const context: RunContext = { clickhousePid: managed?.pid ?? 0, sluice, database: sluiceDb }
   const version = (await sluiceDb.query<{ v: string }>('SELECT version() AS v'))[0].v
   progress(`Sluice pid ${sluice.pid} at ${sluice.url}; ClickHouse ${version} at ${clickhouseUrl}${managed ? ` (pid ${managed.pid})` : ', not ours: its CPU is not measured'}; warming up`)
