@@ -3,13 +3,14 @@
 // forms a run may send:
 // - plain: NDJSON, as a shipper sends it to Sluice;
 // - gzip: the same, gzipped (zlib level 6, what most shippers use);
-// - directJson / directTsv: the same events as the rows Sluice stores, for POSTing straight to
-//   ClickHouse (`INSERT ... FORMAT JSONEachRow` / `FORMAT TabSeparated`). They are made by the
+// - directJson / directRowBinary: the same events as the rows Sluice stores, for POSTing straight
+//   to ClickHouse (`INSERT ... FORMAT JSONEachRow` / `FORMAT RowBinary`). They are made by the
 //   parse worker itself (lib/ingest/parse-worker.ts) so that ClickHouse gets exactly Sluice's
-//   rows; JSONEachRow is that TSV read back and written as one JSON object per row.
+//   rows; JSONEachRow is those rows read back and written as one JSON object per row.
 import { gzipSync } from 'node:zlib'
 import parseTask from '../lib/ingest/parse-worker.ts'
 import { eventColumns, randomSeqBase } from '../lib/ingest/parse-task.ts'
+import { readEventRows } from '../lib/ingest/row-serializer.ts'
 import { generateLines } from './payload.ts'
 
 export interface Body {
@@ -17,7 +18,7 @@ export interface Body {
   plain: Buffer
   gzip: Buffer
   directJson: Buffer
-  directTsv: Buffer
+  directRowBinary: Buffer
 }
 
 export interface BodyPoolOptions {
@@ -33,22 +34,16 @@ export interface BodyPoolOptions {
 
 const day = 86_400_000
 const numericColumns: ReadonlySet<string> = new Set(['ts', 'received_at', 'status', 'rt', 'bytes', 'seq', 'size'])
-const unescapes: Record<string, string> = { b: '\b', f: '\f', n: '\n', r: '\r', t: '\t', 0: '\0', '\\': '\\' }
 
-/** ClickHouse TabSeparated rows (eventColumns order) as JSONEachRow, one object per row. */
-function tsvToJsonEachRow (tsv: Buffer): Buffer {
+/** The worker's RowBinary rows (eventColumns order) as JSONEachRow, one object per row. */
+function rowsToJsonEachRow (rows: Buffer): Buffer {
   const out: string[] = []
-  for (const row of tsv.toString('utf8').split('\n')) {
-    if (row === '') continue
-    const fields = row.split('\t')
+  for (const fields of readEventRows(rows)) {
     const record: Record<string, string | number | null> = {}
-    for (let i = 0; i < eventColumns.length; i++) {
-      const raw = fields[i]
-      const name = eventColumns[i]
-      if (raw === '\\N') record[name] = null
-      else if (numericColumns.has(name)) record[name] = Number(raw)
-      else record[name] = raw.replace(/\\(.)/g, (_, ch: string) => unescapes[ch] ?? ch)
-    }
+    eventColumns.forEach((name, i) => {
+      const value = fields[i]
+      record[name] = value !== null && numericColumns.has(name) ? Number(value) : value
+    })
     out.push(JSON.stringify(record))
   }
   return Buffer.from(out.join('\n') + '\n')
@@ -71,13 +66,13 @@ export function buildBodyPool (options: BodyPoolOptions): Body[] {
     if (parsed.failed !== 0 || parsed.ingested !== chunk.length) {
       throw new Error(`body ${i}: the parse worker failed ${parsed.failed} of ${chunk.length} generated lines`)
     }
-    const directTsv = Buffer.from(parsed.rows)
-    bodies.push({ lines: chunk.length, plain, gzip: gzipSync(plain), directTsv, directJson: tsvToJsonEachRow(directTsv) })
+    const directRowBinary = Buffer.from(parsed.rows)
+    bodies.push({ lines: chunk.length, plain, gzip: gzipSync(plain), directRowBinary, directJson: rowsToJsonEachRow(directRowBinary) })
   }
   return bodies
 }
 
 /** Mean bytes of one form of the bodies. */
-export function meanBytes (bodies: readonly Body[], form: 'plain' | 'gzip' | 'directJson' | 'directTsv'): number {
+export function meanBytes (bodies: readonly Body[], form: Exclude<keyof Body, 'lines'>): number {
   return bodies.reduce((sum, b) => sum + b[form].byteLength, 0) / bodies.length
 }

@@ -195,7 +195,7 @@ export function renderReport (r: BenchReport): string {
   for (const [name, runs] of [['plain', plainBest], ['gzip', gzipBest]] as const) {
     if (runs.length === 0) continue
     const cpu = runs.map((x) => perMillion(x.cpu.sluice, x))
-    out.push(`| CPU-s per 1M events, Sluice, ${name} | ${spread(cpu, fixed)} | ≤ 3.5: ${verdict(median(cpu) <= 3.5)} | ClickHouse ${spread(runs.map((x) => perMillion(x.cpu.clickhouse, x)), fixed)}; load generator ${spread(runs.map((x) => perMillion(x.cpu.loadGenerator, x)), fixed)}; other processes used ${spread(runs.map((x) => x.cpu.others / x.cpu.capacity), pct)} of the machine |`)
+    out.push(`| CPU-s per 1M events, Sluice, ${name} | ${spread(cpu, fixed)} | ≤ 3.5: ${verdict(median(cpu) <= 3.5)} | ClickHouse ${spread(runs.map((x) => perMillion(x.cpu.clickhouse, x)), fixed)}, of which merges ${spread(runs.map((x) => perMillion(x.cpu.clickhouseMerges ?? NaN, x)), fixed)}; load generator ${spread(runs.map((x) => perMillion(x.cpu.loadGenerator, x)), fixed)}; other processes used ${spread(runs.map((x) => x.cpu.others / x.cpu.capacity), pct)} of the machine |`)
   }
   if (plainBest.length > 0 && plainBest[0].writer) {
     const w = plainBest.map((x) => x.writer!)

@@ -6,7 +6,7 @@
 import type { ClickHouse } from '../lib/storage/clickhouse.ts'
 import { runLoad } from './load-driver.ts'
 import type { LoadOptions, LoadResult, LoadTarget } from './load-driver.ts'
-import { machineCpuSeconds, processCpuSeconds, RssSampler, threadCpuSeconds, threadGroups } from './proc-stats.ts'
+import { machineCpuSeconds, namedThreadCpuSeconds, processCpuSeconds, RssSampler, threadCpuSeconds, threadGroups } from './proc-stats.ts'
 import type { ThreadGroup } from './proc-stats.ts'
 import type { SluiceChild } from './sluice-child.ts'
 import type { Body } from './body-pool.ts'
@@ -16,6 +16,8 @@ export interface RunCpu {
   sluice: number
   sluiceThreads: Record<ThreadGroup, number>
   clickhouse: number
+  /** Of `clickhouse`: its background merges (threads named BackgrProcPool). */
+  clickhouseMerges: number
   loadGenerator: number
   /** CPU seconds of every other process on the machine. */
   others: number
@@ -74,6 +76,7 @@ interface Snapshot {
   sluice: number
   threads: Record<ThreadGroup, number>
   clickhouse: number
+  clickhouseMerges: number
   bench: number
   machine: { busy: number, total: number }
 }
@@ -85,6 +88,7 @@ function snapshot (context: RunContext): Snapshot {
     sluice: pid ? processCpuSeconds(pid) : 0,
     threads: pid ? threadCpuSeconds(pid) : { main: 0, workers: 0, libuv: 0, v8: 0, other: 0 },
     clickhouse: processCpuSeconds(context.clickhousePid),
+    clickhouseMerges: namedThreadCpuSeconds(context.clickhousePid, 'BackgrProcPool'),
     bench: (usage.user + usage.system) / 1e6,
     machine: machineCpuSeconds(),
   }
@@ -141,6 +145,7 @@ export async function measureRun (label: string, target: LoadTarget, context: Ru
     sluice: e.sluice - s.sluice,
     sluiceThreads: threads,
     clickhouse: e.clickhouse - s.clickhouse,
+    clickhouseMerges: e.clickhouseMerges - s.clickhouseMerges,
     loadGenerator: e.bench - s.bench,
     others: 0,
     capacity: e.machine.total - s.machine.total,
@@ -195,8 +200,8 @@ export function sluiceTarget (url: string, stream: string, token: string, bodies
 }
 
 /** ClickHouse's HTTP interface, each body as one INSERT of its rows. */
-export function clickhouseTarget (url: string, database: string, table: string, bodies: readonly Body[], form: 'directJson' | 'directTsv'): LoadTarget {
-  const format = form === 'directJson' ? 'JSONEachRow' : 'TabSeparated'
+export function clickhouseTarget (url: string, database: string, table: string, bodies: readonly Body[], form: 'directJson' | 'directRowBinary'): LoadTarget {
+  const format = form === 'directJson' ? 'JSONEachRow' : 'RowBinary'
   const query = encodeURIComponent(`INSERT INTO ${table} FORMAT ${format}`)
   const path = `/?database=${database}&query=${query}`
   return {

@@ -7,7 +7,8 @@
 //     [--sweep] [--runs 3] [--duration 8] [--connections 64,128,256] [--max-rps N]
 //     [--workers N] [--flush-ms N] [--max-batch-rows N] [--json FILE] [--keep] [--profile DIR]
 //     [--node-arg FLAG]... (a Node/V8 flag for Sluice's process only, e.g. --max-semi-space-size=8)
-//     [--sluice-main OTHER_CHECKOUT/lib/main.ts] [--env NAME=VALUE]...
+//     [--sluice-main OTHER_CHECKOUT/lib/main.ts] [--env NAME=VALUE]... [--clickhouse-dir DIR]
+//     (ClickHouse's data in a temp dir under DIR instead of the temp dir, e.g. another filesystem)
 //
 // Child processes (Sluice, ClickHouse, the micro-benchmarks) are stopped on exit, on an error and
 // on Ctrl-C; the temp dir is removed unless --keep. --profile DIR runs Sluice with --cpu-prof
@@ -55,6 +56,7 @@ const { values: args } = parseArgs({
     'sluice-main': { type: 'string' },
     env: { type: 'string', multiple: true },
     'node-arg': { type: 'string', multiple: true },
+    'clickhouse-dir': { type: 'string' },
   },
 })
 const quick = args.quick
@@ -74,6 +76,8 @@ const log = createLogger({ level: 'warn', fd: 2 })
 const progress = (text: string): void => { process.stderr.write(`[bench] ${text}\n`) }
 
 const tmp = mkdtempSync(join(tmpdir(), 'sluice-bench-'))
+/** ClickHouse's data: in the temp dir, or in a temp dir of its own under --clickhouse-dir. */
+const clickhouseDir = args['clickhouse-dir'] ? mkdtempSync(join(args['clickhouse-dir'], 'sluice-bench-ch-')) : join(tmp, 'clickhouse')
 let managed: ManagedClickHouse | null = null
 let sluice: SluiceChild | null = null
 const clients: ClickHouse[] = []
@@ -86,7 +90,10 @@ function cleanup (): Promise<void> {
     await sluice?.stop().catch(() => {})
     await Promise.all(clients.map((c) => c.close().catch(() => {})))
     await managed?.stop().catch(() => {})
-    if (!args.keep) rmSync(tmp, { recursive: true, force: true })
+    if (!args.keep) {
+      rmSync(tmp, { recursive: true, force: true })
+      rmSync(clickhouseDir, { recursive: true, force: true })
+    }
   })()
   return cleaned
 }
@@ -117,10 +124,10 @@ function sluiceEnv (settings: { workers?: string, flushMs?: string, maxBatchRows
 
 async function main (): Promise<void> {
   const startedAt = Date.now()
-  progress(`temp dir ${tmp}; phases: ${[...selected].join(', ')}`)
+  progress(`temp dir ${tmp}; ClickHouse data in ${clickhouseDir}; phases: ${[...selected].join(', ')}`)
   const bodies = buildBodyPool({ count: poolSize, linesPerBody, seed: 42, nowMs: Date.now(), directOrgId: 'org_direct', directStream: streamName })
 
-  managed = await startManagedClickHouse({ dataDir: join(tmp, 'clickhouse'), startTimeoutMs: 60_000, log })
+  managed = await startManagedClickHouse({ dataDir: clickhouseDir, startTimeoutMs: 60_000, log })
   const chPid = managed.pid!
   const connect = (database: string): ClickHouse => {
     const c = createClickHouse({ url: managed!.url, user: 'default', password: '', database, requestTimeoutMs: 120_000 })

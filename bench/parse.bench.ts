@@ -1,5 +1,5 @@
 // Micro-benchmark of the parse worker, in this thread (no pool, no transfer): how many lines a
-// second one core turns into TabSeparated rows. Input: seeded ~200-byte mixed-format lines from
+// second one core turns into RowBinary rows. Input: seeded ~200-byte mixed-format lines from
 // payload.ts, packed into 120 KiB tasks (config ingest.taskBytes) as the ingest pipeline sends them.
 //
 //   node bench/parse.bench.ts [lines=200000] [rounds=10]
@@ -85,4 +85,4 @@ console.log(`${cpus()[0].model}, Node ${process.version}`)
 console.log(`${lineCount} lines of ${bytesPerLine.toFixed(0)} B in ${tasks.length} tasks of 120 KiB; ${rounds} rounds`)
 console.log(`median ${Math.round(median).toLocaleString('en')} lines/s, ${(median * bytesPerLine / 1e6).toFixed(1)} MB/s in ` +
   `(min ${Math.round(rates[0]).toLocaleString('en')}, max ${Math.round(rates[rates.length - 1]).toLocaleString('en')} lines/s); ` +
-  `${(check.outputBytes / inputBytes).toFixed(2)} B of TSV per input byte`)
+  `${(check.outputBytes / inputBytes).toFixed(2)} B of RowBinary per input byte`)

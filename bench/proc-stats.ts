@@ -68,6 +68,29 @@ export function threadCpuSeconds (pid: number): Record<ThreadGroup, number> {
   return out
 }
 
+/**
+ * CPU seconds so far of a live process's threads named `comm`, e.g. ClickHouse's merge threads
+ * (`BackgrProcPool`, long-lived, so differences of two readings hold).
+ */
+export function namedThreadCpuSeconds (pid: number, comm: string): number {
+  let tids: string[]
+  try {
+    tids = readdirSync(`/proc/${pid}/task`)
+  } catch {
+    return NaN
+  }
+  let total = 0
+  for (const tid of tids) {
+    try {
+      if (readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim() !== comm) continue
+      total += ticksOfStatLine(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')) / ticksPerSecond
+    } catch {
+      // the thread ended between readdir and read
+    }
+  }
+  return total
+}
+
 /** Busy and total CPU seconds of the whole machine so far (all cores). */
 export function machineCpuSeconds (): { busy: number, total: number } {
   const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]

@@ -2,8 +2,8 @@
 //   CLICKHOUSE_URL=http://127.0.0.1:18123 node bench/writer.bench.ts [--writers 64]
 //     [--rows-per-write 500] [--seconds 10] [--max-batch-rows 100000]
 // Part 1 compares the two ways to send one batch body (one concatenated Buffer, or a Readable over
-// the writes' chunks). Part 2 runs many concurrent writers, each writing ~200-byte TabSeparated
-// event rows and awaiting the commit, as ingest requests do. It uses a database of its own and
+// the writes' chunks). Part 2 runs many concurrent writers, each writing ~200-byte RowBinary
+// event rows (as the parse workers write them) and awaiting the commit, as ingest requests do. It uses a database of its own and
 // drops it afterwards.
 import { Readable } from 'node:stream'
 import { randomBytes } from 'node:crypto'
@@ -14,6 +14,7 @@ import { createBatchWriter } from '../lib/storage/batch-writer.ts'
 import type { InsertStats } from '../lib/storage/batch-writer.ts'
 import { migration as eventsMigration } from '../lib/storage/migrations/002_events.ts'
 import { eventColumns } from '../lib/ingest/parse-task.ts'
+import { EventRowWriter } from '../lib/ingest/row-serializer.ts'
 import { createLogger } from '../lib/logger.ts'
 
 const { values: args } = parseArgs({
@@ -40,12 +41,16 @@ const agents = ['Mozilla/5.0 (Windows NT 10.0; Win64; x64) Chrome/131.0', 'curl/
 /** One write's rows: `n` event rows of about 200 bytes each. */
 function makeWrite (seed: number, n: number): Buffer {
   const now = Date.now()
-  let text = ''
+  const rows = new EventRowWriter('org_bench', 'web', now, n * 220)
   for (let i = 0; i < n; i++) {
     const k = seed * 7919 + i
-    text += `org_bench\tweb\t${now - (k % 60_000)}\t${now}\t${hosts[k % 3]}\t${paths[k % 4]}\tGET\t${k % 5 === 0 ? 404 : 200}\t0.0${k % 97}\t${k % 20_000}\t203.0.113.${k % 250}\t${agents[k % 3]}\trequest ${k} served\t\\N\t{"pod":"web-${k % 17}"}\t${k}\t180\n`
+    rows.write({
+      ts: now - (k % 60_000), host: hosts[k % 3], path: paths[k % 4], method: 'GET', status: k % 5 === 0 ? 404 : 200,
+      rt: Number(`0.0${k % 97}`), bytes: k % 20_000, src: `203.0.113.${k % 250}`, userAgent: agents[k % 3],
+      message: `request ${k} served`, filename: null, attrs: `{"pod":"web-${k % 17}"}`,
+    }, k, 180)
   }
-  return Buffer.from(text)
+  return Buffer.from(rows.finish())
 }
 
 function percentile (sorted: number[], p: number): number {
@@ -59,7 +64,7 @@ async function compareBodies (): Promise<void> {
   const chunks = Array.from({ length: 200 }, (_, i) => makeWrite(i, 500)) // 100k rows, as 200 writes
   const rows = 200 * 500
   const bytes = chunks.reduce((s, c) => s + c.byteLength, 0)
-  const statement = `INSERT INTO events (${eventColumns.join(', ')}) FORMAT TabSeparated`
+  const statement = `INSERT INTO events (${eventColumns.join(', ')}) FORMAT RowBinary`
   const settings = { max_insert_block_size: String(Math.max(rows, 1_048_576)) }
   const times: Record<'concat' | 'stream', number[]> = { concat: [], stream: [] }
   let concatMs = 0
@@ -89,7 +94,7 @@ async function compareBodies (): Promise<void> {
 async function runWriters (): Promise<void> {
   const inserts: InsertStats[] = []
   const writer = createBatchWriter({
-    clickhouse, table: 'events', columns: eventColumns, maxBatchRows,
+    clickhouse, table: 'events', columns: eventColumns, format: 'RowBinary', maxBatchRows,
     log: createLogger({ level: 'warn', fd: 2 }),
     onInsert: (s) => { inserts.push(s) },
   })

@@ -122,7 +122,7 @@ export async function createApp (config: Config, log: Logger, options: AppOption
       idleTimeout: Infinity,
     })
     const writer = createBatchWriter({
-      clickhouse, table: 'events', columns: eventColumns, log: log.child({ component: 'writer' }),
+      clickhouse, table: 'events', columns: eventColumns, format: 'RowBinary', log: log.child({ component: 'writer' }),
       maxBatchRows: config.writer.maxBatchRows,
       flushIntervalMs: config.writer.flushIntervalMs,
       minInsertIntervalMs: config.writer.minInsertIntervalMs,

@@ -76,7 +76,7 @@ export interface LiveOutput {
 }
 
 export interface ParseResult {
-  /** TabSeparated rows for the events table, columns in `eventColumns` order. Transferred. */
+  /** RowBinary rows for the events table (row-serializer.ts), columns in `eventColumns` order. Transferred. */
   rows: ArrayBuffer
   ingested: number
   failed: number

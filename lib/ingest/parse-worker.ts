@@ -1,4 +1,4 @@
-// The piscina worker: one ParseTask of raw line bytes in, TabSeparated rows for the events table,
+// The piscina worker: one ParseTask of raw line bytes in, RowBinary rows for the events table,
 // counts and the first failures out (contract in parse-task.ts). Lines are numbered from
 // task.firstLine, blank ones included; a blank line (only spaces, tabs or CRs) is skipped and not
 // counted. A failing line fails alone with its code, and nothing a client sends makes this throw.
@@ -60,8 +60,8 @@ class TaskOutput {
   readonly #failureCounts: Partial<Record<LineFailureCode, number>> = {}
 
   constructor (task: ParseTask) {
-    // TSV rows come out about the size of the JSON lines (1.04x on bench/payload.ts); 1/8 more
-    // spares most tasks a regrowth.
+    // RowBinary rows come out about the size of the JSON lines (1.04x on bench/payload.ts); 1/8
+    // more spares most tasks a regrowth.
     this.#rows = new EventRowWriter(task.orgId, task.stream, task.receivedAt, Math.ceil(task.input.byteLength * 1.125))
     // ts is a UInt64 column: a negative bound would let a negative ts fail the whole insert.
     this.#bounds = { receivedAt: task.receivedAt, minTs: Math.max(task.minTs, 0), maxTs: task.maxTs }

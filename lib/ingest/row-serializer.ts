@@ -1,61 +1,51 @@
-// EventRow -> ClickHouse TabSeparated bytes, one '\n'-terminated line per row, columns in
-// `eventColumns` order, for `INSERT INTO events (<eventColumns>) FORMAT TabSeparated`.
+// EventRow -> ClickHouse RowBinary, columns in `eventColumns` order, for
+// `INSERT INTO events (<eventColumns>) FORMAT RowBinary`; and the reader of those bytes, for tests
+// and benchmarks.
 //
-// - Strings are escaped as ClickHouse's own TSV writer escapes them (backslash, \b, \f, \n, \r,
-//   \t, \0), and its reader undoes exactly these. Tab and newline must be escaped; the others keep
-//   the stored bytes identical to what ClickHouse would write. Other control bytes pass as is.
-// - NULL is `\N`. A string holding the two characters \N is written `\\N`, so it stays a string.
-// - ts, status and bytes are integers below 2^53, in plain decimal. rt is plain decimal when it
-//   has at most 6 decimals, else String(rt), which may be 5e-7 or 1e+21: ClickHouse's Float64
-//   reader accepts both (checked on 18.16, which parses to within 1 ulp, not always exactly).
-// - Text is UTF-8; a lone surrogate (a JSON "\ud800" escape) becomes U+FFFD, as in Buffer.from.
+// Why RowBinary and not TabSeparated: ClickHouse reads it without scanning for escapes or
+// parsing decimal text, and the worker writes it without escaping strings or printing numbers.
+// Measured on 18.16, 300k bench/payload.ts rows into `events` with its rollup views, alternating,
+// 8 inserts each: ClickHouse CPU 2.4-3.1 s per 1M rows and 550-700 ms per insert, against 3.1-4.8
+// s and 710-1150 ms for the same rows as TabSeparated (bench/README.md, finding 14).
 //
-// Rows are written straight into one growing buffer, with no string built per row: long strings
-// that need no escape go through Buffer#write (native UTF-8), short or escaped ones through a JS
-// loop that escapes and encodes in one pass, numbers digit by digit. Measured with
-// bench/parse.bench.ts, this takes about half the time of concatenating a task's rows into one
-// string and encoding it once, mostly because String(number) is slow for ts and rt.
+// The encoding (ClickHouse's RowBinary, the same in 18.16 and current versions):
+// - String: its UTF-8 byte length as a VarUInt (LEB128: 7 bits a byte, low group first, the high
+//   bit set on every byte but the last), then the bytes. A lone surrogate (a JSON "\ud800" escape)
+//   becomes U+FFFD, as in Buffer.from.
+// - Nullable(T): one byte, 1 for NULL (nothing follows), 0 followed by T.
+// - UInt16, UInt32, UInt64: little-endian. ts, bytes and seq are integers below 2^53.
+// - Float64 (rt): the IEEE 754 double, little-endian: stored exactly as JSON.parse read it.
+//
+// A string's length is written before its bytes, and a long string's UTF-8 length is known only
+// once it is encoded. So the writer reserves as many length bytes as the string's worst case
+// (3 bytes per UTF-16 unit) needs, encodes, and writes the length padded to that many bytes
+// (0x85 0x00 for 5 when two were reserved). ClickHouse's readVarUInt reads a group at a time
+// until a byte without the high bit, so a padded length reads as the same number; it saves a
+// native call per string (Buffer.byteLength) or a copy.
+//
+// Rows are written straight into one growing buffer: short strings by a JS loop that encodes
+// UTF-8, longer ones by Buffer#write (native), numbers through a DataView.
 import { Buffer } from 'node:buffer'
 import type { EventRow } from './event-schema.ts'
 
-const backslash = 0x5c
-const tab = 0x09
-const newline = 0x0a
-const dot = 0x2e
-const zero = 0x30
-
-// Below this many UTF-16 units the JS loop beats a regex test plus a native write (measured: the
-// native call costs about as much as copying 15 characters in JS).
+// Below this many UTF-16 units the JS loop beats a native write (measured: the native call costs
+// about as much as copying 15 characters in JS).
 const shortString = 16
-const needsEscape = /[\\\t\n\r\0\b\f]/
 
-// Two ASCII digits for each value 0..99, to write integers two digits per division.
-const digitPairs = new Uint8Array(200)
-for (let i = 0; i < 100; i++) {
-  digitPairs[2 * i] = zero + Math.floor(i / 10)
-  digitPairs[2 * i + 1] = zero + (i % 10)
-}
+const isNull = 1
+const notNull = 0
 
-// For each ASCII code, the letter ClickHouse writes after a backslash, or 0 when written as is.
-const escapeLetters = new Uint8Array(128)
-escapeLetters[0x00] = 0x30 // \0
-escapeLetters[0x08] = 0x62 // \b
-escapeLetters[0x09] = 0x74 // \t
-escapeLetters[0x0a] = 0x6e // \n
-escapeLetters[0x0c] = 0x66 // \f
-escapeLetters[0x0d] = 0x72 // \r
-escapeLetters[backslash] = backslash
-
+// Bound on a row's bytes besides its strings: 4 UInt64 (32), Float64 and UInt16 (10), UInt32
+// (4), 9 null flags, and 10 string lengths of at most 4 bytes each (40).
+const rowOverheadBytes = 32 + 10 + 4 + 9 + 40
 // Worst case bytes per UTF-16 code unit: 3 (a BMP character above U+07FF, or U+FFFD for a lone
-// surrogate; an escape is 2, a surrogate pair 4 for 2 units).
+// surrogate; a surrogate pair is 4 bytes for 2 units).
 const maxBytesPerUnit = 3
-// Bound on a row's bytes besides its strings: 4 numbers (at most 24 characters each, like
-// -1.2345678901234567e-300), 15 separators and 9 possible \N.
-const rowOverheadBytes = 6 * 24 + 17 + 9 * 2
 
 /** Writes the rows of one task into one buffer: write() per row, then finish(). */
 export class EventRowWriter {
   #bytes: Buffer<ArrayBuffer>
+  #view: DataView
   #length = 0
   // org_id and stream, then received_at, are the same on every row: encoded once, copied per row.
   readonly #prefix: Uint8Array
@@ -64,40 +54,62 @@ export class EventRowWriter {
   /** initialBytes: expected output size; the buffer doubles when it runs out. */
   constructor (orgId: string, stream: string, receivedAt: number, initialBytes: number) {
     this.#bytes = Buffer.allocUnsafeSlow(Math.max(initialBytes, 1024))
-    this.#reserve(maxBytesPerUnit * (orgId.length + stream.length) + 2)
-    this.#writeEscaped(orgId, tab)
-    this.#writeEscaped(stream, tab)
-    this.#prefix = this.#bytes.slice(0, this.#length)
+    this.#view = new DataView(this.#bytes.buffer)
+    this.#reserve(maxBytesPerUnit * (orgId.length + stream.length) + 8)
+    this.#writeString(orgId)
+    this.#writeString(stream)
+    this.#prefix = Buffer.from(this.#bytes.subarray(0, this.#length))
     this.#length = 0
-    this.#receivedAt = Buffer.from('\t' + String(receivedAt) + '\t', 'latin1')
+    this.#writeUInt64(receivedAt)
+    this.#receivedAt = Buffer.from(this.#bytes.subarray(0, 8))
+    this.#length = 0
   }
 
   /** seq: the row's unique sequence number; size: its line's bytes in the request. */
   write (row: EventRow, seq: number, size: number): void {
-    this.#reserve(this.#prefix.length + this.#receivedAt.length + rowOverheadBytes + maxBytesPerUnit * (
+    this.#reserve(this.#prefix.length + rowOverheadBytes + maxBytesPerUnit * (
       stringLength(row.host) + stringLength(row.path) + stringLength(row.method) +
       stringLength(row.src) + stringLength(row.userAgent) + stringLength(row.message) +
       stringLength(row.filename) + row.attrs.length))
-    this.#writeBytes(this.#prefix)
-    this.#writeInteger(row.ts)
-    this.#writeBytes(this.#receivedAt)
-    this.#writeString(row.host, tab)
-    this.#writeString(row.path, tab)
-    this.#writeString(row.method, tab)
-    if (row.status === null) this.#writeNull(tab)
-    else this.#writeIntegerField(row.status)
-    if (row.rt === null) this.#writeNull(tab)
-    else this.#writeSeconds(row.rt)
-    if (row.bytes === null) this.#writeNull(tab)
-    else this.#writeIntegerField(row.bytes)
-    this.#writeString(row.src, tab)
-    this.#writeString(row.userAgent, tab)
-    this.#writeString(row.message, tab)
-    this.#writeString(row.filename, tab)
-    this.#writeString(row.attrs, tab)
-    this.#writeIntegerField(seq)
-    this.#writeInteger(size)
-    this.#bytes[this.#length++] = newline
+    const bytes = this.#bytes
+    const view = this.#view
+    bytes.set(this.#prefix, this.#length)
+    this.#length += this.#prefix.length
+    this.#writeUInt64(row.ts)
+    bytes.set(this.#receivedAt, this.#length)
+    this.#length += 8
+    this.#writeNullableString(row.host)
+    this.#writeNullableString(row.path)
+    this.#writeNullableString(row.method)
+    if (row.status === null) {
+      bytes[this.#length++] = isNull
+    } else {
+      bytes[this.#length] = notNull
+      view.setUint16(this.#length + 1, row.status, true)
+      this.#length += 3
+    }
+    if (row.rt === null) {
+      bytes[this.#length++] = isNull
+    } else {
+      bytes[this.#length] = notNull
+      // -0 would be stored as -0 and print as "-0": rt >= 0 allows it, the column should not.
+      view.setFloat64(this.#length + 1, row.rt + 0, true)
+      this.#length += 9
+    }
+    if (row.bytes === null) {
+      bytes[this.#length++] = isNull
+    } else {
+      bytes[this.#length++] = notNull
+      this.#writeUInt64(row.bytes)
+    }
+    this.#writeNullableString(row.src)
+    this.#writeNullableString(row.userAgent)
+    this.#writeNullableString(row.message)
+    this.#writeNullableString(row.filename)
+    this.#writeString(row.attrs)
+    this.#writeUInt64(seq)
+    view.setUint32(this.#length, size, true)
+    this.#length += 4
   }
 
   /**
@@ -113,46 +125,50 @@ export class EventRowWriter {
     const grown = Buffer.allocUnsafeSlow(Math.max(this.#bytes.length * 2, this.#length + bytes))
     this.#bytes.copy(grown, 0, 0, this.#length)
     this.#bytes = grown
+    this.#view = new DataView(grown.buffer)
   }
 
-  #writeBytes (source: Uint8Array): void {
-    this.#bytes.set(source, this.#length)
-    this.#length += source.length
+  /** A non-negative integer below 2^53 as UInt64, little-endian. */
+  #writeUInt64 (value: number): void {
+    const high = Math.floor(value / 0x100000000)
+    this.#view.setUint32(this.#length, value - high * 0x100000000, true)
+    this.#view.setUint32(this.#length + 4, high, true)
+    this.#length += 8
   }
 
-  #writeNull (end: number): void {
-    const bytes = this.#bytes
-    bytes[this.#length] = backslash
-    bytes[this.#length + 1] = 0x4e // N
-    bytes[this.#length + 2] = end
-    this.#length += 3
-  }
-
-  #writeString (value: string | null, end: number): void {
+  #writeNullableString (value: string | null): void {
     if (value === null) {
-      this.#writeNull(end)
-    } else if (value.length < shortString || needsEscape.test(value)) {
-      this.#writeEscaped(value, end)
+      this.#bytes[this.#length++] = isNull
     } else {
-      this.#length += this.#bytes.write(value, this.#length)
-      this.#bytes[this.#length++] = end
+      this.#bytes[this.#length++] = notNull
+      this.#writeString(value)
     }
   }
 
-  /** `text` escaped and UTF-8 encoded in one pass, then `end`. */
-  #writeEscaped (text: string, end: number): void {
+  #writeString (text: string): void {
+    if (text.length < shortString) {
+      // At most 15 units: 45 bytes, a one-byte length.
+      const start = this.#length
+      this.#length = start + 1
+      this.#encode(text)
+      this.#bytes[start] = this.#length - start - 1
+      return
+    }
+    const lengthBytes = varUIntBytes(text.length * maxBytesPerUnit)
+    const start = this.#length + lengthBytes
+    const written = this.#bytes.write(text, start)
+    writePaddedVarUInt(this.#bytes, this.#length, written, lengthBytes)
+    this.#length = start + written
+  }
+
+  /** UTF-8 of `text` at #length, as Buffer#write encodes it. */
+  #encode (text: string): void {
     const bytes = this.#bytes
     let at = this.#length
     for (let i = 0; i < text.length; i++) {
       const code = text.charCodeAt(i)
       if (code < 0x80) {
-        const letter = escapeLetters[code]
-        if (letter === 0) {
-          bytes[at++] = code
-        } else {
-          bytes[at++] = backslash
-          bytes[at++] = letter
-        }
+        bytes[at++] = code
       } else if (code < 0x800) {
         bytes[at++] = 0xc0 | (code >> 6)
         bytes[at++] = 0x80 | (code & 0x3f)
@@ -177,83 +193,82 @@ export class EventRowWriter {
         }
       }
     }
-    bytes[at++] = end
     this.#length = at
-  }
-
-  #writeIntegerField (value: number): void {
-    this.#writeInteger(value)
-    this.#bytes[this.#length++] = tab
-  }
-
-  /**
-   * A non-negative integer below 2^53 in decimal: 2.5x faster than String(value) for a 13-digit
-   * ts, which is a heap number whose conversion V8 does in C++.
-   */
-  #writeInteger (value: number): void {
-    if (value < 0x80000000) {
-      this.#writeSmallInteger(value)
-      return
-    }
-    // Split so that both halves are int32 and divide as such.
-    const high = Math.floor(value / 1e8)
-    this.#writeSmallInteger(high)
-    this.#writeDigits(value - high * 1e8, this.#length + 8)
-  }
-
-  #writeSmallInteger (value: number): void {
-    let end = this.#length + 1
-    for (let rest = value; rest >= 10; rest = (rest / 10) | 0) end++
-    this.#writeDigits(value, end)
-  }
-
-  /** Fills bytes [#length, end) with the low digits of int32 `value`, zero-padded. */
-  #writeDigits (value: number, end: number): void {
-    const bytes = this.#bytes
-    const start = this.#length
-    let at = end
-    let rest = value | 0
-    while (at - start >= 2) {
-      const quotient = (rest / 100) | 0
-      const pair = (rest - quotient * 100) << 1
-      bytes[--at] = digitPairs[pair + 1]
-      bytes[--at] = digitPairs[pair]
-      rest = quotient
-    }
-    if (at > start) bytes[start] = zero + rest
-    this.#length = end
-  }
-
-  /**
-   * A finite rt >= 0. Response times rarely carry more than microseconds, and for those the
-   * integer digits of rt * 1e6 are written directly (m / 1e6 === rt proves that the decimal
-   * m * 10^-6 reads back as rt), 3x faster than String(rt). Other values take String(), the
-   * shortest round-trip form.
-   */
-  #writeSeconds (value: number): void {
-    const micros = Math.round(value * 1e6)
-    if (micros / 1e6 !== value || micros >= 2 ** 53) {
-      const text = String(value)
-      const bytes = this.#bytes
-      for (let i = 0; i < text.length; i++) bytes[this.#length++] = text.charCodeAt(i)
-    } else {
-      const whole = Math.floor(micros / 1e6)
-      let fraction = micros - whole * 1e6
-      this.#writeInteger(whole)
-      if (fraction !== 0) {
-        let digits = 6
-        while (fraction % 10 === 0) {
-          fraction /= 10
-          digits--
-        }
-        this.#bytes[this.#length++] = dot
-        this.#writeDigits(fraction, this.#length + digits)
-      }
-    }
-    this.#bytes[this.#length++] = tab
   }
 }
 
 function stringLength (value: string | null): number {
   return value === null ? 0 : value.length
+}
+
+/** Bytes of the shortest VarUInt that holds `value`. */
+function varUIntBytes (value: number): number {
+  let bytes = 1
+  while (value >= 0x80) {
+    value = Math.floor(value / 0x80)
+    bytes++
+  }
+  return bytes
+}
+
+/** `value` as a VarUInt of exactly `count` bytes (padded with empty groups); `value` must fit. */
+function writePaddedVarUInt (bytes: Uint8Array, at: number, value: number, count: number): void {
+  for (let i = 0; i < count - 1; i++) {
+    bytes[at + i] = 0x80 | (value & 0x7f)
+    value = Math.floor(value / 0x80)
+  }
+  bytes[at + count - 1] = value
+}
+
+/**
+ * Reads rows written by EventRowWriter back into their fields, in eventColumns order: strings as
+ * strings, numbers as their decimal text (String(value)), NULL as null. For tests and benchmarks
+ * (the server never reads rows back). Throws on bytes that end inside a row.
+ */
+export function readEventRows (rows: ArrayBuffer | Uint8Array): Array<Array<string | null>> {
+  const bytes = rows instanceof ArrayBuffer ? new Uint8Array(rows) : rows
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  const decoder = new TextDecoder()
+  let at = 0
+  const need = (count: number): void => {
+    if (at + count > bytes.length) throw new RangeError(`RowBinary ends inside a row at byte ${at}`)
+  }
+  const string = (): string => {
+    let length = 0
+    let scale = 1
+    for (;;) {
+      need(1)
+      const byte = bytes[at++]
+      length += (byte & 0x7f) * scale
+      scale *= 0x80
+      if ((byte & 0x80) === 0) break
+    }
+    need(length)
+    const text = decoder.decode(bytes.subarray(at, at + length))
+    at += length
+    return text
+  }
+  const uint64 = (): string => {
+    need(8)
+    const value = view.getBigUint64(at, true)
+    at += 8
+    return String(value)
+  }
+  const nullable = (read: () => string): string | null => {
+    need(1)
+    return bytes[at++] === isNull ? null : read()
+  }
+  const uint16 = (): string => { need(2); at += 2; return String(view.getUint16(at - 2, true)) }
+  const float64 = (): string => { need(8); at += 8; return String(view.getFloat64(at - 8, true)) }
+  const uint32 = (): string => { need(4); at += 4; return String(view.getUint32(at - 4, true)) }
+  const out: Array<Array<string | null>> = []
+  while (at < bytes.length) {
+    out.push([
+      string(), string(), uint64(), uint64(),
+      nullable(string), nullable(string), nullable(string), nullable(uint16), nullable(float64), nullable(uint64),
+      nullable(string), nullable(string), nullable(string), nullable(string),
+      string(), uint64(), uint32(),
+    ])
+  }
+  return out
 }

@@ -3,8 +3,9 @@
 // refuses inserts at 300 parts per partition.
 //
 // Contract
-// - write(chunks, rows) takes all of one request's rows (TabSeparated, in `columns` order, each
-//   row ending in '\n'). They go into ONE insert together, never split across inserts: a write
+// - write(chunks, rows) takes all of one request's rows, whole rows in `format` (RowBinary for the
+//   events table, see lib/ingest/row-serializer.ts; TabSeparated rows must each end in '\n'), in
+//   `columns` order. They go into ONE insert together, never split across inserts: a write
 //   shares an insert with others only while the total stays within maxBatchRows and
 //   maxBatchBytes; a bigger write gets an insert to itself.
 // - 200 means durable: write() resolves only after the INSERT holding its rows has succeeded.
@@ -60,8 +61,10 @@ export interface BatchWriterOptions {
   clickhouse: ClickHouse
   /** Plain table name in the client's database. */
   table: string
-  /** Column names in the order the TabSeparated rows carry them. */
+  /** Column names in the order the rows carry them. */
   columns: readonly string[]
+  /** ClickHouse input format of the rows; default TabSeparated. */
+  format?: RowFormat
   log: Logger
   /**
    * Rows per insert; default 100_000: ~20 MB at 200 B/row, ~100-150 ms to insert on 18.16
@@ -93,6 +96,9 @@ const defaults = {
   maxPendingBytes: 256 * 1024 * 1024,
   retryAfterS: 5,
 } as const
+
+/** Formats whose rows a writer can concatenate from many writes into one insert body. */
+export type RowFormat = 'TabSeparated' | 'RowBinary'
 
 /** ClickHouse's own max_insert_block_size default; never ask for less. */
 const serverInsertBlockRows = 1_048_576
@@ -168,6 +174,7 @@ export class BatchWriter {
   readonly #clickhouse: ClickHouse
   readonly #table: string
   readonly #statement: string
+  readonly #format: RowFormat
   readonly #log: Logger
   readonly #maxBatchRows: number
   readonly #maxBatchBytes: number
@@ -199,7 +206,9 @@ export class BatchWriter {
     this.#table = options.table
     this.#log = options.log
     if (options.columns.length === 0) throw new TypeError('columns must not be empty')
-    this.#statement = `INSERT INTO ${quoteIdentifier(options.table)} (${options.columns.map(quoteIdentifier).join(', ')}) FORMAT TabSeparated`
+    this.#format = options.format ?? 'TabSeparated'
+    if (this.#format !== 'TabSeparated' && this.#format !== 'RowBinary') throw new TypeError(`format must be TabSeparated or RowBinary (got ${String(this.#format)})`)
+    this.#statement = `INSERT INTO ${quoteIdentifier(options.table)} (${options.columns.map(quoteIdentifier).join(', ')}) FORMAT ${this.#format}`
     this.#maxBatchRows = positiveInteger('maxBatchRows', options.maxBatchRows ?? defaults.maxBatchRows)
     this.#maxBatchBytes = positiveInteger('maxBatchBytes', options.maxBatchBytes ?? defaults.maxBatchBytes)
     this.#flushIntervalMs = nonNegative('flushIntervalMs', options.flushIntervalMs ?? defaults.flushIntervalMs)
@@ -232,8 +241,8 @@ export class BatchWriter {
       if (chunk.byteLength > 0) last = chunk
     }
     // A missing final newline would glue this write's last row to the next write's first row.
-    if (last === undefined || last[last.byteLength - 1] !== 0x0a) {
-      return Promise.reject(new TypeError('rows must be TabSeparated lines, each ending in \\n'))
+    if (last === undefined || (this.#format === 'TabSeparated' && last[last.byteLength - 1] !== 0x0a)) {
+      return Promise.reject(new TypeError(last === undefined ? `${rows} rows in no bytes` : 'rows must be TabSeparated lines, each ending in \\n'))
     }
     if (signal?.aborted) return Promise.reject(signal.reason)
 

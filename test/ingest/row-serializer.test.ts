@@ -1,8 +1,9 @@
 import t from 'tap'
-import { EventRowWriter } from '../../lib/ingest/row-serializer.ts'
+import { EventRowWriter, readEventRows } from '../../lib/ingest/row-serializer.ts'
 import type { EventRow } from '../../lib/ingest/event-schema.ts'
 import { eventColumns } from '../../lib/ingest/parse-task.ts'
-import { decodeTsv } from '../helpers/tsv.ts'
+import { migration } from '../../lib/storage/migrations/002_events.ts'
+import { createTestDatabase } from '../helpers/clickhouse.ts'
 
 const receivedAt = 1763726400000
 
@@ -27,96 +28,143 @@ function serialize (rows: EventRow[], orgId = 'org_1', stream = 'web'): ArrayBuf
   return writer.finish()
 }
 
-// The reference: what ClickHouse's TSV writer produces, built the slow and obvious way.
-function escapeReference (text: string): string {
-  return text.replace(/[\\\t\n\r\0\b\f]/g, (ch) => ({ '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r', '\0': '\\0', '\b': '\\b', '\f': '\\f' })[ch]!)
+// The reference encoding, built the slow and obvious way: minimal VarUInt lengths.
+function varUInt (value: number): Buffer {
+  const out: number[] = []
+  while (value >= 0x80) {
+    out.push(0x80 | (value & 0x7f))
+    value = Math.floor(value / 0x80)
+  }
+  out.push(value)
+  return Buffer.from(out)
 }
+const refString = (text: string): Buffer => Buffer.concat([varUInt(Buffer.byteLength(text)), Buffer.from(text)])
+const refNullable = (value: Buffer | null): Buffer => value === null ? Buffer.from([1]) : Buffer.concat([Buffer.from([0]), value])
+function refUInt (value: number, size: number): Buffer {
+  const out = Buffer.alloc(size)
+  if (size === 8) out.writeBigUInt64LE(BigInt(value))
+  else out.writeUIntLE(value, 0, size)
+  return out
+}
+function refFloat (value: number): Buffer {
+  const out = Buffer.alloc(8)
+  out.writeDoubleLE(value)
+  return out
+}
+const refNullableString = (value: string | null): Buffer => refNullable(value === null ? null : refString(value))
 
-t.test('columns in eventColumns order, NULL as \\N', async (t) => {
-  const text = Buffer.from(serialize([baseRow, { ...baseRow, host: null, status: null, rt: null, bytes: null, message: 'm', filename: '/f.log', attrs: '{"a":1}' }])).toString()
-  t.equal(text,
-    'org_1\tweb\t1763726399123\t1763726400000\tweb-1\t/api/v1/orders\tGET\t200\t0.25\t512\t10.0.0.1\tcurl/8.5.0\t\\N\t\\N\t{}\t1000\t200\n' +
-    'org_1\tweb\t1763726399123\t1763726400000\t\\N\t/api/v1/orders\tGET\t\\N\t\\N\t\\N\t10.0.0.1\tcurl/8.5.0\tm\t/f.log\t{"a":1}\t1001\t201\n')
-  t.equal(decodeTsv(Buffer.from(text))[0].length, eventColumns.length)
+t.test('RowBinary in eventColumns order, byte for byte; NULL as its flag', async (t) => {
+  const second: EventRow = { ...baseRow, host: null, status: null, rt: null, bytes: null, message: 'm', filename: '/f.log', attrs: '{"a":1}' }
+  const bytes = Buffer.from(serialize([baseRow, second]))
+  const expected = [baseRow, second].map((row, i) => Buffer.concat([
+    refString('org_1'), refString('web'), refUInt(row.ts, 8), refUInt(receivedAt, 8),
+    refNullableString(row.host), refNullableString(row.path), refNullableString(row.method),
+    refNullable(row.status === null ? null : refUInt(row.status, 2)),
+    refNullable(row.rt === null ? null : refFloat(row.rt)),
+    refNullable(row.bytes === null ? null : refUInt(row.bytes, 8)),
+    refNullableString(row.src), refNullableString(row.userAgent), refNullableString(row.message), refNullableString(row.filename),
+    refString(row.attrs), refUInt(1000 + i, 8), refUInt(200 + i, 4),
+  ]))
+  t.ok(bytes.equals(Buffer.concat(expected)), 'byte for byte')
+  const decoded = readEventRows(bytes)
+  t.strictSame(decoded, [
+    ['org_1', 'web', '1763726399123', '1763726400000', 'web-1', '/api/v1/orders', 'GET', '200', '0.25', '512', '10.0.0.1', 'curl/8.5.0', null, null, '{}', '1000', '200'],
+    ['org_1', 'web', '1763726399123', '1763726400000', null, '/api/v1/orders', 'GET', null, null, null, '10.0.0.1', 'curl/8.5.0', 'm', '/f.log', '{"a":1}', '1001', '201'],
+  ])
+  t.equal(decoded[0].length, eventColumns.length)
 })
 
-t.test('strings: escaped like ClickHouse, UTF-8 like Buffer.from', async (t) => {
+t.test('strings: any bytes, UTF-8 like Buffer.from, lengths padded for long ones', async (t) => {
   const samples = [
-    'tab\there', 'new\nline', 'cr\rlf', 'nul\0byte', 'back\\slash', 'bell\b form\f', '\\N', '\\', 'end\\',
-    'quotes \' " `', 'héllo', '日本語テキスト', '😀 emoji 🚀', 'mixed\t😀\\n\n日本', '\u0001\u001f\u007f', 'x'.repeat(40) + '\t',
-    'a long string with nothing to escape at all, over the short-string threshold',
+    '', 'tab\there', 'new\nline', 'nul\0byte', 'back\\slash', '\\N', 'héllo', '日本語テキスト', '😀 emoji 🚀',
+    '\u0001\u001f\u007f', 'x'.repeat(40) + '\t', 'x'.repeat(42), 'x'.repeat(43), '日'.repeat(42), '日'.repeat(43),
+    'x'.repeat(5461), 'x'.repeat(5462), '😀'.repeat(3000), 'é'.repeat(70_000),
     'lone high \ud800 surrogate', 'lone low \udc00', 'swapped \udc00\ud800', 'high at end \ud83d', '\ud83d',
   ]
   const rows = samples.map((text) => ({ ...baseRow, host: text, message: text, attrs: text }))
-  const bytes = Buffer.from(serialize(rows))
-  const expected = samples.map((text, i) => {
-    const field = escapeReference(text)
-    return `org_1\tweb\t1763726399123\t1763726400000\t${field}\t/api/v1/orders\tGET\t200\t0.25\t512\t10.0.0.1\tcurl/8.5.0\t${field}\t\\N\t${field}\t${1000 + i}\t${200 + i}\n`
-  }).join('')
-  t.ok(bytes.equals(Buffer.from(expected)), 'byte for byte')
-  const decoded = decodeTsv(bytes)
-  samples.forEach((text, i) => t.equal(decoded[i][4], Buffer.from(text).toString(), JSON.stringify(text)))
+  const decoded = readEventRows(serialize(rows))
+  samples.forEach((text, i) => {
+    const expected = Buffer.from(text).toString()
+    t.equal(decoded[i][4], expected, `host ${JSON.stringify(text.slice(0, 20))} (${text.length})`)
+    t.equal(decoded[i][12], expected)
+    t.equal(decoded[i][14], expected)
+  })
+  // 50 units: up to 150 bytes, so two length bytes; 50 ASCII bytes fit in one, padded.
+  const one = Buffer.from(serialize([{ ...baseRow, host: 'h'.repeat(50) }]))
+  const at = refString('org_1').length + refString('web').length + 16
+  t.strictSame([...one.subarray(at, at + 3)], [0, 0x80 | 50, 0], 'not NULL, then 50 as a two-byte VarUInt')
 })
 
-t.test('random strings match the reference byte for byte', async (t) => {
+t.test('random strings read back as Buffer.from encodes them', async (t) => {
   // Seeded, so a failure reproduces; the alphabet leans on the characters that need care.
   let seed = 12345
   const random = (): number => {
     seed = (seed * 1103515245 + 12345) & 0x7fffffff
     return seed / 0x80000000
   }
-  const plain = ['a', 'Z', ' ', 'N', '"', 'é', '€', '😀', '\ud800', '\udfff', '\u0080', '\u07ff', '\u0800', '\uffff', '\u0001']
-  const escaped = [...plain, '\t', '\n', '\r', '\0', '\b', '\f', '\\']
+  const alphabet = ['a', 'Z', ' ', 'N', '"', 'é', '€', '😀', '\ud800', '\udfff', '\u0080', '\u07ff', '\u0800', '\uffff', '\u0001', '\t', '\n', '\\', '\0']
   const samples: string[] = []
   for (let i = 0; i < 2000; i++) {
-    // Half without escapes, so that long ones take the native write.
-    const alphabet = i % 2 === 0 ? plain : escaped
     let text = ''
-    const length = Math.floor(random() * 40)
+    const length = Math.floor(random() * 80)
     for (let j = 0; j < length; j++) text += alphabet[Math.floor(random() * alphabet.length)]
     samples.push(text)
   }
-  const bytes = Buffer.from(serialize(samples.map((text) => ({ ...baseRow, path: text }))))
-  const expected = samples.map((text, i) => `org_1\tweb\t1763726399123\t1763726400000\tweb-1\t${escapeReference(text)}\tGET\t200\t0.25\t512\t10.0.0.1\tcurl/8.5.0\t\\N\t\\N\t{}\t${1000 + i}\t${200 + i}\n`).join('')
-  t.ok(bytes.equals(Buffer.from(expected)))
+  const decoded = readEventRows(serialize(samples.map((text) => ({ ...baseRow, path: text }))))
+  t.equal(decoded.length, samples.length)
+  t.ok(samples.every((text, i) => decoded[i][5] === Buffer.from(text).toString() && decoded[i][15] === String(1000 + i)))
 })
 
-t.test('org and stream are escaped too', async (t) => {
-  const [row] = decodeTsv(serialize([baseRow], 'org\twith tab', 'stream\\x'))
+t.test('org and stream of any characters', async (t) => {
+  const [row] = readEventRows(serialize([baseRow], 'org\twith tab', 'stream\\x 日本 and a name longer than sixteen'))
   t.equal(row[0], 'org\twith tab')
-  t.equal(row[1], 'stream\\x')
+  t.equal(row[1], 'stream\\x 日本 and a name longer than sixteen')
 })
 
-t.test('numbers: plain decimal integers, rt that reads back exactly', async (t) => {
-  const integers = [0, 1, 9, 10, 99, 100, 101, 2 ** 31 - 1, 2 ** 31, 99_999_999, 100_000_000, 100_000_001, 1763726399123, 2 ** 53 - 1]
-  const decodedIntegers = decodeTsv(serialize(integers.map((n) => ({ ...baseRow, ts: n, bytes: n }))))
+t.test('numbers: integers up to 2^53 - 1, rt exactly as the double it was', async (t) => {
+  const integers = [0, 1, 255, 256, 2 ** 31 - 1, 2 ** 31, 2 ** 32 - 1, 2 ** 32, 2 ** 32 + 1, 1763726399123, 2 ** 53 - 1]
+  const decodedIntegers = readEventRows(serialize(integers.map((n) => ({ ...baseRow, ts: n, bytes: n }))))
   integers.forEach((n, i) => {
     t.equal(decodedIntegers[i][2], String(n), `ts ${n}`)
     t.equal(decodedIntegers[i][9], String(n), `bytes ${n}`)
   })
-  const rts = [0, -0, 0.5, 0.25, 1, 0.000001, 0.000010, 0.1 + 0.2, 1.081401, 123456.789012, 5e-7, 1e-7, 1e21, 1.7976931348623157e308, 2 ** 53 / 1e6, 9007199254.740993, 0.1234567]
-  const decodedRts = decodeTsv(serialize(rts.map((rt) => ({ ...baseRow, rt }))))
-  rts.forEach((rt, i) => {
-    const text = decodedRts[i][8]!
-    t.equal(Number(text), rt, `rt ${rt} as ${text}`)
-    t.match(text, /^\d+(\.\d+)?(e[+-]\d+)?$/, 'a form ClickHouse reads')
-  })
-  t.equal(decodedRts[5][8], '0.000001', 'microseconds in plain decimal')
-  t.equal(decodedRts[1][8], '0', '-0 is 0')
-  t.equal(decodedRts[0][7], '200')
+  const rts = [0, 0.5, 0.25, 1, 0.000001, 0.1 + 0.2, 1.081401, 5e-7, 1e-7, 1e21, 1.7976931348623157e308, 5e-324]
+  const decodedRts = readEventRows(serialize(rts.map((rt) => ({ ...baseRow, rt }))))
+  rts.forEach((rt, i) => t.equal(Number(decodedRts[i][8]), rt, `rt ${rt}`))
+  const [negativeZero] = readEventRows(serialize([{ ...baseRow, rt: -0 }]))
+  t.equal(negativeZero[8], '0')
+  t.ok(Object.is(Number(negativeZero[8]), 0), '-0 is stored as 0')
+  t.equal(readEventRows(serialize([{ ...baseRow, status: 599 }]))[0][7], '599')
 })
 
 t.test('the buffer grows past its first size; finish() hands over exactly the rows', async (t) => {
   const long = { ...baseRow, message: 'm'.repeat(10_000) + '\t' }
   const rows = Array.from({ length: 50 }, () => long)
   const buffer = serialize(rows)
-  const decoded = decodeTsv(buffer)
-  t.equal(decoded.length, 50)
+  const decoded = readEventRows(buffer)
+  t.equal(decoded.length, 50, 'the reader ends exactly at the last row')
   t.equal(decoded[49][12], long.message)
-  t.equal(buffer.byteLength, Buffer.from(buffer).lastIndexOf('\n') + 1, 'no slack after the last row')
   t.equal(serialize([]).byteLength, 0, 'no rows, no bytes')
+  t.throws(() => readEventRows(buffer.slice(0, buffer.byteLength - 1)), RangeError, 'a cut row is noticed')
   const size = buffer.byteLength
   const moved = structuredClone(buffer, { transfer: [buffer] })
   t.ok(buffer.detached, 'transferable: the original is detached')
   t.equal(moved.byteLength, size)
+})
+
+t.test('ClickHouse reads the rows, padded lengths included', async (t) => {
+  const db = await createTestDatabase(t)
+  for (const statement of migration.statements) await db.clickhouse.command(statement)
+  const strings = ['', 'short', 'x'.repeat(42), 'x'.repeat(43), '日'.repeat(43), 'x'.repeat(5462), '😀'.repeat(3000), 'tab\tnew\nline\\ \0 \ud800']
+  const rows = strings.map((text, i) => ({ ...baseRow, ts: baseRow.ts + i, host: text, message: text, attrs: text, rt: i === 0 ? null : 0.1 * i, bytes: 2 ** 53 - 1 - i }))
+  await db.clickhouse.insertRaw(`INSERT INTO events (${eventColumns.join(', ')}) FORMAT RowBinary`, Buffer.from(serialize(rows)))
+  const stored = await db.clickhouse.query<Record<string, unknown>>(`SELECT host, message, attrs, ts, rt, bytes, seq, size, status FROM events ORDER BY ts`)
+  t.equal(stored.length, strings.length)
+  strings.forEach((text, i) => {
+    const expected = Buffer.from(text).toString()
+    t.strictSame(stored[i], {
+      host: expected, message: expected, attrs: expected, ts: baseRow.ts + i, rt: i === 0 ? null : 0.1 * i,
+      bytes: 2 ** 53 - 1 - i, seq: 1000 + i, size: 200 + i, status: 200,
+    }, `row ${i}`)
+  })
 })

@@ -12,6 +12,7 @@ import { createClickHouse, ClickHouseError, clickhouseCodes } from '../../lib/st
 import type { ClickHouse } from '../../lib/storage/clickhouse.ts'
 import { migration as eventsMigration } from '../../lib/storage/migrations/002_events.ts'
 import { eventColumns } from '../../lib/ingest/parse-task.ts'
+import { EventRowWriter } from '../../lib/ingest/row-serializer.ts'
 import { createLogger } from '../../lib/logger.ts'
 import { SluiceError } from '../../lib/errors.ts'
 import { createTestDatabase } from '../helpers/clickhouse.ts'
@@ -21,8 +22,20 @@ for (const statement of eventsMigration.statements) await db.clickhouse.command(
 
 const day = 1_700_000_000_000 // all rows in one daily partition, so one insert = one part
 
-/** `n` TabSeparated event rows of stream `stream`, in eventColumns order. */
+/** `n` event rows of stream `stream` in RowBinary, as the parse workers write them. */
 function eventRows (stream: string, n: number): Buffer {
+  const writer = new EventRowWriter('org1', stream, day, 64)
+  for (let i = 0; i < n; i++) {
+    writer.write({
+      ts: day + i, host: 'web-1', path: `/api/items/${i}`, method: 'GET', status: 200, rt: 0.012, bytes: 512,
+      src: '10.0.0.1', userAgent: 'curl/8.0', message: `message ${i}`, filename: null, attrs: '{}',
+    }, i, 100)
+  }
+  return Buffer.from(writer.finish())
+}
+
+/** `n` TabSeparated event rows of stream `stream`, in eventColumns order. */
+function tsvRows (stream: string, n: number): Buffer {
   let text = ''
   for (let i = 0; i < n; i++) {
     text += `org1\t${stream}\t${day + i}\t${day}\tweb-1\t/api/items/${i}\tGET\t200\t0.012\t512\t10.0.0.1\tcurl/8.0\tmessage ${i}\t\\N\t{}\t${i}\t100\n`
@@ -48,6 +61,7 @@ function startWriter (tt: Test, options: Partial<BatchWriterOptions> = {}): Harn
     clickhouse: db.clickhouse,
     table: 'events',
     columns: eventColumns,
+    format: 'RowBinary',
     log: createLogger({ level: 'debug', write: (line) => { logLines.push(JSON.parse(line)) } }),
     onInsert: (stats) => { inserts.push(stats) },
     ...options,
@@ -134,7 +148,7 @@ t.test('a batch over ClickHouse max_insert_block_size is still one block, one pa
   await db.clickhouse.command('CREATE TABLE wide (n UInt32) ENGINE = MergeTree ORDER BY n')
   const rows = 1_100_000 // over the server's max_insert_block_size of 1_048_576
   const one = Buffer.from('1\n'.repeat(rows))
-  const { writer, inserts } = startWriter(tt, { table: 'wide', columns: ['n'], maxBatchRows: 10 })
+  const { writer, inserts } = startWriter(tt, { table: 'wide', columns: ['n'], format: 'TabSeparated', maxBatchRows: 10 })
   await writer.write([one], rows)
   tt.equal(inserts.length, 1)
   const [{ n }] = await db.clickhouse.query<{ n: number }>('SELECT count() AS n FROM wide')
@@ -261,10 +275,10 @@ t.test('connection reset that passes: retried, stored exactly once', async (tt) 
 })
 
 t.test('a malformed write fails alone (internal_error); its batch mates are stored', async (tt) => {
-  const { writer, inserts, logLines } = startWriter(tt, { flushIntervalMs: 600_000, minInsertIntervalMs: 600_000 })
-  const good1 = writer.write([eventRows('mal-good-1', 3)], 3)
+  const { writer, inserts, logLines } = startWriter(tt, { format: 'TabSeparated', flushIntervalMs: 600_000, minInsertIntervalMs: 600_000 })
+  const good1 = writer.write([tsvRows('mal-good-1', 3)], 3)
   const bad = writer.write([Buffer.from('org1\tmal-bad\tnot-a-number\n')], 1)
-  const good2 = writer.write([eventRows('mal-good-2', 4)], 4)
+  const good2 = writer.write([tsvRows('mal-good-2', 4)], 4)
   const flushed = writer.flush()
   await tt.rejects(bad, { code: 'internal_error' })
   await good1
@@ -275,6 +289,23 @@ t.test('a malformed write fails alone (internal_error); its batch mates are stor
   tt.equal(await countRows('mal-good-2'), 4)
   tt.equal(await countRows('mal-bad'), 0)
   tt.ok(logLines.some((l) => l.level === 'error' && (l.err as { message?: string })?.message?.includes('Code: 27')), 'logged loudly, with the ClickHouse error')
+})
+
+t.test('RowBinary: a write cut inside a row fails alone; its batch mates are stored', async (tt) => {
+  const { writer, inserts } = startWriter(tt, { flushIntervalMs: 600_000, minInsertIntervalMs: 600_000 })
+  const good1 = writer.write([eventRows('rb-good-1', 3)], 3)
+  const good2 = writer.write([eventRows('rb-good-2', 4)], 4)
+  const cut = eventRows('rb-cut', 2)
+  const bad = writer.write([cut.subarray(0, cut.length - 3)], 2)
+  const flushed = writer.flush()
+  await tt.rejects(bad, { code: 'internal_error' })
+  await good1
+  await good2
+  await flushed
+  tt.same(inserts.map((s) => [s.writes, s.ok]), [[3, false], [1, true], [1, true], [1, false]])
+  tt.equal(await countRows('rb-good-1'), 3)
+  tt.equal(await countRows('rb-good-2'), 4)
+  tt.equal(await countRows('rb-cut'), 0, 'not even its whole first row')
 })
 
 t.test('an aborted write leaves the queue before its insert starts', async (tt) => {
@@ -308,10 +339,13 @@ t.test('over maxPendingBytes writes are held in order; needsDrain tells admissio
 t.test('write() argument checks', async (tt) => {
   const { writer, inserts } = startWriter(tt)
   await writer.write([], 0)
-  await tt.rejects(writer.write([Buffer.from('org1\tx')], 1), TypeError, 'a row without its newline')
+  await tt.rejects(writer.write([Buffer.alloc(0)], 1), TypeError, 'rows in no bytes')
+  const tsv = startWriter(tt, { format: 'TabSeparated' }).writer
+  await tt.rejects(tsv.write([Buffer.from('org1\tx')], 1), TypeError, 'a TabSeparated row without its newline')
   await tt.rejects(writer.write([eventRows('neg', 1)], -1), TypeError)
   tt.equal(inserts.length, 0)
   tt.throws(() => createBatchWriter({ clickhouse: db.clickhouse, table: 'events; DROP', columns: eventColumns, log: createLogger({ level: 'silent' }) }), TypeError)
+  tt.throws(() => createBatchWriter({ clickhouse: db.clickhouse, table: 'events', columns: eventColumns, format: 'CSV' as 'RowBinary', log: createLogger({ level: 'silent' }) }), TypeError)
 })
 
 t.test('errors are classified by numeric code', async (tt) => {
