@@ -34,6 +34,9 @@ export interface WriterStats {
   maxPendingRows: number
   maxWorkerQueue: number
   maxUncommittedBytes: number
+  /** The main thread's V8 heap (reserved) and external memory at their highest (/metrics). */
+  maxHeapTotalBytes?: number
+  maxExternalBytes?: number
 }
 
 export interface RunRecord {
@@ -107,7 +110,7 @@ export async function measureRun (label: string, target: LoadTarget, context: Ru
   let end: Snapshot | undefined
   let metricsStart: Promise<Map<string, number>> | undefined
   let metricsEnd: Promise<Map<string, number>> | undefined
-  const gauges = { pendingRows: 0, workerQueue: 0, uncommitted: 0 }
+  const gauges = { pendingRows: 0, workerQueue: 0, uncommitted: 0, heapTotal: 0, external: 0 }
   let gaugeTimer: NodeJS.Timeout | undefined
   const rss = options.sampleRss && sluice ? new RssSampler(sluice.pid) : null
 
@@ -123,6 +126,8 @@ export async function measureRun (label: string, target: LoadTarget, context: Ru
           gauges.pendingRows = Math.max(gauges.pendingRows, m.get('sluice_writer_pending_rows') ?? 0)
           gauges.workerQueue = Math.max(gauges.workerQueue, m.get('sluice_worker_queue') ?? 0)
           gauges.uncommitted = Math.max(gauges.uncommitted, m.get('sluice_uncommitted_bytes') ?? 0)
+          gauges.heapTotal = Math.max(gauges.heapTotal, m.get('nodejs_heap_size_total_bytes') ?? 0)
+          gauges.external = Math.max(gauges.external, m.get('nodejs_external_memory_bytes') ?? 0)
         }, () => {})
       }, 500)
     },
@@ -165,6 +170,8 @@ export async function measureRun (label: string, target: LoadTarget, context: Ru
       maxPendingRows: gauges.pendingRows,
       maxWorkerQueue: gauges.workerQueue,
       maxUncommittedBytes: gauges.uncommitted,
+      maxHeapTotalBytes: gauges.heapTotal,
+      maxExternalBytes: gauges.external,
     }
   }
   const chDelta = after - before

@@ -97,6 +97,12 @@ export function createSluiceMetrics () {
     batchRows: registry.histogram('sluice_insert_rows', 'Rows per ClickHouse insert', [100, 1000, 5000, 10000, 25000, 50000, 100000, 250000]),
     insertSeconds: registry.histogram('sluice_insert_duration_seconds', 'ClickHouse insert latency', [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]),
     insertFailures: registry.counter('sluice_insert_failures_total', 'ClickHouse insert attempts that failed'),
+    // The process's memory, under the names Prometheus' Node client uses. The heap and external
+    // figures are the main thread's; RSS counts every thread.
+    residentBytes: registry.gauge('process_resident_memory_bytes', 'Resident set size of the process', () => process.memoryUsage.rss()),
+    heapUsedBytes: registry.gauge('nodejs_heap_size_used_bytes', 'V8 heap in use, main thread', () => process.memoryUsage().heapUsed),
+    heapTotalBytes: registry.gauge('nodejs_heap_size_total_bytes', 'V8 heap reserved, main thread', () => process.memoryUsage().heapTotal),
+    externalBytes: registry.gauge('nodejs_external_memory_bytes', 'Memory of C++ objects bound to JS objects (Buffers included), main thread', () => process.memoryUsage().external),
   }
 }
 

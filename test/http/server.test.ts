@@ -50,6 +50,11 @@ t.test('/readyz is ready once migrated; /metrics speaks Prometheus', async (t) =
   const text = await m.body.text()
   t.match(text, /# TYPE sluice_http_requests_total counter/)
   t.match(text, /sluice_http_requests_total\{method="GET",route="\/readyz",status="200"\} 1/)
+  const rss = Number(/^process_resident_memory_bytes (\d+)$/m.exec(text)?.[1])
+  t.ok(rss > 10 * 2 ** 20 && rss < 64 * 2 ** 30, `RSS in bytes (${rss})`)
+  const heap = Number(/^nodejs_heap_size_used_bytes (\d+)$/m.exec(text)?.[1])
+  t.ok(heap > 0 && heap < rss, 'the main heap is part of RSS')
+  t.match(text, /^nodejs_external_memory_bytes \d+$/m)
 })
 
 t.test('shutdown: requests in flight finish, new ones get 503 shutting_down with Connection: close', async (t) => {
