@@ -9,6 +9,7 @@ import type { ChildProcess } from 'node:child_process'
 import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { serverNodeFlags } from '../lib/node-flags.ts'
 
 const defaultMainFile = new URL('../lib/main.ts', import.meta.url).pathname
 
@@ -19,7 +20,7 @@ export interface SluiceChildOptions {
   database: string
   /** Extra environment (SLUICE_WORKERS, SLUICE_FLUSH_INTERVAL_MS, SLUICE_CONFIG...). */
   env: Record<string, string>
-  /** Options for node itself, e.g. --cpu-prof. */
+  /** Options for node itself, e.g. --cpu-prof, after lib/node-flags.ts's (a later flag wins). */
   nodeArgs?: string[]
   /** lib/main.ts of another checkout, to measure a change against this one; default: this one's. */
   mainFile?: string
@@ -63,7 +64,7 @@ export class SluiceChild {
     const out = openSync(logFile, 'a')
     let child: ChildProcess
     try {
-      child = spawn(process.execPath, [...(options.nodeArgs ?? []), options.mainFile ?? defaultMainFile], {
+      child = spawn(process.execPath, [...serverNodeFlags, ...(options.nodeArgs ?? []), options.mainFile ?? defaultMainFile], {
         env: {
           ...process.env,
           SLUICE_PORT: '0',

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { request } from 'undici'
 import { findClickHouseBinary } from '../lib/storage/managed-clickhouse.ts'
+import { serverNodeFlags } from '../lib/node-flags.ts'
 
 const main = new URL('../lib/main.ts', import.meta.url).pathname
 
@@ -17,7 +18,7 @@ t.test('starts with a managed ClickHouse, serves the README flow, stops cleanly'
   t.teardown(() => rm(dataDir, { recursive: true, force: true }))
   const env: NodeJS.ProcessEnv = { ...process.env, SLUICE_DATA_DIR: dataDir, SLUICE_PORT: '0', SLUICE_LOG_LEVEL: 'warn' }
   delete env.CLICKHOUSE_URL
-  const child = spawn(process.execPath, [main], { env })
+  const child = spawn(process.execPath, [...serverNodeFlags, main], { env })
   t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
   let stderr = ''
   child.stdout.resume()
@@ -69,7 +70,7 @@ t.test('no ClickHouse binary: a message naming both ways out', async (t) => {
   t.teardown(() => rm(dataDir, { recursive: true, force: true }))
   const env: NodeJS.ProcessEnv = { ...process.env, SLUICE_DATA_DIR: dataDir, SLUICE_PORT: '0', CLICKHOUSE_BINARY: '/nonexistent/clickhouse-server' }
   delete env.CLICKHOUSE_URL
-  const child = spawn(process.execPath, [main], { env })
+  const child = spawn(process.execPath, [...serverNodeFlags, main], { env })
   let stderr = ''
   child.stderr.on('data', (d) => { stderr += d })
   child.stdout.resume()
