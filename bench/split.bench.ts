@@ -34,7 +34,7 @@ function makeBody (bytes: number): { chunks: Buffer[], lines: number } {
 async function runRound (chunks: Buffer[]): Promise<number> {
   let lines = 0
   const batcher = new LineBatcher({ onFailure: () => {} })
-  await pipeline(Readable.from(chunks, { objectMode: false }), createLineSplitter({ batcher }), new Writable({
+  await pipeline(Readable.from(chunks, { objectMode: false }), ...createLineSplitter({ batcher }), new Writable({
     objectMode: true,
     write (batch: LineBatch, _encoding, callback) { lines += batch.lineCount; callback() },
   }))

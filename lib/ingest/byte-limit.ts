@@ -18,13 +18,18 @@ const describedKind = { raw: 'request body', decoded: 'decompressed request body
 export class ByteLimit extends Transform {
   readonly #limit: number
   readonly #kind: ByteLimitKind
+  readonly #onBytes: ((bytes: number) => void) | undefined
   #bytes = 0
 
-  /** `limit`: bytes that may pass (inclusive); one more fails the request. */
-  constructor (limit: number, kind: ByteLimitKind) {
+  /**
+   * `limit`: bytes that may pass (inclusive); one more fails the request. `onBytes` hears of
+   * every chunk that passes (its length), e.g. to count accepted bytes against a budget.
+   */
+  constructor (limit: number, kind: ByteLimitKind, onBytes?: (bytes: number) => void) {
     super()
     this.#limit = limit
     this.#kind = kind
+    this.#onBytes = onBytes
   }
 
   /** Bytes seen so far, including those of a chunk that went over the limit. */
@@ -39,6 +44,7 @@ export class ByteLimit extends Transform {
         `The ${describedKind[this.#kind]} is over the limit of ${formatBytes(this.#limit)}`))
       return
     }
+    this.#onBytes?.(chunk.length)
     callback(null, chunk)
   }
 }

@@ -3,11 +3,11 @@
 // Before the body is read: auth (401/403) → stream exists (404) → org rate, org concurrency,
 // server queue (429) → content type and encoding (400). A request refused there stores nothing.
 // Then one pipeline per request: wire bytes are counted (413), decoded, counted again (413, the
-// zip-bomb guard), split into lines, batched, and parsed by the worker pool. All of the request's
+// zip-bomb guard; an identity body is counted once, against both limits), split into lines,
+// batched, and parsed by the worker pool. All of the request's
 // rows go to the batch writer in one write, and the 200 is sent only once the insert holding them
 // has succeeded. A request that fails or is cut off before that point stores nothing.
 import { pipeline } from 'node:stream/promises'
-import { Transform } from 'node:stream'
 import type { Duplex } from 'node:stream'
 import type { Piscina } from 'piscina'
 import type { Router } from '../http/router.ts'
@@ -48,20 +48,6 @@ export interface IngestRouteDeps {
 
 /** Events may be this far in the future (clock skew between shippers and us): two days, in ms. */
 const maxFutureMs = 2 * 86_400_000
-
-/** Counts decoded bytes into the admission ticket as they pass (accepted, not yet committed). */
-class ByteMeter extends Transform {
-  #ticket: AdmissionTicket
-  constructor (ticket: AdmissionTicket) {
-    super()
-    this.#ticket = ticket
-  }
-
-  override _transform (chunk: Buffer, _enc: BufferEncoding, callback: (err?: Error | null, data?: Buffer) => void): void {
-    this.#ticket.addBytes(chunk.length)
-    callback(null, chunk)
-  }
-}
 
 export function registerIngestRoute (router: Router, deps: IngestRouteDeps): void {
   router.add('POST', '/api/ingest/:streamId', (ctx) => handleIngest(ctx, deps))
@@ -146,8 +132,14 @@ async function ingestBody (
     throw err
   }
   const summary = new IngestSummary()
-  const raw = new ByteLimit(config.maxRawBytes, 'raw')
-  const decoded = new ByteLimit(config.maxDecodedBytes, 'decoded')
+  // Decoded bytes count into the ticket as they pass (accepted, not yet committed). Without a
+  // decoder the wire bytes are the decoded bytes: one stage counts them against both limits.
+  const countBytes = (n: number): void => { ticket.addBytes(n) }
+  const decoded = decoder
+    ? new ByteLimit(config.maxDecodedBytes, 'decoded', countBytes)
+    : config.maxRawBytes <= config.maxDecodedBytes
+      ? new ByteLimit(config.maxRawBytes, 'raw', countBytes)
+      : new ByteLimit(config.maxDecodedBytes, 'decoded', countBytes)
   const batcher = new LineBatcher({ taskBytes: config.taskBytes, onFailure: (f) => { summary.addFailure(f) } })
   const receivedAt = ctx.receivedAt
   const live = deps.tailHub.liveRequestFor(orgId, streamName)
@@ -158,10 +150,9 @@ async function ingestBody (
     seqBase: randomSeqBase(),
     live,
   })
-  const splitter = createLineSplitter({ batcher, maxLineBytes: config.maxLineBytes })
-  const meter = new ByteMeter(ticket)
-  if (decoder) await pipeline(req, raw, decoder, decoded, meter, splitter, dispatch)
-  else await pipeline(req, raw, decoded, meter, splitter, dispatch)
+  const [framer, splitter, lastBatch] = createLineSplitter({ batcher, maxLineBytes: config.maxLineBytes })
+  if (decoder) await pipeline(req, new ByteLimit(config.maxRawBytes, 'raw'), decoder, decoded, framer, splitter, lastBatch, dispatch)
+  else await pipeline(req, decoded, framer, splitter, lastBatch, dispatch)
 
   if (!batcher.sawLine) throw new SluiceError('empty_body', 'The body holds no lines: send one JSON object per line')
   for (const [code, n] of summary.failedByCode) metrics.linesFailed.inc({ code }, n)

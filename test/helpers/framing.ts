@@ -30,7 +30,7 @@ export async function frameBody (body: Array<Buffer | string> | AsyncIterable<Bu
   const batches: LineBatch[] = []
   const batcher = new LineBatcher({ taskBytes: options.taskBytes, onFailure: (failure) => failures.push(failure) })
   const source = Readable.from(Array.isArray(body) ? body.map((chunk) => Buffer.from(chunk)) : body, { objectMode: false })
-  await pipeline(source, createLineSplitter({ batcher, maxLineBytes: options.maxLineBytes }), new Writable({
+  await pipeline(source, ...createLineSplitter({ batcher, maxLineBytes: options.maxLineBytes }), new Writable({
     objectMode: true,
     write (batch: LineBatch, _encoding, callback) {
       batches.push(batch)

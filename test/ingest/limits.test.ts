@@ -95,3 +95,14 @@ t.test('a line over the limit fails alone; a line at the limit passes', async (t
   t.match(r.body, { ingested: 2, failed: 1 })
   t.same(r.body.failures.map((f: { line: number, code: string }) => [f.line, f.code]), [[2, 'line_too_long']])
 })
+
+t.test('an uncompressed body is held to the decoded limit too, when that one is lower', async (t) => {
+  const own = await startServer(t, { ingest: { maxRawBytes: 16384, maxDecodedBytes: 4096, maxLineBytes: maxLine } })
+  const target = await createIngestTarget(own, 'decoded-lower')
+  const ok = await postIngest(target, bodyOf(4096))
+  t.equal(ok.status, 200)
+  const over = await postIngest(target, bodyOf(4097))
+  t.equal(over.status, 413)
+  t.equal(over.body.error, 'payload_too_large')
+  t.equal(await countEvents(target), ok.body.ingested, 'the refused body stored nothing')
+})

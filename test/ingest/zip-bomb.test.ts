@@ -39,7 +39,7 @@ for (const [encoding, createCompressor] of bombs) {
     const sampler = setInterval(() => { peak = Math.max(peak, process.memoryUsage.rss()) }, 5)
     const started = performance.now()
     const error = await pipeline(Readable.from(bomb(), { objectMode: false }), raw, decoder, decoded,
-      createLineSplitter({ batcher }), sink).then(() => null, (err: unknown) => err)
+      ...createLineSplitter({ batcher }), sink).then(() => null, (err: unknown) => err)
     const elapsedMs = performance.now() - started
     clearInterval(sampler)
     peak = Math.max(peak, process.memoryUsage.rss())
