@@ -276,7 +276,7 @@ try {
   await main()
 } catch (err) {
   if (cleaned !== null) await new Promise(() => {}) // interrupted: the signal handler exits
-  process.stderr.write(`bench failed: ${(err as Error).stack ?? String(err)}\n`)
+  process.stderr.write(`bench failed: ${(err as Error).stack ?? String(err)}${(err as Error).cause ? `\ncause: ${String((err as Error).cause)}` : ''}\n`)
   const child = sluice as SluiceChild | null
   if (child) process.stderr.write(`Sluice's log ends with:\n${readFileSync(child.logFile, 'utf8').slice(-3000)}\n`)
   process.exitCode = 1

@@ -154,8 +154,9 @@ export class SluiceChild {
   async waitIdle (timeoutMs = 30_000): Promise<boolean> {
     const deadline = Date.now() + timeoutMs
     while (Date.now() < deadline) {
-      const m = await this.metrics()
-      if ((m.get('sluice_http_in_flight') ?? 0) <= 1 && (m.get('sluice_writer_pending_rows') ?? 0) === 0) return true
+      // Right after an overload run the listen queue can still be full: a failed scrape is retried.
+      const m = await this.metrics().catch(() => null)
+      if (m && (m.get('sluice_http_in_flight') ?? 0) <= 1 && (m.get('sluice_writer_pending_rows') ?? 0) === 0) return true
       await sleep(100)
     }
     return false

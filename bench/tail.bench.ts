@@ -6,7 +6,7 @@
 //
 //   node bench/tail.bench.ts [--only latency,throughput] [--rps 90] [--runs 3] [--duration S]
 //     [--connections 256] [--tails 10] [--clickhouse-url URL] [--sluice-main OTHER/lib/main.ts]
-//     [--keep] [--env NAME=VALUE]...
+//     [--keep] [--env NAME=VALUE]... [--clickhouse-dir DIR] (its ClickHouse's data under DIR)
 //
 // - latency: one tail client with q=host:tail-bench-marker; open-loop ingest at --rps requests/s
 //   of 1,000-line bodies, each with one marker line more whose attrs.bench_id is unique. Per
@@ -48,6 +48,7 @@ const { values: args } = parseArgs({
     connections: { type: 'string', default: '256' },
     tails: { type: 'string', default: '10' },
     'clickhouse-url': { type: 'string' },
+    'clickhouse-dir': { type: 'string' },
     'sluice-main': { type: 'string' },
     keep: { type: 'boolean', default: false },
     env: { type: 'string', multiple: true },
@@ -86,6 +87,8 @@ const ms = (n: number): string => Number.isFinite(n) ? n.toFixed(n !== 0 && Math
 const pct = (n: number): string => Number.isFinite(n) ? `${(n * 100).toFixed(1)}%` : '-'
 
 const tmp = mkdtempSync(join(tmpdir(), 'sluice-tail-bench-'))
+/** Its own ClickHouse's data: in the temp dir, or in a temp dir of its own under --clickhouse-dir. */
+const clickhouseDir = args['clickhouse-dir'] ? mkdtempSync(join(args['clickhouse-dir'], 'sluice-tail-bench-ch-')) : join(tmp, 'clickhouse')
 let managed: ManagedClickHouse | null = null
 let sluice: SluiceChild | null = null
 let externalDb: ClickHouse | null = null
@@ -101,7 +104,10 @@ function cleanup (): Promise<void> {
     if (externalDb && !args.keep) await externalDb.command(`DROP DATABASE IF EXISTS \`${externalDb.database}\``).catch(() => {})
     await Promise.all(clients.map((c) => c.close().catch(() => {})))
     await managed?.stop().catch(() => {})
-    if (!args.keep) rmSync(tmp, { recursive: true, force: true })
+    if (!args.keep) {
+      rmSync(tmp, { recursive: true, force: true })
+      rmSync(clickhouseDir, { recursive: true, force: true })
+    }
   })()
   return cleaned
 }
@@ -328,7 +334,7 @@ async function main (): Promise<void> {
     externalDb = createClickHouse({ url: clickhouseUrl, user: process.env.CLICKHOUSE_USER ?? 'default', password: process.env.CLICKHOUSE_PASSWORD ?? '', database, requestTimeoutMs: 120_000 })
     clients.push(externalDb)
   } else {
-    managed = await startManagedClickHouse({ dataDir: join(tmp, 'clickhouse'), startTimeoutMs: 60_000, log })
+    managed = await startManagedClickHouse({ dataDir: clickhouseDir, startTimeoutMs: 60_000, log })
     clickhouseUrl = managed.url
   }
   const sluiceDb = externalDb ?? createClickHouse({ url: clickhouseUrl, user: 'default', password: '', database, requestTimeoutMs: 120_000 })

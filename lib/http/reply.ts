@@ -2,7 +2,7 @@
 // gives the one error shape {"error", "message", "request_id"} (plus details such as an ingest
 // summary) and the Retry-After header a 429 or 503 must carry.
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { toHttpError } from '../errors.ts'
+import { SluiceError, toHttpError } from '../errors.ts'
 import type { Logger } from '../logger.ts'
 
 export interface RequestContext {
@@ -37,9 +37,19 @@ export function sendEmpty (ctx: RequestContext, status: number): void {
 
 /** Answers with any error: our own as they are, anything else through toHttpError. */
 export function sendError (ctx: RequestContext, err: unknown): void {
+  const { res } = ctx
+  const socket = res.socket ?? ctx.req.socket
+  if (socket?.destroyed === true) {
+    // The client closed the connection before its answer (it gave up, or was cut off): there is
+    // no one to answer, and its own 'aborted' error is no failure of ours (the server's metrics
+    // count the request as 499, "client closed request").
+    if (err instanceof SluiceError && err.status >= 500) ctx.log.warn('request failed after the client left', { err, code: err.code })
+    else ctx.log.debug('client closed the connection before the answer', { err })
+    res.destroy()
+    return
+  }
   const e = toHttpError(err)
   if (e.status >= 500) ctx.log.error('request failed', { err, code: e.code, status: e.status })
-  const { res } = ctx
   if (res.headersSent) {
     res.destroy()
     return

@@ -62,7 +62,10 @@ export function createHttpServer (options: HttpServerOptions): HttpServer {
     inFlight++
     res.once('close', () => {
       inFlight--
-      onResponse?.(pattern, req.method ?? 'GET', res.statusCode, performance.now() - started)
+      // Closed before its answer was sent: the client left. Counted as 499 ("client closed
+      // request", as nginx logs it), not as the 200 that statusCode still holds.
+      const status = res.writableFinished || res.headersSent ? res.statusCode : 499
+      onResponse?.(pattern, req.method ?? 'GET', status, performance.now() - started)
       if (inFlight === 0 && idleWaiters.length > 0) {
         const waiters = idleWaiters
         idleWaiters = []

@@ -36,6 +36,9 @@ t.test('a request cut off mid-body stores nothing', async (t) => {
   await s.app.writer.flush()
   t.equal(await countEvents(tgt), 0)
   t.equal(s.app.admission.uncommittedBytes, 0)
+  const route = { route: '/api/ingest/:streamId', method: 'POST' }
+  t.equal(s.app.metrics.requests.get({ ...route, status: 499 }), 1, 'counted as 499, client closed request')
+  t.equal(s.app.metrics.requests.get({ ...route, status: 503 }), 0, 'not as a storage failure')
 })
 
 t.test('ClickHouse down: 503 with Retry-After; nothing acknowledged is missing once it is back', async (t) => {
