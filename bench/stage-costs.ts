@@ -57,7 +57,7 @@ export async function measureSplit (megabytes: number, rounds: number): Promise<
 export async function measureParse (lines: number, rounds: number): Promise<StageCost> {
   const args = [String(lines), String(rounds)]
   const { value, machineBusy } = await measure(() => runBench('parse.bench.ts', args))
-  return { stage: 'parse (worker: JSON -> TSV rows)', ...parseMedianLine(value), machineBusy, command: `node bench/parse.bench.ts ${args.join(' ')}`, note: 'lines/s' }
+  return { stage: 'parse (worker: JSON -> RowBinary rows)', ...parseMedianLine(value), machineBusy, command: `node bench/parse.bench.ts ${args.join(' ')}`, note: 'lines/s' }
 }
 
 /**

@@ -2,10 +2,10 @@
 // `sluice` bin (its shebang) pass them, and the benchmarks start Sluice with them, so that what is
 // measured is what runs. A test checks that package.json and the shebang carry every one.
 //
-// --max-semi-space-size=16 (MiB): on a machine with 24 GiB, V8 lets the main thread's young
+// --max-semi-space-size=8 (MiB): on a machine with 24 GiB, V8 lets the main thread's young
 // generation grow to two semi-spaces of 32 MiB, and under overload (thousands of connections,
 // bodies read and refused) the main heap reserved 160-170 MiB with 25-30 MiB live; Sluice's
-// peak RSS was 551-616 MiB against the 512 MiB target. With 16 MiB semi-spaces: 480 MiB (8 MiB:
-// 424). Throughput at saturation, alternating runs: 289k/246k events/s without the flag,
-// 281k/267k with it (bench/README.md, finding 16).
-export const serverNodeFlags: readonly string[] = ['--max-semi-space-size=16']
+// peak RSS was 551-616 MiB against the 512 MiB target. With 16 MiB semi-spaces 474-558 MiB
+// (558 after the full benchmark's earlier phases), with 8 MiB 424-463. Throughput at saturation
+// showed no cost beyond the host's spread (bench/README.md, finding 16).
+export const serverNodeFlags: readonly string[] = ['--max-semi-space-size=8']

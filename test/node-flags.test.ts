@@ -18,6 +18,8 @@ t.test('the semi-space flag bounds the young generation', async (t) => {
   // Allocate enough short-lived objects for V8 to grow new space to its maximum.
   const probe = 'const v8 = require("node:v8"); let a = []; for (let i = 0; i < 3e6; i++) { a.push({ i }); if (a.length > 2e5) a = [] }' +
     'process.stdout.write(String(v8.getHeapSpaceStatistics().find((s) => s.space_name === "new_space").space_size))'
+  const semiSpaceMiB = Number(/^--max-semi-space-size=(\d+)$/.exec(serverNodeFlags.find((f) => f.startsWith('--max-semi-space-size=')) ?? '')?.[1])
+  t.ok(semiSpaceMiB > 0, 'the flag is there')
   const newSpace = Number(execFileSync(process.execPath, [...serverNodeFlags, '-e', probe], { encoding: 'utf8' }))
-  t.ok(newSpace > 0 && newSpace <= 2 * 16 * 2 ** 20, `new space ${(newSpace / 2 ** 20).toFixed(1)} MiB: two semi-spaces of at most 16 MiB`)
+  t.ok(newSpace > 0 && newSpace <= 2 * semiSpaceMiB * 2 ** 20, `new space ${(newSpace / 2 ** 20).toFixed(1)} MiB: two semi-spaces of at most ${semiSpaceMiB} MiB`)
 })
