@@ -40,6 +40,7 @@ import { registerEventsRoute } from './query/events-route.ts'
 import { registerStatsRoute } from './query/stats-route.ts'
 import { startRetentionJanitor } from './storage/retention.ts'
 import { registerDashboardRoutes } from './dashboard/dashboard-route.ts'
+import { forMainThreadOnly } from './node-flags.ts'
 
 export interface App {
   config: Config
@@ -113,6 +114,7 @@ export async function createApp (config: Config, log: Logger, options: AppOption
     registerOrgRoutes(router, { auth, accounts })
 
     const metrics = createSluiceMetrics()
+    forMainThreadOnly() // the parse workers keep V8's young generation sizing (lib/node-flags.ts)
     const pool = new Piscina({
       filename: new URL('./ingest/parse-worker.ts', import.meta.url).href,
       minThreads: config.ingest.workers,

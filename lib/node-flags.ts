@@ -8,4 +8,16 @@
 // peak RSS was 551-616 MiB against the 512 MiB target. With 16 MiB semi-spaces 474-558 MiB
 // (558 after the full benchmark's earlier phases), with 8 MiB 424-463. Throughput at saturation
 // showed no cost beyond the host's spread (bench/README.md, finding 16).
+//
+// The flag is V8's, so it would bind worker threads too, and it wins over a worker's
+// resourceLimits: the parse workers with their live-tail work then spent 0.8-1.3 CPU-s per 1M
+// events more with ten tails attached instead of 0.45. V8 reads it when it creates an isolate,
+// so forMainThreadOnly() resets it once the main thread runs: workers created afterwards get
+// V8's own sizing (checked by test/node-flags.test.ts).
+import { setFlagsFromString } from 'node:v8'
 export const serverNodeFlags: readonly string[] = ['--max-semi-space-size=8']
+
+/** Lets worker threads created from now on size their young generation as V8 would by default. */
+export function forMainThreadOnly (): void {
+  setFlagsFromString('--max-semi-space-size=0')
+}

@@ -23,3 +23,27 @@ t.test('the semi-space flag bounds the young generation', async (t) => {
   const newSpace = Number(execFileSync(process.execPath, [...serverNodeFlags, '-e', probe], { encoding: 'utf8' }))
   t.ok(newSpace > 0 && newSpace <= 2 * semiSpaceMiB * 2 ** 20, `new space ${(newSpace / 2 ** 20).toFixed(1)} MiB: two semi-spaces of at most ${semiSpaceMiB} MiB`)
 })
+
+t.test('forMainThreadOnly: workers created afterwards keep V8\'s own young generation', async (t) => {
+  // In a process started with the flags: the main thread's new space stays bounded, a worker
+  // created after forMainThreadOnly() grows past it.
+  const script = `
+    import { Worker } from 'node:worker_threads'
+    import v8 from 'node:v8'
+    import { forMainThreadOnly } from ${JSON.stringify(new URL('../lib/node-flags.ts', import.meta.url).href)}
+    const grow = 'let a = []; for (let i = 0; i < 3e6; i++) { a.push({ i }); if (a.length > 2e5) a = [] }'
+    const newSpace = () => v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size
+    eval(grow)
+    const main = newSpace()
+    forMainThreadOnly()
+    const report = 'process.getBuiltinModule("node:worker_threads").parentPort.postMessage(process.getBuiltinModule("node:v8").getHeapSpaceStatistics().find((s) => s.space_name === "new_space").space_size)'
+    const worker = new Worker(grow + ';' + report, { eval: true })
+    const inWorker = await new Promise((resolve) => worker.once('message', resolve))
+    await worker.terminate()
+    eval(grow)
+    process.stdout.write(JSON.stringify({ main, inWorker, mainAfter: newSpace() }))`
+  const out = JSON.parse(execFileSync(process.execPath, [...serverNodeFlags, '--input-type=module', '-e', script], { encoding: 'utf8' })) as { main: number, inWorker: number, mainAfter: number }
+  t.ok(out.main <= 16 * 2 ** 20, `main thread: ${out.main / 2 ** 20} MiB`)
+  t.equal(out.mainAfter, out.main, 'the main thread keeps its bound')
+  t.ok(out.inWorker > out.main, `worker: ${out.inWorker / 2 ** 20} MiB`)
+})
