@@ -2,22 +2,25 @@
 // `sluice` bin (its shebang) pass them, and the benchmarks start Sluice with them, so that what is
 // measured is what runs. A test checks that package.json and the shebang carry every one.
 //
-// --max-semi-space-size=8 (MiB): on a machine with 24 GiB, V8 lets the main thread's young
-// generation grow to two semi-spaces of 32 MiB, and under overload (thousands of connections,
-// bodies read and refused) the main heap reserved 160-170 MiB with 25-30 MiB live; Sluice's
-// peak RSS was 551-616 MiB against the 512 MiB target. With 16 MiB semi-spaces 474-558 MiB
-// (558 after the full benchmark's earlier phases), with 8 MiB 424-463. Throughput at saturation
-// showed no cost beyond the host's spread (bench/README.md, finding 16).
-//
-// The flag is V8's, so it would bind worker threads too, and it wins over a worker's
-// resourceLimits: the parse workers with their live-tail work then spent 0.8-1.3 CPU-s per 1M
-// events more with ten tails attached instead of 0.45. V8 reads it when it creates an isolate,
-// so forMainThreadOnly() resets it once the main thread runs: workers created afterwards get
-// V8's own sizing (checked by test/node-flags.test.ts).
+// --max-semi-space-size=16 (MiB), for the main thread: on a machine with 24 GiB, V8 lets its
+// young generation grow to two semi-spaces of 32 MiB, and under overload (thousands of
+// connections, bodies read and refused) the main heap reserved 160-170 MiB with 25-30 MiB live;
+// Sluice's peak RSS was 551-616 MiB against the 512 MiB target. The flag is V8's, so it binds
+// worker threads too, and wins over a worker's resourceLimits; V8 reads it when it creates an
+// isolate, so forMainThreadOnly() resets it before the parse pool starts, and the workers get
+// workerYoungGenerationMb through resourceLimits instead. Measured (bench/README.md, findings 16
+// and 18), ten tail clients' cost to ingest and the peak RSS under overload after the plain and
+// gzip runs: 8 MiB for every thread 25.8% and 424-487 MiB; 8 for the main thread, V8's sizing for
+// the workers 15.6-22.9% and 520; 16 and V8's sizing 0% and 554; 16 and 2 x 16 MiB for the
+// workers (this) 9.6% and 509; no flag 8.5% and 551-616.
 import { setFlagsFromString } from 'node:v8'
-export const serverNodeFlags: readonly string[] = ['--max-semi-space-size=8']
 
-/** Lets worker threads created from now on size their young generation as V8 would by default. */
+export const serverNodeFlags: readonly string[] = ['--max-semi-space-size=16']
+
+/** The parse workers' young generation (resourceLimits): 48 MiB gives two 16 MiB semi-spaces. */
+export const workerYoungGenerationMb = 48
+
+/** Lets worker threads created from now on size their young generation by their resourceLimits, or as V8 would. */
 export function forMainThreadOnly (): void {
   setFlagsFromString('--max-semi-space-size=0')
 }
