@@ -5,10 +5,11 @@
 //   node bench/parse.bench.ts [lines=200000] [rounds=10]
 //
 // Latest, on a 2-vCPU AMD EPYC VM with Node 24.21.0 (its neighbours make runs vary by 5-40%; the
-// best medians are the quiet ones): 560,000 lines/s, 118 MB/s. Per line, about 1.8 µs:
-// decoding, splitting and JSON.parse 0.65 µs; normalizing 0.43 µs, of which the second
-// JSON.parse of nested `log` objects (a quarter of the lines) is 0.18; writing the row 0.7 µs,
-// of which 0.46 for its strings (a regex test and a native write each) and 0.09 for numbers.
+// best medians are the quiet ones): 540,000-610,000 lines/s, 115-128 MB/s. Per line, about 1.7
+// µs; from a --cpu-prof of this benchmark, about 40% of it decoding, splitting and JSON.parse,
+// 26% normalizing (the second JSON.parse of nested `log` objects, a quarter of the lines, is a
+// third of that), 24% writing the RowBinary row (a third of that in Buffer#write of the longer
+// strings).
 import { cpus } from 'node:os'
 import parseTask from '../lib/ingest/parse-worker.ts'
 import type { ParseTask } from '../lib/ingest/parse-task.ts'
