@@ -15,8 +15,8 @@
 // (main thread and workers each write a .cpuprofile into DIR when Sluice stops); --sluice-main
 // runs another checkout's Sluice (a branch, a proposed fix) under the same load; --env passes
 // any other setting to Sluice (e.g. --env SLUICE_MAX_UNCOMMITTED_BYTES=134217728).
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { cpus, tmpdir, totalmem } from 'node:os'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { cpus, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { createClickHouse } from '../lib/storage/clickhouse.ts'
@@ -27,6 +27,7 @@ import { migrate } from '../lib/storage/migrate.ts'
 import { createLogger } from '../lib/logger.ts'
 import { buildBodyPool, meanBytes } from './body-pool.ts'
 import { envPairs, SluiceChild } from './sluice-child.ts'
+import { BenchDirs } from './bench-dirs.ts'
 import { clickhouseTarget, measureRun, sluiceTarget, truncateEvents } from './ingest-runs.ts'
 import type { RunContext, RunRecord } from './ingest-runs.ts'
 import { measureGunzip, measureParse, measureSplit, measureWriter, stageAbort } from './stage-costs.ts'
@@ -75,9 +76,9 @@ const streamName = 'bench'
 const log = createLogger({ level: 'warn', fd: 2 })
 const progress = (text: string): void => { process.stderr.write(`[bench] ${text}\n`) }
 
-const tmp = mkdtempSync(join(tmpdir(), 'sluice-bench-'))
-/** ClickHouse's data: in the temp dir, or in a temp dir of its own under --clickhouse-dir. */
-const clickhouseDir = args['clickhouse-dir'] ? mkdtempSync(join(args['clickhouse-dir'], 'sluice-bench-ch-')) : join(tmp, 'clickhouse')
+const dirs = new BenchDirs('sluice-bench', args['clickhouse-dir'])
+const tmp = dirs.tmp
+const clickhouseDir = dirs.clickhouse
 let managed: ManagedClickHouse | null = null
 let sluice: SluiceChild | null = null
 const clients: ClickHouse[] = []
@@ -90,10 +91,7 @@ function cleanup (): Promise<void> {
     await sluice?.stop().catch(() => {})
     await Promise.all(clients.map((c) => c.close().catch(() => {})))
     await managed?.stop().catch(() => {})
-    if (!args.keep) {
-      rmSync(tmp, { recursive: true, force: true })
-      rmSync(clickhouseDir, { recursive: true, force: true })
-    }
+    if (!args.keep) dirs.remove()
   })()
   return cleaned
 }

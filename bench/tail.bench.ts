@@ -16,8 +16,8 @@
 //   s after 2 s of warm-up, one without tail clients and one with --tails clients reading
 //   continuously, the order swapped every other pair so that a drift of the host favours neither
 //   side; first one uncounted run with the tails (warm-up of the live code path).
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { cpus, tmpdir } from 'node:os'
+import { readFileSync } from 'node:fs'
+import { cpus } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { randomBytes } from 'node:crypto'
@@ -29,6 +29,7 @@ import type { ManagedClickHouse } from '../lib/storage/managed-clickhouse.ts'
 import { createLogger } from '../lib/logger.ts'
 import { buildBodyPool } from './body-pool.ts'
 import { envPairs, SluiceChild } from './sluice-child.ts'
+import { BenchDirs } from './bench-dirs.ts'
 import { measureRun, sluiceTarget } from './ingest-runs.ts'
 import type { RunContext, RunRecord } from './ingest-runs.ts'
 import { quantile } from './load-driver.ts'
@@ -86,9 +87,9 @@ const int = (n: number): string => Number.isFinite(n) ? Math.round(n).toLocaleSt
 const ms = (n: number): string => Number.isFinite(n) ? n.toFixed(n !== 0 && Math.abs(n) < 10 ? 1 : 0) : '-'
 const pct = (n: number): string => Number.isFinite(n) ? `${(n * 100).toFixed(1)}%` : '-'
 
-const tmp = mkdtempSync(join(tmpdir(), 'sluice-tail-bench-'))
-/** Its own ClickHouse's data: in the temp dir, or in a temp dir of its own under --clickhouse-dir. */
-const clickhouseDir = args['clickhouse-dir'] ? mkdtempSync(join(args['clickhouse-dir'], 'sluice-tail-bench-ch-')) : join(tmp, 'clickhouse')
+const dirs = new BenchDirs('sluice-tail-bench', args['clickhouse-dir'])
+const tmp = dirs.tmp
+const clickhouseDir = dirs.clickhouse
 let managed: ManagedClickHouse | null = null
 let sluice: SluiceChild | null = null
 let externalDb: ClickHouse | null = null
@@ -104,10 +105,7 @@ function cleanup (): Promise<void> {
     if (externalDb && !args.keep) await externalDb.command(`DROP DATABASE IF EXISTS \`${externalDb.database}\``).catch(() => {})
     await Promise.all(clients.map((c) => c.close().catch(() => {})))
     await managed?.stop().catch(() => {})
-    if (!args.keep) {
-      rmSync(tmp, { recursive: true, force: true })
-      rmSync(clickhouseDir, { recursive: true, force: true })
-    }
+    if (!args.keep) dirs.remove()
   })()
   return cleaned
 }
