@@ -113,6 +113,17 @@ function parseValidText (output: TaskOutput, bytes: Buffer, firstLine: number): 
   const text = bytes.toString('utf8')
   let line = firstLine
   let start = 0
+  if (text.length === bytes.length) {
+    // All ASCII (as many characters as bytes): a line's size in bytes is its length.
+    while (start < text.length) {
+      let end = text.indexOf('\n', start)
+      if (end === -1) end = text.length
+      output.addLine(text, start, end, line, end - start)
+      start = end + 1
+      line++
+    }
+    return
+  }
   // The same newlines in bytes (memchr) give each line's size in bytes without re-encoding it.
   let byteStart = 0
   while (start < text.length) {

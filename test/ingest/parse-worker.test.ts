@@ -207,3 +207,14 @@ t.test('through a real piscina pool, both buffers are transferred', async (t) =>
   t.strictSame(result.failures, [{ line: 43, code: 'invalid_field', message: 'host must be a string' }])
   t.strictSame(columns(result).map((row) => [row.host, row.status, row.message]), [['a', '200', null], [null, null, 'x']])
 })
+
+t.test('size is each line\'s bytes, in an all-ASCII task and in one with multibyte characters', async (t) => {
+  const ascii = ['{"host":"a"}', '{"path":"/x","status":200}', '  {"log":"hi"}']
+  const mixed = ['{"host":"é"}', '{"path":"/日本"}', '{"log":"😀 and \\u00e9"}', '{"host":"plain"}']
+  for (const lines of [ascii, mixed]) {
+    const result = parse(lines.join('\n') + '\n')
+    t.strictSame(columns(result).map((row) => Number(row.size)), lines.map((line) => Buffer.byteLength(line)))
+  }
+  const crlf = parse('{"host":"a"}\r\n{"host":"é"}\r\n')
+  t.strictSame(columns(crlf).map((row) => Number(row.size)), [13, 14], 'a stray CR counts as a byte of its line')
+})
