@@ -114,7 +114,7 @@ export async function createApp (config: Config, log: Logger, options: AppOption
     registerOrgRoutes(router, { auth, accounts })
 
     const metrics = createSluiceMetrics()
-    forMainThreadOnly() // the parse workers keep V8's young generation sizing (lib/node-flags.ts)
+    forMainThreadOnly() // the parse workers size their young generation by resourceLimits below (lib/node-flags.ts)
     const pool = new Piscina({
       filename: new URL('./ingest/parse-worker.ts', import.meta.url).href,
       minThreads: config.ingest.workers,

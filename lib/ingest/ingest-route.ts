@@ -135,11 +135,10 @@ async function ingestBody (
   // Decoded bytes count into the ticket as they pass (accepted, not yet committed). Without a
   // decoder the wire bytes are the decoded bytes: one stage counts them against both limits.
   const countBytes = (n: number): void => { ticket.addBytes(n) }
-  const decoded = decoder
+  const rawIsLower = config.maxRawBytes <= config.maxDecodedBytes
+  const decoded = decoder || !rawIsLower
     ? new ByteLimit(config.maxDecodedBytes, 'decoded', countBytes)
-    : config.maxRawBytes <= config.maxDecodedBytes
-      ? new ByteLimit(config.maxRawBytes, 'raw', countBytes)
-      : new ByteLimit(config.maxDecodedBytes, 'decoded', countBytes)
+    : new ByteLimit(config.maxRawBytes, 'raw', countBytes)
   const batcher = new LineBatcher({ taskBytes: config.taskBytes, onFailure: (f) => { summary.addFailure(f) } })
   const receivedAt = ctx.receivedAt
   const live = deps.tailHub.liveRequestFor(orgId, streamName)

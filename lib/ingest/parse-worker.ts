@@ -111,30 +111,25 @@ function isBlank (text: string, start: number, end: number): boolean {
 
 function parseValidText (output: TaskOutput, bytes: Buffer, firstLine: number): void {
   const text = bytes.toString('utf8')
+  // As many characters as bytes: all ASCII, and a line's size in bytes is its length. Otherwise
+  // the same newlines in bytes (memchr) give each line's size without re-encoding it.
+  const ascii = text.length === bytes.length
   let line = firstLine
   let start = 0
-  if (text.length === bytes.length) {
-    // All ASCII (as many characters as bytes): a line's size in bytes is its length.
-    while (start < text.length) {
-      let end = text.indexOf('\n', start)
-      if (end === -1) end = text.length
-      output.addLine(text, start, end, line, end - start)
-      start = end + 1
-      line++
-    }
-    return
-  }
-  // The same newlines in bytes (memchr) give each line's size in bytes without re-encoding it.
   let byteStart = 0
   while (start < text.length) {
     let end = text.indexOf('\n', start)
-    let byteEnd = bytes.indexOf(newline, byteStart)
     // The contract ends every line with '\n'; a last line without one is still a line.
     if (end === -1) end = text.length
-    if (byteEnd === -1) byteEnd = bytes.length
-    output.addLine(text, start, end, line, byteEnd - byteStart)
+    let size = end - start
+    if (!ascii) {
+      let byteEnd = bytes.indexOf(newline, byteStart)
+      if (byteEnd === -1) byteEnd = bytes.length
+      size = byteEnd - byteStart
+      byteStart = byteEnd + 1
+    }
+    output.addLine(text, start, end, line, size)
     start = end + 1
-    byteStart = byteEnd + 1
     line++
   }
 }

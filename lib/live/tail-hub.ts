@@ -157,10 +157,9 @@ export class TailHub {
       tail.matchesPerRequest.set(q, average === undefined ? matched : average + (matched - average) * averageWeight)
       // Within the period of its start, what was serialized replaces the start charge; a charge
       // from an earlier period stays there, and only what went beyond it is charged to this one.
-      const charged = charge !== undefined && charge.tail === tail ? charge.charged[bit] : 0
-      const delta = charge !== undefined && charge.tail === tail && charge.period === tail.period
-        ? serialized - charged
-        : Math.max(0, serialized - charged)
+      const own = charge !== undefined && charge.tail === tail
+      const charged = own ? charge.charged[bit] : 0
+      const delta = own && charge.period === tail.period ? serialized - charged : Math.max(0, serialized - charged)
       tail.allowance.set(q, Math.max(0, (tail.allowance.get(q) ?? this.#eventsPerSecond) - delta))
     })
     const now = Date.now()
