@@ -45,22 +45,19 @@ function groupOf (comm: string): ThreadGroup {
   return 'other'
 }
 
-/**
- * CPU seconds per thread group of a live process. Threads that exited are missing, so use the
- * differences of two readings only for threads that live through the run (the pool's do).
- */
-export function threadCpuSeconds (pid: number): Record<ThreadGroup, number> {
-  const out: Record<ThreadGroup, number> = { main: 0, workers: 0, libuv: 0, v8: 0, other: 0 }
+/** Each live thread of a process: its name (comm) and CPU seconds so far. */
+function threadTimes (pid: number): Array<{ comm: string, seconds: number }> {
   let tids: string[]
   try {
     tids = readdirSync(`/proc/${pid}/task`)
   } catch {
-    return out
+    return []
   }
+  const out: Array<{ comm: string, seconds: number }> = []
   for (const tid of tids) {
     try {
       const comm = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim()
-      out[groupOf(comm)] += ticksOfStatLine(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')) / ticksPerSecond
+      out.push({ comm, seconds: ticksOfStatLine(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')) / ticksPerSecond })
     } catch {
       // the thread ended between readdir and read
     }
@@ -69,25 +66,22 @@ export function threadCpuSeconds (pid: number): Record<ThreadGroup, number> {
 }
 
 /**
+ * CPU seconds per thread group of a live process. Threads that exited are missing, so use the
+ * differences of two readings only for threads that live through the run (the pool's do).
+ */
+export function threadCpuSeconds (pid: number): Record<ThreadGroup, number> {
+  const out: Record<ThreadGroup, number> = { main: 0, workers: 0, libuv: 0, v8: 0, other: 0 }
+  for (const { comm, seconds } of threadTimes(pid)) out[groupOf(comm)] += seconds
+  return out
+}
+
+/**
  * CPU seconds so far of a live process's threads named `comm`, e.g. ClickHouse's merge threads
  * (`BackgrProcPool`, long-lived, so differences of two readings hold).
  */
 export function namedThreadCpuSeconds (pid: number, comm: string): number {
-  let tids: string[]
-  try {
-    tids = readdirSync(`/proc/${pid}/task`)
-  } catch {
-    return NaN
-  }
   let total = 0
-  for (const tid of tids) {
-    try {
-      if (readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim() !== comm) continue
-      total += ticksOfStatLine(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')) / ticksPerSecond
-    } catch {
-      // the thread ended between readdir and read
-    }
-  }
+  for (const thread of threadTimes(pid)) if (thread.comm === comm) total += thread.seconds
   return total
 }
 
