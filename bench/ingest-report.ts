@@ -139,6 +139,14 @@ function cpuSplit (records: RunRecord[]): string {
   return `${fixed(total / seconds)} cores: ${parts}`
 }
 
+/** The writer's inserts over some runs: size, rate, duration and its tail, how busy, how far behind. */
+function writerRow (what: string, runs: readonly RunRecord[]): string {
+  const w = runs.map((x) => x.writer!)
+  const over = w.reduce((n, x) => n + (x.insertsOver250Ms ?? 0), 0)
+  const inserts = w.reduce((n, x) => n + x.inserts, 0)
+  return `| Writer during ${what} | ${spread(w.map((x) => x.rowsPerInsert))} rows/insert | - | ${spread(runs.map((x) => x.writer!.inserts / x.load.windowS), (n) => fixed(n, 1))} inserts/s; mean insert ${spread(w.map((x) => x.meanInsertMs), ms)} ms; ${int(over)} of ${int(inserts)} inserts took over 250 ms; inserting ${spread(w.map((x) => x.busyShare), pct)} of the time; max rows waiting ${int(Math.max(...w.map((x) => x.maxPendingRows)))}; max parse queue ${int(Math.max(...w.map((x) => x.maxWorkerQueue)))} |`
+}
+
 export function renderReport (r: BenchReport): string {
   const out: string[] = []
   const m = r.machine
@@ -197,10 +205,8 @@ export function renderReport (r: BenchReport): string {
     const cpu = runs.map((x) => perMillion(x.cpu.sluice, x))
     out.push(`| CPU-s per 1M events, Sluice, ${name} | ${spread(cpu, fixed)} | ≤ 3.5: ${verdict(median(cpu) <= 3.5)} | ClickHouse ${spread(runs.map((x) => perMillion(x.cpu.clickhouse, x)), fixed)}, of which merges ${spread(runs.map((x) => perMillion(x.cpu.clickhouseMerges ?? NaN, x)), fixed)}; load generator ${spread(runs.map((x) => perMillion(x.cpu.loadGenerator, x)), fixed)}; other processes used ${spread(runs.map((x) => x.cpu.others / x.cpu.capacity), pct)} of the machine |`)
   }
-  if (plainBest.length > 0 && plainBest[0].writer) {
-    const w = plainBest.map((x) => x.writer!)
-    out.push(`| Writer during plain runs | ${spread(w.map((x) => x.rowsPerInsert))} rows/insert | - | ${spread(plainBest.map((x) => x.writer!.inserts / x.load.windowS), (n) => fixed(n, 1))} inserts/s; mean insert ${spread(w.map((x) => x.meanInsertMs), ms)} ms; inserting ${spread(w.map((x) => x.busyShare), pct)} of the time; max rows waiting ${int(Math.max(...w.map((x) => x.maxPendingRows)))}; max parse queue ${int(Math.max(...w.map((x) => x.maxWorkerQueue)))} |`)
-  }
+  if (plainBest.length > 0 && plainBest[0].writer) out.push(writerRow('plain runs', plainBest))
+  if (r.latency.length > 0 && r.latency[0].writer) out.push(writerRow('latency runs', r.latency))
 
   if (r.sweep.length > 0) {
     out.push(`\n### Knobs (plain, ${r.sweep[0].connections} connections, Sluice restarted per setting)\n`)

@@ -29,6 +29,8 @@ export interface WriterStats {
   inserts: number
   rowsPerInsert: number
   meanInsertMs: number
+  /** Inserts that took longer than 250 ms (the default flush interval), from the histogram's bucket. */
+  insertsOver250Ms?: number
   /** Share of the window the one-at-a-time writer spent inside an insert. */
   busyShare: number
   maxPendingRows: number
@@ -166,6 +168,7 @@ export async function measureRun (label: string, target: LoadTarget, context: Ru
       inserts: rows.count,
       rowsPerInsert: rows.count > 0 ? rows.sum / rows.count : 0,
       meanInsertMs: seconds.count > 0 ? seconds.sum / seconds.count * 1000 : 0,
+      insertsOver250Ms: seconds.count - ((m1.get('sluice_insert_duration_seconds_bucket{le="0.25"}') ?? 0) - (m0.get('sluice_insert_duration_seconds_bucket{le="0.25"}') ?? 0)),
       busyShare: seconds.sum / result.windowS,
       maxPendingRows: gauges.pendingRows,
       maxWorkerQueue: gauges.workerQueue,

@@ -9,7 +9,7 @@ import type { ChildProcess } from 'node:child_process'
 import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { serverNodeFlags } from '../lib/node-flags.ts'
+import { serverEnv, serverNodeFlags } from '../lib/node-flags.ts'
 
 const defaultMainFile = new URL('../lib/main.ts', import.meta.url).pathname
 
@@ -67,6 +67,7 @@ export class SluiceChild {
       child = spawn(process.execPath, [...serverNodeFlags, ...(options.nodeArgs ?? []), options.mainFile ?? defaultMainFile], {
         env: {
           ...process.env,
+          ...serverEnv,
           SLUICE_PORT: '0',
           SLUICE_HOST: '127.0.0.1',
           SLUICE_DATA_DIR: options.dataDir,

@@ -1,4 +1,4 @@
-// The Node/V8 flags Sluice's server process runs with: `npm start`, `npm run sluice` and the
+// The Node/V8 flags and environment Sluice's server process runs with: `npm start`, `npm run sluice` and the
 // `sluice` bin (its shebang) pass them, and the benchmarks start Sluice with them, so that what is
 // measured is what runs. A test checks that package.json and the shebang carry every one.
 //
@@ -13,9 +13,23 @@
 // gzip runs: 8 MiB for every thread 25.8% and 424-487 MiB; 8 for the main thread, V8's sizing for
 // the workers 15.6-22.9% and 520; 16 and V8's sizing 0% and 554; 16 and 2 x 16 MiB for the
 // workers (this) 9.6% and 509; no flag 8.5% and 551-616.
+//
+// MALLOC_ARENA_MAX=2 (environment, read by glibc when the process starts): glibc gives every thread
+// that allocates concurrently its own malloc arena, up to 8 per core, and an arena keeps the memory
+// freed into it. Sluice's workers allocate the rows' buffers that the main thread frees after the
+// insert, libuv's threads the zlib state, V8's threads GC bookkeeping; at the peak under overload
+// two of those arenas held 95 MiB. Measured in alternation (bench/README.md, finding 20), peak RSS
+// under overload after the plain and gzip runs: 455, 510, 503 MiB with it, 499, 561, 519 without,
+// throughput and CPU within the host's noise.
 import { setFlagsFromString } from 'node:v8'
 
 export const serverNodeFlags: readonly string[] = ['--max-semi-space-size=16']
+
+/** Environment Sluice's server process starts with, as NAME=VALUE assignments in front of the command. */
+export const serverEnv: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' }
+
+/** serverEnv as a shell / `env -S` prefix: `MALLOC_ARENA_MAX=2`. */
+export const serverEnvPrefix = Object.entries(serverEnv).map(([k, v]) => `${k}=${v}`).join(' ')
 
 /** The parse workers' young generation (resourceLimits): 48 MiB gives two 16 MiB semi-spaces. */
 export const workerYoungGenerationMb = 48

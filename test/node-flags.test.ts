@@ -2,18 +2,26 @@
 import t from 'tap'
 import { readFileSync } from 'node:fs'
 import { execFileSync } from 'node:child_process'
-import { serverNodeFlags } from '../lib/node-flags.ts'
+import { serverEnv, serverEnvPrefix, serverNodeFlags } from '../lib/node-flags.ts'
 
 const root = new URL('../', import.meta.url)
 /** The main thread's semi-space bound, MiB, from the flag. */
 const semiSpaceMiB = Number(/^--max-semi-space-size=(\d+)$/.exec(serverNodeFlags.find((f) => f.startsWith('--max-semi-space-size=')) ?? '')?.[1])
 const scripts = (JSON.parse(readFileSync(new URL('package.json', root), 'utf8')) as { scripts: Record<string, string> }).scripts
 
-t.test('npm start, npm run sluice and the sluice bin carry the flags', async (t) => {
-  t.equal(scripts.start, `node ${serverNodeFlags.join(' ')} lib/main.ts`)
-  t.equal(scripts.sluice, `node ${serverNodeFlags.join(' ')} lib/cli/cli.ts`)
+t.test('npm start, npm run sluice and the sluice bin carry the flags and the environment', async (t) => {
+  t.equal(serverEnvPrefix, 'MALLOC_ARENA_MAX=2')
+  t.equal(scripts.start, `${serverEnvPrefix} node ${serverNodeFlags.join(' ')} lib/main.ts`)
+  t.equal(scripts.sluice, `${serverEnvPrefix} node ${serverNodeFlags.join(' ')} lib/cli/cli.ts`)
   const shebang = readFileSync(new URL('lib/cli/cli.ts', root), 'utf8').split('\n', 1)[0]
-  t.equal(shebang, `#!/usr/bin/env -S node ${serverNodeFlags.join(' ')}`)
+  t.equal(shebang, `#!/usr/bin/env -S ${serverEnvPrefix} node ${serverNodeFlags.join(' ')}`)
+})
+
+t.test('the shebang\'s env -S sets the environment for the process it starts', async (t) => {
+  // The same `env -S` line with a probe in place of the CLI: what the process sees.
+  const probe = 'process.stdout.write(JSON.stringify(Object.fromEntries(Object.keys(' + JSON.stringify(serverEnv) + ').map((k) => [k, process.env[k]]))))'
+  const out = execFileSync('/usr/bin/env', ['-S', `${serverEnvPrefix} ${process.execPath} ${serverNodeFlags.join(' ')} -e`, probe], { encoding: 'utf8' })
+  t.same(JSON.parse(out), serverEnv)
 })
 
 t.test('the semi-space flag bounds the young generation', async (t) => {

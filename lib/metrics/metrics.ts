@@ -95,7 +95,7 @@ export function createSluiceMetrics () {
     bytesIngested: registry.counter('sluice_ingest_bytes_total', 'Decompressed bytes of answered ingest requests'),
     rejected: registry.counter('sluice_ingest_rejected_total', 'Ingest requests refused with 429, by reason'),
     batchRows: registry.histogram('sluice_insert_rows', 'Rows per ClickHouse insert', [100, 1000, 5000, 10000, 25000, 50000, 100000, 250000]),
-    insertSeconds: registry.histogram('sluice_insert_duration_seconds', 'ClickHouse insert latency', [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]),
+    insertSeconds: registry.histogram('sluice_insert_duration_seconds', 'ClickHouse insert latency', [0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 1, 2.5, 5, 10]),
     insertFailures: registry.counter('sluice_insert_failures_total', 'ClickHouse insert attempts that failed'),
     // The process's memory, under the names Prometheus' Node client uses. The heap and external
     // figures are the main thread's; RSS counts every thread.
