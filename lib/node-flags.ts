@@ -21,14 +21,22 @@
 // two of those arenas held 95 MiB. Measured in alternation (bench/README.md, finding 20), peak RSS
 // under overload after the plain and gzip runs: 455, 510, 503 MiB with it, 499, 561, 519 without,
 // throughput and CPU within the host's noise.
+//
+// MALLOC_MMAP_THRESHOLD_=65536: glibc serves an allocation of at least this many bytes with its
+// own mmap, returned to the kernel when freed. By default the threshold starts at 128 KiB and
+// rises to the largest block freed so far, so the 64 KiB socket reads, the bodies' chunks and the
+// rows' buffers all end up inside the main thread's heap, which cannot give back a free page
+// below its top: at the overload peak it held 196 MiB (finding 22). With the fixed threshold,
+// peak RSS after the plain and gzip runs was 468 and 477 MiB against 513 and 549 MiB, for about
+// 2% more Sluice CPU (page faults: +1 s of system time per 24 s of CPU in alternating runs).
 import { setFlagsFromString } from 'node:v8'
 
 export const serverNodeFlags: readonly string[] = ['--max-semi-space-size=16']
 
 /** Environment Sluice's server process starts with, as NAME=VALUE assignments in front of the command. */
-export const serverEnv: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' }
+export const serverEnv: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '65536' }
 
-/** serverEnv as a shell / `env -S` prefix: `MALLOC_ARENA_MAX=2`. */
+/** serverEnv as a shell / `env -S` prefix: `MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=65536`. */
 export const serverEnvPrefix = Object.entries(serverEnv).map(([k, v]) => `${k}=${v}`).join(' ')
 
 /** The parse workers' young generation (resourceLimits): 48 MiB gives two 16 MiB semi-spaces. */
