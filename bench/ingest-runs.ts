@@ -99,9 +99,10 @@ function snapshot (context: RunContext): Snapshot {
   }
 }
 
-function histogramDelta (after: Map<string, number>, before: Map<string, number>, name: string): { sum: number, count: number } {
+/** A histogram's observations between two scrapes: their sum, count, and count up to a bucket's bound. */
+function histogramDelta (after: Map<string, number>, before: Map<string, number>, name: string): { sum: number, count: number, atMost: (le: number) => number } {
   const d = (key: string): number => (after.get(key) ?? 0) - (before.get(key) ?? 0)
-  return { sum: d(`${name}_sum`), count: d(`${name}_count`) }
+  return { sum: d(`${name}_sum`), count: d(`${name}_count`), atMost: (le) => d(`${name}_bucket{le="${le}"}`) }
 }
 
 export async function measureRun (label: string, target: LoadTarget, context: RunContext, load: Omit<LoadOptions, 'target' | 'onWindowStart' | 'onWindowEnd'>, options: { sampleRss?: boolean } = {}): Promise<RunRecord> {
@@ -168,7 +169,7 @@ export async function measureRun (label: string, target: LoadTarget, context: Ru
       inserts: rows.count,
       rowsPerInsert: rows.count > 0 ? rows.sum / rows.count : 0,
       meanInsertMs: seconds.count > 0 ? seconds.sum / seconds.count * 1000 : 0,
-      insertsOver250Ms: seconds.count - ((m1.get('sluice_insert_duration_seconds_bucket{le="0.25"}') ?? 0) - (m0.get('sluice_insert_duration_seconds_bucket{le="0.25"}') ?? 0)),
+      insertsOver250Ms: seconds.count - seconds.atMost(0.25),
       busyShare: seconds.sum / result.windowS,
       maxPendingRows: gauges.pendingRows,
       maxWorkerQueue: gauges.workerQueue,

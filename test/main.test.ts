@@ -9,14 +9,14 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { request } from 'undici'
 import { findClickHouseBinary } from '../lib/storage/managed-clickhouse.ts'
-import { serverNodeFlags } from '../lib/node-flags.ts'
+import { serverEnv, serverNodeFlags } from '../lib/node-flags.ts'
 
 const main = new URL('../lib/main.ts', import.meta.url).pathname
 
 t.test('starts with a managed ClickHouse, serves the README flow, stops cleanly', { skip: findClickHouseBinary() ? false : 'no clickhouse-server here' }, async (t) => {
   const dataDir = await mkdtemp(join(tmpdir(), 'sluice-main-'))
   t.teardown(() => rm(dataDir, { recursive: true, force: true }))
-  const env: NodeJS.ProcessEnv = { ...process.env, SLUICE_DATA_DIR: dataDir, SLUICE_PORT: '0', SLUICE_LOG_LEVEL: 'warn' }
+  const env: NodeJS.ProcessEnv = { ...process.env, ...serverEnv, SLUICE_DATA_DIR: dataDir, SLUICE_PORT: '0', SLUICE_LOG_LEVEL: 'warn' }
   delete env.CLICKHOUSE_URL
   const child = spawn(process.execPath, [...serverNodeFlags, main], { env })
   t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
@@ -68,7 +68,7 @@ t.test('starts with a managed ClickHouse, serves the README flow, stops cleanly'
 t.test('no ClickHouse binary: a message naming both ways out', async (t) => {
   const dataDir = await mkdtemp(join(tmpdir(), 'sluice-main-'))
   t.teardown(() => rm(dataDir, { recursive: true, force: true }))
-  const env: NodeJS.ProcessEnv = { ...process.env, SLUICE_DATA_DIR: dataDir, SLUICE_PORT: '0', CLICKHOUSE_BINARY: '/nonexistent/clickhouse-server' }
+  const env: NodeJS.ProcessEnv = { ...process.env, ...serverEnv, SLUICE_DATA_DIR: dataDir, SLUICE_PORT: '0', CLICKHOUSE_BINARY: '/nonexistent/clickhouse-server' }
   delete env.CLICKHOUSE_URL
   const child = spawn(process.execPath, [...serverNodeFlags, main], { env })
   let stderr = ''
