@@ -157,51 +157,84 @@ export function epochMsFromNumber (value: number): number {
   return Math.round(value / 1e6)
 }
 
-const rfc3339Pattern = /^\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d:\d\d(?:\.\d+)?(?:[Zz]|[+-]\d\d:\d\d)$/
 const daysInMonth = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
-const dot = 0x2e
-const minus = 0x2d
 const zero = 0x30
+
+/** A string's characters as bytes for epochMsFromRfc3339Bytes (only ASCII can match). */
+let rfc3339Text = new Uint8Array(64)
 
 /**
  * RFC 3339 date-time to ms since the epoch, NaN when malformed or not a real date (Date.parse
  * would take 2024-02-30 as March 1st, and years 0-99 as 19xx through Date.UTC). Fraction digits
  * are rounded to the nearest ms (half up), like numbers. A leap second (:60) is accepted, as
- * RFC 3339 allows, and lands on the next second. The pattern has no capture groups: the digits
- * are read in place, which is several times faster than exec() and Number() on captures.
+ * RFC 3339 allows, and lands on the next second.
  */
 export function epochMsFromRfc3339 (text: string): number {
-  if (!rfc3339Pattern.test(text)) return NaN
-  const year = digitsAt(text, 0, 4)
-  const month = digitsAt(text, 5, 2)
-  const day = digitsAt(text, 8, 2)
-  const hour = digitsAt(text, 11, 2)
-  const minute = digitsAt(text, 14, 2)
-  const second = digitsAt(text, 17, 2)
-  if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 60) return NaN
+  if (text.length > rfc3339Text.length) rfc3339Text = new Uint8Array(2 * text.length)
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    rfc3339Text[i] = code < 0x80 ? code : 0
+  }
+  return epochMsFromRfc3339Bytes(rfc3339Text, 0, text.length)
+}
+
+/**
+ * epochMsFromRfc3339 of the ASCII text src[start, end), read in place: the parse worker's line
+ * scanner reads ts strings from the line's bytes. The shape is
+ * `YYYY-MM-DD[Tt ]hh:mm:ss[.f+]([Zz]|[+-]hh:mm)`.
+ */
+export function epochMsFromRfc3339Bytes (src: Uint8Array, start: number, end: number): number {
+  const length = end - start
+  if (length < 20) return NaN
+  const year = digitsAt(src, start, 4)
+  const month = digitsAt(src, start + 5, 2)
+  const day = digitsAt(src, start + 8, 2)
+  const hour = digitsAt(src, start + 11, 2)
+  const minute = digitsAt(src, start + 14, 2)
+  const second = digitsAt(src, start + 17, 2)
+  const t = src[start + 10]
+  if (src[start + 4] !== 0x2d || src[start + 7] !== 0x2d || (t !== 0x54 && t !== 0x74 && t !== 0x20) ||
+    src[start + 13] !== 0x3a || src[start + 16] !== 0x3a) return NaN
+  // NaN digits fail every comparison below.
+  if (!(month >= 1 && month <= 12 && day >= 1 && hour <= 23 && minute <= 59 && second <= 60 && year >= 0)) return NaN
   const isLeapYear = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0)
   if (day > daysInMonth[month - 1] + (month === 2 && isLeapYear ? 1 : 0)) return NaN
   // The zone designator ends the text: 'Z' or 'z', else a ±hh:mm offset.
-  const zone = text.charCodeAt(text.length - 1) > 0x39 ? text.length - 1 : text.length - 6
+  const last = src[end - 1]
+  const zone = last === 0x5a || last === 0x7a ? end - 1 : end - 6
   let fractionMs = 0
-  if (text.charCodeAt(19) === dot) {
-    for (let i = 20, scale = 100; i < zone && scale >= 1; i++, scale /= 10) fractionMs += (text.charCodeAt(i) - zero) * scale
-    if (zone > 23 && text.charCodeAt(23) >= zero + 5) fractionMs++
+  if (zone > start + 19) {
+    // A fraction: '.' and at least one digit.
+    if (src[start + 19] !== 0x2e || zone === start + 20) return NaN
+    for (let i = start + 20, scale = 100; i < zone; i++, scale /= 10) {
+      const digit = src[i] - zero
+      if (!(digit >= 0 && digit <= 9)) return NaN
+      if (scale >= 1) fractionMs += digit * scale
+    }
+    if (zone > start + 23 && src[start + 23] >= zero + 5) fractionMs++
+  } else if (zone !== start + 19) {
+    return NaN
   }
   let offsetMinutes = 0
-  if (zone === text.length - 6) {
-    const offsetHour = digitsAt(text, zone + 1, 2)
-    const offsetMinute = digitsAt(text, zone + 4, 2)
-    if (offsetHour > 23 || offsetMinute > 59) return NaN
-    offsetMinutes = (text.charCodeAt(zone) === minus ? -1 : 1) * (offsetHour * 60 + offsetMinute)
+  if (zone === end - 6) {
+    const sign = src[zone]
+    const offsetHour = digitsAt(src, zone + 1, 2)
+    const offsetMinute = digitsAt(src, zone + 4, 2)
+    if ((sign !== 0x2b && sign !== 0x2d) || src[zone + 3] !== 0x3a || !(offsetHour <= 23 && offsetMinute <= 59)) return NaN
+    offsetMinutes = (sign === 0x2d ? -1 : 1) * (offsetHour * 60 + offsetMinute)
   }
   const seconds = daysFromCivil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second - offsetMinutes * 60
   return seconds * 1e3 + fractionMs
 }
 
-function digitsAt (text: string, start: number, count: number): number {
+/** The decimal value of `count` digits at src[start], NaN when one is not a digit. */
+function digitsAt (src: Uint8Array, start: number, count: number): number {
   let value = 0
-  for (let i = start; i < start + count; i++) value = value * 10 + text.charCodeAt(i) - zero
+  for (let i = start; i < start + count; i++) {
+    const digit = src[i] - zero
+    if (!(digit >= 0 && digit <= 9)) return NaN
+    value = value * 10 + digit
+  }
   return value
 }
 

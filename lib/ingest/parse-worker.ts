@@ -5,16 +5,19 @@
 // A stray CR before the '\n' (CRLF is stripped upstream, "\r\r\n" leaves one) is JSON whitespace,
 // so the line parses as if it were not there.
 //
-// Hot path: a task is checked for UTF-8 and decoded in one native call each, then split with
-// String#indexOf into sliced strings for JSON.parse (which, with the second parse of nested `log`
-// objects, takes about 45% of the time: bench/parse.bench.ts). Rows are written into one buffer
-// (row-serializer.ts) that piscina transfers back. Only a task that holds invalid UTF-8 takes the
-// per-line byte path, so that the bad line fails alone.
+// Hot path: a task is checked for UTF-8 in one native call, then each line goes through the
+// LineScanner (line-scanner.ts), which reads it from its bytes and writes its row without
+// JSON.parse or JS strings. A line the scanner declines (any failing line, and the rare shapes it
+// leaves alone) takes the reference path: decoded, JSON.parse, normalizeEvent, EventRowWriter#write,
+// which words every failure. Rows are written into one buffer (row-serializer.ts) that piscina
+// transfers back. Only a task that holds invalid UTF-8 takes the per-line path throughout, so that
+// the bad line fails alone.
 import { Buffer, isUtf8 } from 'node:buffer'
 import { move, transferableSymbol, valueSymbol } from 'piscina'
 import { EventRejection, normalizeEvent } from './event-schema.ts'
 import type { TimeBounds } from './event-schema.ts'
 import { EventRowWriter } from './row-serializer.ts'
+import { LineScanner, blankLine, scannedRow } from './line-scanner.ts'
 import { LiveCollector } from '../live/live-collector.ts'
 import { maxListedFailures } from './parse-task.ts'
 import type { LineFailure, LineFailureCode, LiveOutput, ParseResult, ParseTask } from './parse-task.ts'
@@ -51,7 +54,7 @@ class MovableParseResult implements ParseResult {
 /** Accumulates one task's rows, counts and failures. */
 class TaskOutput {
   readonly #rows: EventRowWriter
-  readonly #bounds: TimeBounds
+  readonly bounds: TimeBounds
   readonly #seqBase: number
   readonly #live: LiveCollector | null
   #ingested = 0
@@ -64,9 +67,16 @@ class TaskOutput {
     // more spares most tasks a regrowth.
     this.#rows = new EventRowWriter(task.orgId, task.stream, task.receivedAt, Math.ceil(task.input.byteLength * 1.125))
     // ts is a UInt64 column: a negative bound would let a negative ts fail the whole insert.
-    this.#bounds = { receivedAt: task.receivedAt, minTs: Math.max(task.minTs, 0), maxTs: task.maxTs }
+    this.bounds = { receivedAt: task.receivedAt, minTs: Math.max(task.minTs, 0), maxTs: task.maxTs }
     this.#seqBase = task.seqBase
     this.#live = task.live ? new LiveCollector(task.live, task.receivedAt) : null
+  }
+
+  /** Stores the row `scanner` just read from line `line` of `size` bytes. */
+  addScanned (scanner: LineScanner, line: number, size: number): void {
+    this.#rows.writeScanned(scanner, this.#seqBase + line, size)
+    if (this.#live !== null) this.#live.addScanned(scanner)
+    this.#ingested++
   }
 
   /** Parses text[start, end), one line without its '\n', of `size` bytes in the body. */
@@ -79,7 +89,7 @@ class TaskOutput {
       this.fail(line, 'invalid_json', (err as SyntaxError).message)
       return
     }
-    const row = normalizeEvent(value, this.#bounds)
+    const row = normalizeEvent(value, this.bounds)
     if (row instanceof EventRejection) {
       this.fail(line, row.code, row.message)
       return
@@ -109,26 +119,24 @@ function isBlank (text: string, start: number, end: number): boolean {
   return true
 }
 
-function parseValidText (output: TaskOutput, bytes: Buffer, firstLine: number): void {
-  const text = bytes.toString('utf8')
-  // As many characters as bytes: all ASCII, and a line's size in bytes is its length. Otherwise
-  // the same newlines in bytes (memchr) give each line's size without re-encoding it.
-  const ascii = text.length === bytes.length
+/** One per worker: its buffers are reused by every task. */
+const scanner = new LineScanner()
+
+function parseValidBytes (output: TaskOutput, bytes: Buffer, firstLine: number, bounds: TimeBounds): void {
+  scanner.setBounds(bounds)
   let line = firstLine
   let start = 0
-  let byteStart = 0
-  while (start < text.length) {
-    let end = text.indexOf('\n', start)
-    // The contract ends every line with '\n'; a last line without one is still a line.
-    if (end === -1) end = text.length
-    let size = end - start
-    if (!ascii) {
-      let byteEnd = bytes.indexOf(newline, byteStart)
-      if (byteEnd === -1) byteEnd = bytes.length
-      size = byteEnd - byteStart
-      byteStart = byteEnd + 1
+  while (start < bytes.length) {
+    let end = scanner.scan(bytes, start)
+    if (scanner.outcome === scannedRow) {
+      output.addScanned(scanner, line, end - start)
+    } else if (scanner.outcome !== blankLine) {
+      // The contract ends every line with '\n'; a last line without one is still a line.
+      end = bytes.indexOf(newline, start)
+      if (end === -1) end = bytes.length
+      const text = bytes.toString('utf8', start, end)
+      output.addLine(text, 0, text.length, line, end - start)
     }
-    output.addLine(text, start, end, line, size)
     start = end + 1
     line++
   }
@@ -155,7 +163,7 @@ function parseLineByLine (output: TaskOutput, bytes: Buffer, firstLine: number):
 export default function parseTask (task: ParseTask): ParseResult {
   const output = new TaskOutput(task)
   const bytes = Buffer.from(task.input)
-  if (isUtf8(bytes)) parseValidText(output, bytes, task.firstLine)
+  if (isUtf8(bytes)) parseValidBytes(output, bytes, task.firstLine, output.bounds)
   else parseLineByLine(output, bytes, task.firstLine)
   return move(output.finish()) as MovableParseResult
 }

@@ -27,10 +27,15 @@
 // UTF-8, longer ones by Buffer#write (native), numbers through a DataView.
 import { Buffer } from 'node:buffer'
 import type { EventRow } from './event-schema.ts'
+import type { LineScanner } from './line-scanner.ts'
 
 // Below this many UTF-16 units the JS loop beats a native write (measured: the native call costs
 // about as much as copying 15 characters in JS).
 const shortString = 16
+
+// Spans up to this many bytes are copied by a JS loop, longer ones by Buffer#copy (a native call,
+// which costs about as much as copying 40 bytes in JS).
+const spanCopyLoop = 40
 
 const isNull = 1
 const notNull = 0
@@ -73,11 +78,9 @@ export class EventRowWriter {
       stringLength(row.filename) + row.attrs.length))
     const bytes = this.#bytes
     const view = this.#view
-    bytes.set(this.#prefix, this.#length)
-    this.#length += this.#prefix.length
+    this.#writeConstant(this.#prefix)
     this.#writeUInt64(row.ts)
-    bytes.set(this.#receivedAt, this.#length)
-    this.#length += 8
+    this.#writeConstant(this.#receivedAt)
     this.#writeNullableString(row.host)
     this.#writeNullableString(row.path)
     this.#writeNullableString(row.method)
@@ -107,6 +110,56 @@ export class EventRowWriter {
     this.#writeNullableString(row.message)
     this.#writeNullableString(row.filename)
     this.#writeString(row.attrs)
+    this.#writeUInt64(seq)
+    view.setUint32(this.#length, size, true)
+    this.#length += 4
+  }
+
+  /**
+   * Writes the row a LineScanner just read (outcome scannedRow): the same bytes write() gives
+   * for the EventRow of that line, its strings copied from the scanner's byte spans.
+   */
+  writeScanned (row: LineScanner, seq: number, size: number): void {
+    const sources = row.stringSource
+    const starts = row.stringStart
+    const ends = row.stringEnd
+    let stringBytes = row.attrsLength
+    for (let s = 0; s < sources.length; s++) if (sources[s] !== null) stringBytes += ends[s] - starts[s]
+    this.#reserve(this.#prefix.length + rowOverheadBytes + stringBytes)
+    const bytes = this.#bytes
+    const view = this.#view
+    this.#writeConstant(this.#prefix)
+    this.#writeUInt64(row.ts)
+    this.#writeConstant(this.#receivedAt)
+    // host, path, method; then status, rt, bytes; then src, user_agent, message, filename.
+    this.#writeNullableSpan(sources[0], starts[0], ends[0])
+    this.#writeNullableSpan(sources[1], starts[1], ends[1])
+    this.#writeNullableSpan(sources[2], starts[2], ends[2])
+    if (row.status < 0) {
+      bytes[this.#length++] = isNull
+    } else {
+      bytes[this.#length] = notNull
+      view.setUint16(this.#length + 1, row.status, true)
+      this.#length += 3
+    }
+    if (row.rt < 0) {
+      bytes[this.#length++] = isNull
+    } else {
+      bytes[this.#length] = notNull
+      view.setFloat64(this.#length + 1, row.rt + 0, true)
+      this.#length += 9
+    }
+    if (row.bytes < 0) {
+      bytes[this.#length++] = isNull
+    } else {
+      bytes[this.#length++] = notNull
+      this.#writeUInt64(row.bytes)
+    }
+    this.#writeNullableSpan(sources[3], starts[3], ends[3])
+    this.#writeNullableSpan(sources[4], starts[4], ends[4])
+    this.#writeNullableSpan(sources[5], starts[5], ends[5])
+    this.#writeNullableSpan(sources[6], starts[6], ends[6])
+    this.#writeSpan(row.attrsBytes, 0, row.attrsLength)
     this.#writeUInt64(seq)
     view.setUint32(this.#length, size, true)
     this.#length += 4
@@ -143,6 +196,41 @@ export class EventRowWriter {
       this.#bytes[this.#length++] = notNull
       this.#writeString(value)
     }
+  }
+
+  /** Bytes that every row repeats (a dozen or two): copied by a loop, cheaper than a native set(). */
+  #writeConstant (constant: Uint8Array): void {
+    const bytes = this.#bytes
+    let at = this.#length
+    for (let k = 0; k < constant.length; k++) bytes[at++] = constant[k]
+    this.#length = at
+  }
+
+  #writeNullableSpan (source: Buffer | null, start: number, end: number): void {
+    if (source === null) {
+      this.#bytes[this.#length++] = isNull
+    } else {
+      this.#bytes[this.#length++] = notNull
+      this.#writeSpan(source, start, end)
+    }
+  }
+
+  /** A String column from UTF-8 bytes: its exact length as a VarUInt, then the bytes. */
+  #writeSpan (source: Buffer, start: number, end: number): void {
+    const bytes = this.#bytes
+    let at = this.#length
+    let length = end - start
+    while (length >= 0x80) {
+      bytes[at++] = 0x80 | (length & 0x7f)
+      length = Math.floor(length / 0x80)
+    }
+    bytes[at++] = length
+    if (end - start > spanCopyLoop) {
+      at += source.copy(bytes, at, start, end)
+    } else {
+      for (let k = start; k < end; k++) bytes[at++] = source[k]
+    }
+    this.#length = at
   }
 
   #writeString (text: string): void {

@@ -9,6 +9,7 @@
 // caps are spent early in each second, so this keeps ten tails' filters from costing the workers
 // a match per row and filter (bench/live.bench.ts); `dropped` is then an estimate.
 import type { EventRow } from '../ingest/event-schema.ts'
+import type { LineScanner } from '../ingest/line-scanner.ts'
 import type { LiveOutput, LiveRequest } from '../ingest/parse-task.ts'
 import { parseFilter } from '../query/filter-parser.ts'
 import { compileMatcher } from '../query/filter-match.ts'
@@ -57,6 +58,18 @@ export class LiveCollector {
 
   add (row: EventRow): void {
     this.#stats.add(row.status, row.bytes, row.rt, row.path)
+    this.#match(row, null)
+  }
+
+  /** The row a LineScanner just read: its strings are decoded only when a filter needs them. */
+  addScanned (scanner: LineScanner): void {
+    this.#stats.add(scanner.status < 0 ? null : scanner.status, scanner.bytes < 0 ? null : scanner.bytes,
+      scanner.rt < 0 ? null : scanner.rt, scanner.pathText())
+    this.#match(null, scanner)
+  }
+
+  /** Matches the row (given, or decoded from `scanner` when needed) against the filters. */
+  #match (row: EventRow | null, scanner: LineScanner | null): void {
     const sampled = Math.random() * sampleEvery < 1
     let view: EventLike | null = null
     let mask = 0
@@ -73,6 +86,7 @@ export class LiveCollector {
         continue
       }
       if (!open && !sampled) continue
+      row ??= scanner!.toEventRow()
       view ??= { host: row.host, path: row.path, method: row.method, src: row.src, filename: row.filename, user_agent: row.userAgent, message: row.message, status: row.status }
       if (!m(view)) continue
       if (open) {
@@ -83,6 +97,7 @@ export class LiveCollector {
       }
     }
     if (mask !== 0) {
+      row ??= scanner!.toEventRow()
       this.#events.push(serializeTailEvent(row, this.#receivedAt))
       this.#masks.push(mask)
     }
