@@ -200,7 +200,13 @@ export class LineScanner {
     this.status = -1
     this.rt = -1
     this.bytes = -1
-    this.stringSource.fill(null)
+    const sources = this.stringSource
+    for (let k = 0; k < sources.length; k++) sources[k] = null
+  }
+
+  /** Bytes the row's strings take at most: its line's size, the unescaped strings and attrs. */
+  stringBytesAtMost (size: number): number {
+    return size + this.#scratchLength + this.attrsLength
   }
 
   /** The row's path as a string (the live stats count paths), null when absent. */
@@ -262,7 +268,7 @@ export class LineScanner {
       i = skipSpace(src, i + 1, false)
       // Values kept in attrs are copied as they are, so they must read as JSON.stringify writes.
       // (A field's value may go to attrs too, in format 2: #appendAttr checks it then.)
-      i = this.#value(src, i, cls === kOther, 0)
+      i = cls === kLog && src[i] === QUOTE ? this.#logString(src, i) : this.#value(src, i, cls === kOther, 0)
       if (i < 0) return -1
       if (this.#direct) {
         const type = this.#type
@@ -317,30 +323,28 @@ export class LineScanner {
   }
 
   #format2 (line: Buffer, log: number): boolean {
-    if (this.#valueType[log] !== tString || (this.#valueEscapes[log] & escSurrogate) !== 0) return false
-    const start = this.#valueStart[log]
-    const end = this.#valueEnd[log]
+    // #logString set the message.
+    if (this.#valueType[log] !== tString) return false
     let fromNested = 0
-    // The message, and room behind it for a sentinel and for the nested strings unescaped later,
-    // which together are no longer than the log's text.
-    this.#scratchRoom(2 * (end - start) + 1)
-    const escaped = this.#valueEscapes[log] !== 0
+    let source = this.stringSource[sMessage]!
+    let start = this.stringStart[sMessage]
+    let end = this.stringEnd[sMessage]
     // parseNestedObject's test, on the message: its first non-blank character is '{'.
-    let nested = !escaped && line[skipBlank(line, start, end)] === 0x7b
-    if (escaped || nested) {
-      const messageStart = this.#scratchLength
-      this.#unescapeInto(line, start, end)
-      const messageEnd = this.#scratchLength
-      this.#setString(sMessage, this.scratch, messageStart, messageEnd)
-      if (escaped) nested = this.scratch[skipBlank(this.scratch, messageStart, messageEnd)] === 0x7b
-      if (nested) {
-        // A 0 byte after the message: invalid anywhere in JSON, so no scan reads past it.
-        this.scratch[this.#scratchLength++] = 0
-        fromNested = this.#nested(this.scratch, messageStart, messageEnd)
-        if (fromNested < 0) return false
+    if (source[skipBlank(source, start, end)] === 0x7b) {
+      if (source !== this.scratch) {
+        // A log without escapes that may be an object: read from a copy, after which a
+        // sentinel stops every scan (in the line, the log's closing quote would not).
+        this.#scratchRoom(2 * (end - start) + 1)
+        const at = this.#scratchLength
+        this.#scratchLength = copyBytes(line, start, end, this.scratch, at)
+        source = this.scratch
+        start = at
+        end = this.#scratchLength
       }
-    } else {
-      this.#setString(sMessage, line, start, end)
+      // A 0 byte after the message: invalid anywhere in JSON, so no scan reads past it.
+      this.scratch[this.#scratchLength++] = 0
+      fromNested = this.#nested(this.scratch, start, end)
+      if (fromNested < 0) return false
     }
     for (let m = 0; m < this.#count; m++) {
       const cls = this.#class[m]
@@ -670,7 +674,7 @@ export class LineScanner {
     return i
   }
 
-  /** Unescapes the string body src[start, end) (valid, no surrogate escapes) onto the scratch as UTF-8. */
+  /** Unescapes the string body src[start, end) (valid, no lone surrogate) onto the scratch as UTF-8. */
   #unescapeInto (src: Buffer, start: number, end: number): void {
     const out = this.scratch
     let at = this.#scratchLength
@@ -680,35 +684,64 @@ export class LineScanner {
       if (c !== BACKSLASH) {
         out[at++] = c
         i++
-        continue
-      }
-      const e = src[i + 1]
-      i += 2
-      switch (e) {
-        case 0x6e: out[at++] = 0x0a; break
-        case 0x74: out[at++] = 0x09; break
-        case 0x72: out[at++] = 0x0d; break
-        case 0x62: out[at++] = 0x08; break
-        case 0x66: out[at++] = 0x0c; break
-        case 0x75: {
-          const code = hex4(src, i)
-          i += 4
-          if (code < 0x80) {
-            out[at++] = code
-          } else if (code < 0x800) {
-            out[at++] = 0xc0 | (code >> 6)
-            out[at++] = 0x80 | (code & 0x3f)
-          } else {
-            out[at++] = 0xe0 | (code >> 12)
-            out[at++] = 0x80 | ((code >> 6) & 0x3f)
-            out[at++] = 0x80 | (code & 0x3f)
-          }
-          break
-        }
-        default: out[at++] = e // " \ /
+      } else {
+        at = writeEscape(src, i, out, at)
+        i += escapeLength
       }
     }
     this.#scratchLength = at
+  }
+
+  /**
+   * A log string from its opening quote, read and, when it has escapes, unescaped onto the
+   * scratch in the same pass: the message, and what a log object is read from. As #value, plus
+   * the message's span; -1 when invalid or holding a lone surrogate.
+   */
+  #logString (src: Buffer, i: number): number {
+    const start = i + 1
+    i = start
+    let c = src[i]
+    while (c !== QUOTE && c !== BACKSLASH && c >= 0x20) c = src[++i]
+    let escapes = 0
+    if (c === QUOTE) {
+      this.#setString(sMessage, src, start, i)
+    } else {
+      // Room for the message and, behind it, a sentinel and the strings of a log object, which
+      // are no longer than the message; the line ends before the buffer does.
+      this.#scratchRoom(2 * (src.length - start) + 1)
+      const out = this.scratch
+      const messageStart = this.#scratchLength
+      let at = copyBytes(src, start, i, out, messageStart)
+      while (c !== QUOTE) {
+        if (c !== BACKSLASH) return -1 // a control character, or the line's end
+        const e = src[i + 1]
+        if (e === 0x75) {
+          const code = hex4(src, i + 2)
+          if (code < 0 || (code >= 0xd800 && code <= 0xdfff && (code >= 0xdc00 || !isLowSurrogateEscape(src, i + 6)))) return -1
+          escapes |= escOther
+        } else if (e === QUOTE || e === BACKSLASH || e === 0x6e || e === 0x74 || e === 0x72 || e === 0x62 || e === 0x66) {
+          escapes |= escSimple
+        } else if (e === 0x2f) {
+          escapes |= escOther
+        } else {
+          return -1
+        }
+        at = writeEscape(src, i, out, at)
+        i += escapeLength
+        c = src[i]
+        while (c !== QUOTE && c !== BACKSLASH && c >= 0x20) {
+          out[at++] = c
+          c = src[++i]
+        }
+      }
+      this.#scratchLength = at
+      this.#setString(sMessage, out, messageStart, at)
+    }
+    this.#type = tString
+    this.#start = start
+    this.#end = i
+    this.#escapes = escapes
+    return i + 1
   }
 
   #scratchRoom (bytes: number): void {
@@ -764,8 +797,16 @@ function scanEscapedString (src: Buffer, i: number): number {
       } else if (e === 0x75) {
         const code = hex4(src, i + 2)
         if (code < 0) return -1
-        escapes |= code >= 0xd800 && code <= 0xdfff ? escSurrogate : escOther
-        i += 6
+        if (code < 0xd800 || code > 0xdfff) {
+          escapes |= escOther
+          i += 6
+        } else if (code < 0xdc00 && isLowSurrogateEscape(src, i + 6)) {
+          escapes |= escOther // a pair: one character
+          i += 12
+        } else {
+          escapes |= escSurrogate
+          i += 6
+        }
       } else {
         return -1
       }
@@ -796,6 +837,54 @@ function skipSpace (src: Buffer, i: number, lfIsSpace: boolean): number {
     if (c === 0x20 || c === 0x09 || c === 0x0d || (c === LF && lfIsSpace)) i++
     else return i
   }
+}
+
+/** Bytes of src the last writeEscape() read: 2, 6 for \uXXXX, 12 for a surrogate pair. */
+let escapeLength = 2
+
+/** Whether src[i] starts the escape of a low surrogate, \uDC00-\uDFFF. */
+function isLowSurrogateEscape (src: Buffer, i: number): boolean {
+  if (src[i] !== BACKSLASH || src[i + 1] !== 0x75) return false
+  const code = hex4(src, i + 2)
+  return code >= 0xdc00 && code <= 0xdfff
+}
+
+/**
+ * Writes the character of the (valid) escape at src[i] to out[at] as UTF-8; returns the index
+ * after it and sets escapeLength. A high surrogate must be followed by its low one.
+ */
+function writeEscape (src: Buffer, i: number, out: Buffer, at: number): number {
+  const e = src[i + 1]
+  escapeLength = 2
+  switch (e) {
+    case 0x6e: out[at++] = 0x0a; return at
+    case 0x74: out[at++] = 0x09; return at
+    case 0x72: out[at++] = 0x0d; return at
+    case 0x62: out[at++] = 0x08; return at
+    case 0x66: out[at++] = 0x0c; return at
+    case 0x75: break
+    default: out[at++] = e; return at // " \ /
+  }
+  let code = hex4(src, i + 2)
+  escapeLength = 6
+  if (code < 0x80) {
+    out[at++] = code
+  } else if (code < 0x800) {
+    out[at++] = 0xc0 | (code >> 6)
+    out[at++] = 0x80 | (code & 0x3f)
+  } else if (code < 0xd800 || code > 0xdfff) {
+    out[at++] = 0xe0 | (code >> 12)
+    out[at++] = 0x80 | ((code >> 6) & 0x3f)
+    out[at++] = 0x80 | (code & 0x3f)
+  } else {
+    code = 0x10000 + ((code - 0xd800) << 10) + (hex4(src, i + 8) - 0xdc00)
+    escapeLength = 12
+    out[at++] = 0xf0 | (code >> 18)
+    out[at++] = 0x80 | ((code >> 12) & 0x3f)
+    out[at++] = 0x80 | ((code >> 6) & 0x3f)
+    out[at++] = 0x80 | (code & 0x3f)
+  }
+  return at
 }
 
 /** The value of four hex digits at src[i], -1 when they are not. */

@@ -123,9 +123,7 @@ export class EventRowWriter {
     const sources = row.stringSource
     const starts = row.stringStart
     const ends = row.stringEnd
-    let stringBytes = row.attrsLength
-    for (let s = 0; s < sources.length; s++) if (sources[s] !== null) stringBytes += ends[s] - starts[s]
-    this.#reserve(this.#prefix.length + rowOverheadBytes + stringBytes)
+    this.#reserve(this.#prefix.length + rowOverheadBytes + row.stringBytesAtMost(size))
     const bytes = this.#bytes
     const view = this.#view
     this.#writeConstant(this.#prefix)

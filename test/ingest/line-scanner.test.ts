@@ -236,6 +236,7 @@ t.test('the shapes shippers send are taken, not declined', async (t) => {
     '{"log":"<html> \\u003cb\\u003e caf\\u00e9","filename":"/var/log/app.log"}',
     '{"message":"hello","level":"info","kubernetes":{"pod_name":"api-1","labels":{"app":"api"}},"tags":["a","b"]}',
     '{"host":"a","path":"/p","extra":null,"n":1.5,"big":1e3,"ok":true}',
+    '{"log":"caf\\u00e9 \\ud83d\\ude00","host":"\\ud83d\\ude00 \\u20ac"}', // Python's ensure_ascii
     '  {"host":"a"}\r',
     '{}',
   ]
