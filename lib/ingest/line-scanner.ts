@@ -209,11 +209,6 @@ export class LineScanner {
     return size + this.#scratchLength + this.attrsLength
   }
 
-  /** The row's path as a string (the live stats count paths), null when absent. */
-  pathText (): string | null {
-    return this.#text(sPath)
-  }
-
   /** The row as the reference path would have built it (for the live tail, which needs strings). */
   toEventRow (): EventRow {
     return {

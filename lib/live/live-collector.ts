@@ -9,7 +9,9 @@
 // caps are spent early in each second, so this keeps ten tails' filters from costing the workers
 // a match per row and filter (bench/live.bench.ts); `dropped` is then an estimate.
 import type { EventRow } from '../ingest/event-schema.ts'
+import { scannedStrings } from '../ingest/line-scanner.ts'
 import type { LineScanner } from '../ingest/line-scanner.ts'
+import { PathCounter } from './path-counter.ts'
 import type { LiveOutput, LiveRequest } from '../ingest/parse-task.ts'
 import { parseFilter } from '../query/filter-parser.ts'
 import { compileMatcher } from '../query/filter-match.ts'
@@ -21,6 +23,10 @@ type Matcher = ((event: EventLike) => boolean) | null // null: matches everythin
 
 /** Past its cap, a filter is matched against one row in this many. */
 export const sampleEvery = 16
+
+/** Paths of the rows the line scanner read, by their bytes; one per worker, cleared per task. */
+const pathCounter = new PathCounter()
+const pathSlot = scannedStrings.indexOf('path')
 
 /** Compiled filters by their text; bounded, since clients come and go. */
 const matchers = new Map<string, Matcher>()
@@ -54,6 +60,7 @@ export class LiveCollector {
     this.#receivedAt = receivedAt
     this.#taken = new Array(this.#matchers.length).fill(0)
     this.#dropped = new Array(this.#matchers.length).fill(0)
+    pathCounter.clear()
   }
 
   add (row: EventRow): void {
@@ -63,8 +70,10 @@ export class LiveCollector {
 
   /** The row a LineScanner just read: its strings are decoded only when a filter needs them. */
   addScanned (scanner: LineScanner): void {
-    this.#stats.add(scanner.status < 0 ? null : scanner.status, scanner.bytes < 0 ? null : scanner.bytes,
-      scanner.rt < 0 ? null : scanner.rt, scanner.pathText())
+    this.#stats.addCounts(scanner.status < 0 ? null : scanner.status, scanner.bytes < 0 ? null : scanner.bytes,
+      scanner.rt < 0 ? null : scanner.rt)
+    const path = scanner.stringSource[pathSlot]
+    if (path !== null) pathCounter.add(path, scanner.stringStart[pathSlot], scanner.stringEnd[pathSlot])
     this.#match(null, scanner)
   }
 
@@ -104,6 +113,6 @@ export class LiveCollector {
   }
 
   finish (): LiveOutput {
-    return { events: this.#events, masks: this.#masks, dropped: this.#dropped, stats: this.#stats.toPartial() }
+    return { events: this.#events, masks: this.#masks, dropped: this.#dropped, stats: this.#stats.toPartial(pathCounter) }
   }
 }

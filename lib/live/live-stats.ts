@@ -10,6 +10,7 @@
 // overall is frequent in most tasks, so the merged top 10 is right for the paths that matter,
 // and counts are lower bounds.
 import type { SeriesPoint } from '../query/stats-query.ts'
+import type { PathCounter } from './path-counter.ts'
 
 const gamma = 1.02
 const logGamma = Math.log(gamma)
@@ -58,6 +59,12 @@ export class LiveStats {
 
   /** One event's fields (null when absent). */
   add (status: number | null, bytes: number | null, rtS: number | null, path: string | null): void {
+    this.addCounts(status, bytes, rtS)
+    if (path !== null) this.#paths.set(path, (this.#paths.get(path) ?? 0) + 1)
+  }
+
+  /** One event's fields but its path, which the caller counts in a PathCounter. */
+  addCounts (status: number | null, bytes: number | null, rtS: number | null): void {
     this.count++
     if (status !== null && status >= 200 && status < 600) this.status[Math.floor(status / 100) - 2]++
     if (bytes !== null) this.bytes += bytes
@@ -65,10 +72,13 @@ export class LiveStats {
       this.#rt[bucketOf(rtS)]++
       this.#rtCount++
     }
-    if (path !== null) this.#paths.set(path, (this.#paths.get(path) ?? 0) + 1)
   }
 
-  toPartial (): LiveStatsPartial {
+  /** The task's partial; `counted` holds the paths of the events added by addCounts(). */
+  toPartial (counted?: PathCounter): LiveStatsPartial {
+    if (counted !== undefined && counted.size > 0) {
+      for (const [path, n] of counted.frequent(pathsPerTask)) this.#paths.set(path, (this.#paths.get(path) ?? 0) + n)
+    }
     const rt: number[] = []
     if (this.#rtCount > 0) for (let i = 0; i < bucketCount; i++) if (this.#rt[i] > 0) rt.push(i, this.#rt[i])
     return { count: this.count, status: [...this.status], bytes: this.bytes, rt, paths: frequentOf(this.#paths, pathsPerTask) }
