@@ -222,6 +222,18 @@ t.test('generated lines: every line taken is stored exactly as the reference pat
   t.ok(taken > (count - failing) / 2, `the scanner took ${taken} of ${count} lines, ${count - failing} of which the reference stores`)
 })
 
+t.test('random JSON-flavoured bytes: never a throw, never a line the reference rejects', async (t) => {
+  const alphabet = ['{', '}', '[', ']', '"', '\\', ':', ',', ' ', '\t', '\r', 'a', 'e', 'E', '0', '1', '9', '-', '+', '.',
+    'u', 'n', 't', 'r', 'f', 'l', 's', '\u00e9', '\u{1f600}', '\u0000', '"host"', '"log"', '"ts"', '"status"', 'null', 'true']
+  const lines: Array<[string]> = []
+  for (let i = 0; i < 20_000; i++) {
+    let line = '{'
+    for (let k = 0, n = Math.floor(random() * 40); k < n; k++) line += pick(alphabet)
+    lines.push([chance(0.5) ? line + '}' : line])
+  }
+  checkAll(t, lines)
+})
+
 t.test('the payload of the benchmarks is taken whole', async (t) => {
   const lines = generateLines(5_000, 7, receivedAt)
   t.equal(checkAll(t, lines.map((line) => [line])), lines.length)
