@@ -5,11 +5,11 @@
 //   node bench/parse.bench.ts [lines=200000] [rounds=10]
 //
 // Latest, on a 2-vCPU AMD EPYC VM with Node 24.21.0 (its neighbours make runs vary by 5-40%; the
-// best medians are the quiet ones): 540,000-610,000 lines/s, 115-128 MB/s. Per line, about 1.7
-// µs; from a --cpu-prof of this benchmark, about 40% of it decoding, splitting and JSON.parse,
-// 26% normalizing (the second JSON.parse of nested `log` objects, a quarter of the lines, is a
-// third of that), 24% writing the RowBinary row (a third of that in Buffer#write of the longer
-// strings).
+// best medians are the quiet ones), session 5 with the line scanner (lib/ingest/line-scanner.ts):
+// 820,000-990,000 lines/s, 1.0-1.2 µs per line, against 600,000-630,000 (1.6 µs) for the same
+// lines through JSON.parse on the same host the same hour. From a --cpu-prof of this benchmark:
+// about 35% reading lines (strings, keys, numbers), 22% reading and unescaping `log` strings and
+// the objects they hold, 20% writing the RowBinary rows; the rest is this benchmark's set-up and GC.
 import { cpus } from 'node:os'
 import parseTask from '../lib/ingest/parse-worker.ts'
 import type { ParseTask } from '../lib/ingest/parse-task.ts'
