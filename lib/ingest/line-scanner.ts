@@ -27,6 +27,7 @@
 import { Buffer } from 'node:buffer'
 import { epochMsFromNumber, epochMsFromRfc3339Bytes } from './event-schema.ts'
 import type { EventRow, TimeBounds } from './event-schema.ts'
+import { writeCodePoint } from './row-serializer.ts'
 
 /** Keys a line may have before it is declined (shippers send a dozen or two). */
 const maxMembers = 64
@@ -863,24 +864,11 @@ function writeEscape (src: Buffer, i: number, out: Buffer, at: number): number {
   }
   let code = hex4(src, i + 2)
   escapeLength = 6
-  if (code < 0x80) {
-    out[at++] = code
-  } else if (code < 0x800) {
-    out[at++] = 0xc0 | (code >> 6)
-    out[at++] = 0x80 | (code & 0x3f)
-  } else if (code < 0xd800 || code > 0xdfff) {
-    out[at++] = 0xe0 | (code >> 12)
-    out[at++] = 0x80 | ((code >> 6) & 0x3f)
-    out[at++] = 0x80 | (code & 0x3f)
-  } else {
+  if (code >= 0xd800 && code <= 0xdfff) {
     code = 0x10000 + ((code - 0xd800) << 10) + (hex4(src, i + 8) - 0xdc00)
     escapeLength = 12
-    out[at++] = 0xf0 | (code >> 18)
-    out[at++] = 0x80 | ((code >> 12) & 0x3f)
-    out[at++] = 0x80 | ((code >> 6) & 0x3f)
-    out[at++] = 0x80 | (code & 0x3f)
   }
-  return at
+  return writeCodePoint(out, at, code)
 }
 
 /** The value of four hex digits at src[i], -1 when they are not. */

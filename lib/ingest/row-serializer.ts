@@ -255,32 +255,41 @@ export class EventRowWriter {
       const code = text.charCodeAt(i)
       if (code < 0x80) {
         bytes[at++] = code
-      } else if (code < 0x800) {
-        bytes[at++] = 0xc0 | (code >> 6)
-        bytes[at++] = 0x80 | (code & 0x3f)
       } else if (code < 0xd800 || code > 0xdfff) {
-        bytes[at++] = 0xe0 | (code >> 12)
-        bytes[at++] = 0x80 | ((code >> 6) & 0x3f)
-        bytes[at++] = 0x80 | (code & 0x3f)
+        at = writeCodePoint(bytes, at, code)
       } else {
         const low = code < 0xdc00 ? text.charCodeAt(i + 1) : NaN
         if (low >= 0xdc00 && low <= 0xdfff) {
-          const point = 0x10000 + ((code - 0xd800) << 10) + (low - 0xdc00)
-          bytes[at++] = 0xf0 | (point >> 18)
-          bytes[at++] = 0x80 | ((point >> 12) & 0x3f)
-          bytes[at++] = 0x80 | ((point >> 6) & 0x3f)
-          bytes[at++] = 0x80 | (point & 0x3f)
+          at = writeCodePoint(bytes, at, 0x10000 + ((code - 0xd800) << 10) + (low - 0xdc00))
           i++
         } else {
           // A lone surrogate: U+FFFD, as Buffer#write and TextEncoder write it.
-          bytes[at++] = 0xef
-          bytes[at++] = 0xbf
-          bytes[at++] = 0xbd
+          at = writeCodePoint(bytes, at, 0xfffd)
         }
       }
     }
     this.#length = at
   }
+}
+
+/** The UTF-8 of code point `point` (not a surrogate) at bytes[at]; returns the index after it. */
+export function writeCodePoint (bytes: Uint8Array, at: number, point: number): number {
+  if (point < 0x80) {
+    bytes[at++] = point
+  } else if (point < 0x800) {
+    bytes[at++] = 0xc0 | (point >> 6)
+    bytes[at++] = 0x80 | (point & 0x3f)
+  } else if (point < 0x10000) {
+    bytes[at++] = 0xe0 | (point >> 12)
+    bytes[at++] = 0x80 | ((point >> 6) & 0x3f)
+    bytes[at++] = 0x80 | (point & 0x3f)
+  } else {
+    bytes[at++] = 0xf0 | (point >> 18)
+    bytes[at++] = 0x80 | ((point >> 12) & 0x3f)
+    bytes[at++] = 0x80 | ((point >> 6) & 0x3f)
+    bytes[at++] = 0x80 | (point & 0x3f)
+  }
+  return at
 }
 
 function stringLength (value: string | null): number {
