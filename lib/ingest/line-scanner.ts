@@ -711,18 +711,9 @@ export class LineScanner {
       let at = copyBytes(src, start, i, out, messageStart)
       while (c !== QUOTE) {
         if (c !== BACKSLASH) return -1 // a control character, or the line's end
-        const e = src[i + 1]
-        if (e === 0x75) {
-          const code = hex4(src, i + 2)
-          if (code < 0 || (code >= 0xd800 && code <= 0xdfff && (code >= 0xdc00 || !isLowSurrogateEscape(src, i + 6)))) return -1
-          escapes |= escOther
-        } else if (e === QUOTE || e === BACKSLASH || e === 0x6e || e === 0x74 || e === 0x72 || e === 0x62 || e === 0x66) {
-          escapes |= escSimple
-        } else if (e === 0x2f) {
-          escapes |= escOther
-        } else {
-          return -1
-        }
+        const kind = escapeAt(src, i)
+        if (kind < 0 || kind === escSurrogate) return -1
+        escapes |= kind
         at = writeEscape(src, i, out, at)
         i += escapeLength
         c = src[i]
@@ -784,29 +775,10 @@ function scanEscapedString (src: Buffer, i: number): number {
     const c = src[i]
     if (c === QUOTE) break
     if (c === BACKSLASH) {
-      const e = src[i + 1]
-      if (e === QUOTE || e === BACKSLASH || e === 0x6e || e === 0x74 || e === 0x72 || e === 0x62 || e === 0x66) {
-        escapes |= escSimple
-        i += 2
-      } else if (e === 0x2f) {
-        escapes |= escOther
-        i += 2
-      } else if (e === 0x75) {
-        const code = hex4(src, i + 2)
-        if (code < 0) return -1
-        if (code < 0xd800 || code > 0xdfff) {
-          escapes |= escOther
-          i += 6
-        } else if (code < 0xdc00 && isLowSurrogateEscape(src, i + 6)) {
-          escapes |= escOther // a pair: one character
-          i += 12
-        } else {
-          escapes |= escSurrogate
-          i += 6
-        }
-      } else {
-        return -1
-      }
+      const kind = escapeAt(src, i)
+      if (kind < 0) return -1
+      escapes |= kind
+      i += escapeLength
     } else if (c >= 0x20) {
       i++
     } else {
@@ -815,6 +787,28 @@ function scanEscapedString (src: Buffer, i: number): number {
   }
   stringEscapes = escapes
   return i + 1
+}
+
+/**
+ * The kind of the escape at src[i] (its backslash): escSimple, escOther (\/, a \u of a
+ * non-surrogate or of a surrogate pair) or escSurrogate (a lone one); -1 when invalid. Sets
+ * escapeLength.
+ */
+function escapeAt (src: Buffer, i: number): number {
+  const e = src[i + 1]
+  escapeLength = 2
+  if (e === QUOTE || e === BACKSLASH || e === 0x6e || e === 0x74 || e === 0x72 || e === 0x62 || e === 0x66) return escSimple
+  if (e === 0x2f) return escOther
+  if (e !== 0x75) return -1
+  const code = hex4(src, i + 2)
+  if (code < 0) return -1
+  escapeLength = 6
+  if (code < 0xd800 || code > 0xdfff) return escOther
+  if (code < 0xdc00 && isLowSurrogateEscape(src, i + 6)) {
+    escapeLength = 12 // a pair: one character
+    return escOther
+  }
+  return escSurrogate
 }
 
 /** The index of the first byte of src[start, end) that is not JSON whitespace (LF included), or end. */

@@ -122,8 +122,8 @@ function isBlank (text: string, start: number, end: number): boolean {
 /** One per worker: its buffers are reused by every task. */
 const scanner = new LineScanner()
 
-function parseValidBytes (output: TaskOutput, bytes: Buffer, firstLine: number, bounds: TimeBounds): void {
-  scanner.setBounds(bounds)
+function parseValidBytes (output: TaskOutput, bytes: Buffer, firstLine: number): void {
+  scanner.setBounds(output.bounds)
   let line = firstLine
   let start = 0
   while (start < bytes.length) {
@@ -163,7 +163,7 @@ function parseLineByLine (output: TaskOutput, bytes: Buffer, firstLine: number):
 export default function parseTask (task: ParseTask): ParseResult {
   const output = new TaskOutput(task)
   const bytes = Buffer.from(task.input)
-  if (isUtf8(bytes)) parseValidBytes(output, bytes, task.firstLine, output.bounds)
+  if (isUtf8(bytes)) parseValidBytes(output, bytes, task.firstLine)
   else parseLineByLine(output, bytes, task.firstLine)
   return move(output.finish()) as MovableParseResult
 }
