@@ -15,6 +15,8 @@ export interface RequestContext {
   log: Logger
   /** ms since the epoch when the request arrived. */
   receivedAt: number
+  /** performance.now() when the request arrived: for durations, which the wall clock may skew. */
+  startedAt: number
 }
 
 export function sendJson (ctx: RequestContext, status: number, body: unknown, headers?: Record<string, string | number>): void {

@@ -56,7 +56,7 @@ export function createHttpServer (options: HttpServerOptions): HttpServer {
     res.setHeader('x-request-id', requestId)
     const url = new URL(req.url ?? '/', 'http://localhost')
     const ctx: RequestContext = {
-      req, res, requestId, url, params: {}, receivedAt: Date.now(), log: log.child({ request_id: requestId }),
+      req, res, requestId, url, params: {}, receivedAt: Date.now(), startedAt: started, log: log.child({ request_id: requestId }),
     }
     let pattern = 'unmatched'
     inFlight++

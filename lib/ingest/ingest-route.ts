@@ -162,7 +162,7 @@ async function ingestBody (
 
   const chunks = summary.rowChunks()
   ticket.releaseBytes() // from here the writer counts them
-  await deps.writer.write(chunks, summary.ingested)
+  await deps.writer.write(chunks, summary.ingested, { arrivedAt: ctx.startedAt })
   metrics.linesIngested.inc(undefined, summary.ingested)
   metrics.bytesIngested.inc(undefined, decoded.bytes)
   if (live) deps.tailHub.publish(orgId, streamName, live, summary.live.filter((x) => x !== undefined))

@@ -19,9 +19,11 @@
 //   a resolved write is never missing rows.
 // - When: one insert is in flight at a time. The next one starts as soon as the previous returned
 //   and either a full batch waits (maxBatchRows or maxBatchBytes of rows, or half of
-//   maxPendingBytes, or writes held for want of room) or the oldest waiting write has waited
-//   flushIntervalMs and minInsertIntervalMs have passed since the previous insert started.
-//   flush() and close() send at once.
+//   maxPendingBytes, or writes held for want of room) or the oldest waiting row has waited
+//   flushIntervalMs and minInsertIntervalMs have passed since the previous insert started. A
+//   row's wait counts from its request's arrival (write()'s `arrivedAt`), not from write(): the
+//   reading and parsing before write() are part of it, so the interval bounds what a row waits
+//   in all. flush() and close() send at once.
 // - ClickHouse down: a failed insert is retried with exponential backoff and jitter while the
 //   oldest write in it is younger than retryTimeoutMs (every batch gets at least one attempt, so
 //   a backlog built up during an outage drains fast instead of waiting retryTimeoutMs per batch).
@@ -73,7 +75,7 @@ export interface BatchWriterOptions {
   maxBatchRows?: number
   /** Bytes per insert; default 64 MiB, which bounds one insert's memory on both sides. */
   maxBatchBytes?: number
-  /** Milliseconds the oldest row waits for company before it is sent; default 250. */
+  /** Milliseconds the oldest row waits for company, from its request's arrival, before it is sent; default 250. */
   flushIntervalMs?: number
   /** Milliseconds between the starts of two non-full inserts; default 200: at most 5 parts/s. */
   minInsertIntervalMs?: number
@@ -130,13 +132,25 @@ export function classifyInsertError (err: unknown): FailureKind {
   return malformedDataCodes.has(err.chCode) ? 'malformed' : 'refused'
 }
 
+export interface WriteOptions {
+  /** Aborted before the write's insert starts: the write is dropped and rejects with the reason. */
+  signal?: AbortSignal
+  /**
+   * performance.now() when the rows' request arrived: the flush interval counts from here.
+   * Default, and at the latest: when write() is called.
+   */
+  arrivedAt?: number
+}
+
 interface PendingWrite {
   seq: number
   chunks: readonly Buffer[]
   rows: number
   bytes: number
-  /** performance.now() when write() was called. */
+  /** performance.now() when write() was called: the retry deadline counts from here. */
   calledAt: number
+  /** performance.now() when its request arrived: the flush interval counts from here. */
+  arrivedAt: number
   state: 'held' | 'waiting' | 'sending' | 'done'
   promise: Promise<void>
   resolve: () => void
@@ -162,6 +176,12 @@ function settle (w: PendingWrite, err?: unknown): void {
   if (w.onAbort !== undefined) w.signal?.removeEventListener('abort', w.onAbort)
   if (err === undefined) w.resolve()
   else w.reject(err)
+}
+
+function earliestArrival (writes: readonly PendingWrite[]): number {
+  let earliest = Infinity
+  for (const w of writes) if (w.arrivedAt < earliest) earliest = w.arrivedAt
+  return earliest
 }
 
 function sumRows (writes: readonly PendingWrite[]): number {
@@ -192,6 +212,8 @@ export class BatchWriter {
   #heldRows = 0
   #waitingBytes = 0
   #waitingRows = 0
+  /** The earliest arrivedAt among the waiting writes (Infinity: none). */
+  #waitingSince = Infinity
   #sendingBytes = 0
   #sendingRows = 0
   #seq = 0
@@ -230,7 +252,8 @@ export class BatchWriter {
     return this.#held.length > 0 || this.#waitingBytes + this.#sendingBytes >= this.#maxPendingBytes
   }
 
-  write (chunks: readonly Buffer[], rows: number, signal?: AbortSignal): Promise<void> {
+  write (chunks: readonly Buffer[], rows: number, options: WriteOptions = {}): Promise<void> {
+    const { signal } = options
     if (this.#closing !== undefined) return Promise.reject(new SluiceError('shutting_down', undefined, { retryAfter: 1 }))
     if (!Number.isSafeInteger(rows) || rows < 0) return Promise.reject(new TypeError(`rows must be an integer >= 0 (got ${rows})`))
     if (rows === 0) return Promise.resolve()
@@ -249,9 +272,10 @@ export class BatchWriter {
     let resolve!: () => void
     let reject!: (err: unknown) => void
     const promise = new Promise<void>((res, rej) => { resolve = res; reject = rej })
+    const calledAt = performance.now()
     const w: PendingWrite = {
-      seq: ++this.#seq, chunks, rows, bytes, calledAt: performance.now(), state: 'held',
-      promise, resolve, reject, signal, onAbort: undefined,
+      seq: ++this.#seq, chunks, rows, bytes, calledAt, arrivedAt: Math.min(options.arrivedAt ?? calledAt, calledAt),
+      state: 'held', promise, resolve, reject, signal, onAbort: undefined,
     }
     if (signal !== undefined) {
       w.onAbort = () => this.#drop(w)
@@ -289,6 +313,7 @@ export class BatchWriter {
       this.#waiting.splice(this.#waiting.indexOf(w), 1)
       this.#waitingBytes -= w.bytes
       this.#waitingRows -= w.rows
+      this.#waitingSince = earliestArrival(this.#waiting)
     } else {
       return
     }
@@ -309,6 +334,7 @@ export class BatchWriter {
       this.#waiting.push(w)
       this.#waitingBytes += w.bytes
       this.#waitingRows += w.rows
+      if (w.arrivedAt < this.#waitingSince) this.#waitingSince = w.arrivedAt
     }
   }
 
@@ -317,15 +343,14 @@ export class BatchWriter {
     if (this.#sending !== null) return // its completion schedules again
     if (this.#waiting.length === 0) { this.#clearTimer(); return }
     const now = performance.now()
-    const oldest = this.#waiting[0]
     let dueAt: number
     // Full, flushed, or memory filling up (then waiting longer for company only risks holding).
-    if (oldest.seq <= this.#flushThroughSeq || this.#waitingRows >= this.#maxBatchRows ||
+    if (this.#waiting[0].seq <= this.#flushThroughSeq || this.#waitingRows >= this.#maxBatchRows ||
         this.#waitingBytes >= this.#maxBatchBytes || this.#held.length > 0 ||
         this.#waitingBytes + this.#sendingBytes >= this.#maxPendingBytes / 2) {
       dueAt = now
     } else {
-      dueAt = Math.max(oldest.calledAt + this.#flushIntervalMs, this.#lastInsertStartedAt + this.#minInsertIntervalMs)
+      dueAt = Math.max(this.#waitingSince + this.#flushIntervalMs, this.#lastInsertStartedAt + this.#minInsertIntervalMs)
     }
     if (dueAt <= now) {
       this.#clearTimer()
@@ -358,6 +383,7 @@ export class BatchWriter {
     for (const w of batch) w.state = 'sending'
     this.#waitingRows -= rows
     this.#waitingBytes -= bytes
+    this.#waitingSince = earliestArrival(this.#waiting)
     this.#sending = batch
     this.#sendingRows = rows
     this.#sendingBytes = bytes

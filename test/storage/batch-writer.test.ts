@@ -186,6 +186,26 @@ t.test('time trigger: a lone row waits flushIntervalMs for company, then goes', 
   tt.equal(inserts.length, 1, 'the second write kept the first company')
 })
 
+t.test('time trigger: the wait counts from the request\'s arrival, the earliest of the waiting writes', async (tt) => {
+  const { writer, inserts } = startWriter(tt, { flushIntervalMs: 600_000, minInsertIntervalMs: 0 })
+  let firstDone = false
+  const first = writer.write([eventRows('arrival-1', 2)], 2, { arrivedAt: performance.now() }).then(() => { firstDone = true })
+  await new Promise((resolve) => setImmediate(resolve))
+  tt.equal(inserts.length, 0, 'a row that just arrived waits for company')
+  tt.notOk(firstDone)
+  // Written later, but its request arrived longer ago than the interval: the batch is due.
+  const second = writer.write([eventRows('arrival-2', 3)], 3, { arrivedAt: performance.now() - 600_000 })
+  await Promise.all([first, second])
+  tt.equal(inserts.length, 1, 'both went in one insert')
+  tt.equal(inserts[0].rows, 5)
+  tt.equal(await countRows('arrival-1'), 2)
+  tt.equal(await countRows('arrival-2'), 3)
+  // An arrival "after" the call counts from the call: the row is not held past the interval.
+  const { writer: soon } = startWriter(tt, { flushIntervalMs: 20, minInsertIntervalMs: 0 })
+  await soon.write([eventRows('arrival-3', 1)], 1, { arrivedAt: performance.now() + 3_600_000 })
+  tt.equal(await countRows('arrival-3'), 1)
+})
+
 t.test('minInsertIntervalMs spaces small inserts', async (tt) => {
   const { writer, inserts } = startWriter(tt, { flushIntervalMs: 0, minInsertIntervalMs: 300 })
   const starts: number[] = []
@@ -311,7 +331,7 @@ t.test('RowBinary: a write cut inside a row fails alone; its batch mates are sto
 t.test('an aborted write leaves the queue before its insert starts', async (tt) => {
   const { writer, inserts } = startWriter(tt, { flushIntervalMs: 600_000, minInsertIntervalMs: 600_000 })
   const ac = new AbortController()
-  const aborted = writer.write([eventRows('aborted', 5)], 5, ac.signal)
+  const aborted = writer.write([eventRows('aborted', 5)], 5, { signal: ac.signal })
   const kept = writer.write([eventRows('kept', 2)], 2)
   ac.abort(new Error('client went away'))
   await tt.rejects(aborted, { message: 'client went away' })
