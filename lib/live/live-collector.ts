@@ -7,7 +7,10 @@
 // matched against one row in `sampleEvery`, drawn at random (every n-th row would alias with
 // periodic logs, such as hosts taking turns), each match standing for that many. On a busy stream the
 // caps are spent early in each second, so this keeps ten tails' filters from costing the workers
-// a match per row and filter (bench/live.bench.ts); `dropped` is then an estimate.
+// a match per row and filter (bench/live.bench.ts); `dropped` is then an estimate. The sampled
+// rows are drawn by geometric skips (the gap to the next one), which picks each row with the same
+// 1-in-`sampleEvery` chance as a coin per row; so once every cap is spent, a row that is not
+// sampled costs a counter, and an empty q's drops are added up when the task ends.
 import type { EventRow } from '../ingest/event-schema.ts'
 import { scannedStrings } from '../ingest/line-scanner.ts'
 import type { LineScanner } from '../ingest/line-scanner.ts'
@@ -23,6 +26,12 @@ type Matcher = ((event: EventLike) => boolean) | null // null: matches everythin
 
 /** Past its cap, a filter is matched against one row in this many. */
 export const sampleEvery = 16
+const logMissed = Math.log(1 - 1 / sampleEvery)
+
+/** Rows from this one to the next sampled one (1: the next row): geometric, mean sampleEvery. */
+function rowsToNextSample (): number {
+  return 1 + Math.floor(Math.log(1 - Math.random()) / logMissed)
+}
 
 /** Paths of the rows the line scanner read, by their bytes; one per worker, cleared per task. */
 const pathCounter = new PathCounter()
@@ -53,6 +62,12 @@ export class LiveCollector {
   readonly #dropped: number[]
   readonly #events: string[] = []
   readonly #masks: number[] = []
+  /** Filters still under their cap. */
+  #open: number
+  /** Rows from the next one to the next sampled one (1: the next row is sampled). */
+  #untilSample = rowsToNextSample()
+  /** Rows passed over while every cap was spent: each is dropped by every empty q. */
+  #passedOver = 0
 
   constructor (request: LiveRequest, receivedAt: number) {
     this.#matchers = request.filters.map(matcherFor)
@@ -60,6 +75,7 @@ export class LiveCollector {
     this.#receivedAt = receivedAt
     this.#taken = new Array(this.#matchers.length).fill(0)
     this.#dropped = new Array(this.#matchers.length).fill(0)
+    this.#open = this.#caps.filter((cap) => cap > 0).length
     pathCounter.clear()
   }
 
@@ -79,7 +95,9 @@ export class LiveCollector {
 
   /** Matches the row (given, or decoded from `scanner` when needed) against the filters. */
   #match (row: EventRow | null, scanner: LineScanner | null): void {
-    const sampled = Math.random() * sampleEvery < 1
+    const sampled = --this.#untilSample === 0
+    if (sampled) this.#untilSample = rowsToNextSample()
+    else if (this.#open === 0) { this.#passedOver++; return }
     let view: EventLike | null = null
     let mask = 0
     for (let i = 0; i < this.#matchers.length; i++) {
@@ -87,7 +105,7 @@ export class LiveCollector {
       const m = this.#matchers[i]
       if (m === null) { // an empty q matches every row, at no cost: counted exactly
         if (open) {
-          this.#taken[i]++
+          if (++this.#taken[i] === this.#caps[i]) this.#open--
           mask |= 1 << i
         } else {
           this.#dropped[i]++
@@ -99,7 +117,7 @@ export class LiveCollector {
       view ??= { host: row.host, path: row.path, method: row.method, src: row.src, filename: row.filename, user_agent: row.userAgent, message: row.message, status: row.status }
       if (!m(view)) continue
       if (open) {
-        this.#taken[i]++
+        if (++this.#taken[i] === this.#caps[i]) this.#open--
         mask |= 1 << i
       } else {
         this.#dropped[i] += sampleEvery
@@ -113,6 +131,9 @@ export class LiveCollector {
   }
 
   finish (): LiveOutput {
+    if (this.#passedOver > 0) {
+      for (let i = 0; i < this.#matchers.length; i++) if (this.#matchers[i] === null) this.#dropped[i] += this.#passedOver
+    }
     return { events: this.#events, masks: this.#masks, dropped: this.#dropped, stats: this.#stats.toPartial(pathCounter) }
   }
 }

@@ -62,6 +62,28 @@ const averageWeight = 0.25
 /** Filters a task can carry: one bit each in a 32-bit mask. */
 const maxFilters = 31
 
+/** One filter's share of a request: its events as SSE frames, and what the workers dropped. */
+interface FilterFrames { bytes: Buffer, count: number, dropped: number }
+
+function eventFrame (json: string): string {
+  return 'event: event\ndata: ' + json + '\n\n'
+}
+
+function framesFor (outputs: LiveOutput[], bit: number): FilterFrames {
+  let text = ''
+  let count = 0
+  let dropped = 0
+  for (const out of outputs) {
+    dropped += out.dropped[bit]
+    for (let i = 0; i < out.events.length; i++) {
+      if ((out.masks[i] & (1 << bit)) === 0) continue
+      text += eventFrame(out.events[i])
+      count++
+    }
+  }
+  return { bytes: Buffer.from(text), count, dropped }
+}
+
 export class TailHub {
   readonly #maxTailsPerOrg: number
   readonly #maxBufferedBytes: number
@@ -163,29 +185,49 @@ export class TailHub {
       tail.allowance.set(q, Math.max(0, (tail.allowance.get(q) ?? this.#eventsPerSecond) - delta))
     })
     const now = Date.now()
+    // Clients with the same filter get the same frames unless one ran out of room: those are
+    // built and encoded once per filter, and written to each such client as they are.
+    const framesByBit = new Map<number, FilterFrames>()
     for (const client of tail.clients) {
       const bit = request.filters.indexOf(client.q)
       if (bit < 0) continue // joined after the request started: from the next one on
       this.#refill(client, now)
-      let text = ''
-      for (const out of outputs) {
-        client.dropped += out.dropped[bit]
-        for (let i = 0; i < out.events.length; i++) {
-          if ((out.masks[i] & (1 << bit)) === 0) continue
-          if (client.tokens < 1 || client.res.writableLength + text.length > this.#maxBufferedBytes) {
-            client.dropped++
-            continue
-          }
-          client.tokens--
-          text += 'event: event\ndata: ' + out.events[i] + '\n\n'
-        }
+      let frames = framesByBit.get(bit)
+      if (frames === undefined) {
+        frames = framesFor(outputs, bit)
+        framesByBit.set(bit, frames)
       }
-      if (client.dropped > 0 && client.res.writableLength === 0) {
-        text += `event: dropped\ndata: {"count":${client.dropped}}\n\n`
+      const drained = client.res.writableLength === 0
+      client.dropped += frames.dropped
+      if (frames.count > 0 && client.tokens >= frames.count &&
+          client.res.writableLength + frames.bytes.byteLength <= this.#maxBufferedBytes) {
+        client.tokens -= frames.count
+        client.res.write(frames.bytes)
+      } else if (frames.count > 0) {
+        this.#writeWhatFits(client, outputs, bit)
+      }
+      if (client.dropped > 0 && drained) {
+        client.res.write(`event: dropped\ndata: {"count":${client.dropped}}\n\n`)
         client.dropped = 0
       }
-      if (text !== '') client.res.write(text)
     }
+  }
+
+  /** The client's events of `outputs` one by one while it has tokens and room; the rest dropped. */
+  #writeWhatFits (client: TailClient, outputs: LiveOutput[], bit: number): void {
+    let text = ''
+    for (const out of outputs) {
+      for (let i = 0; i < out.events.length; i++) {
+        if ((out.masks[i] & (1 << bit)) === 0) continue
+        if (client.tokens < 1 || client.res.writableLength + text.length > this.#maxBufferedBytes) {
+          client.dropped++
+          continue
+        }
+        client.tokens--
+        text += eventFrame(out.events[i])
+      }
+    }
+    if (text !== '') client.res.write(text)
   }
 
   /** Ends every tail (shutdown). */

@@ -88,3 +88,28 @@ t.test('a charge from an earlier second stays there; only what went beyond it co
   hub.publish('org', 'web', inFlight[1], [output(20, 0, [0])])
   t.equal(hub.liveRequestFor('org', 'web')!.caps[0], 50 - 20, 'charged 0, serialized 20: on top of the charge just made')
 })
+
+t.test('clients with the same filter get the same frames; one out of room gets what fits, then a dropped count', async (t) => {
+  const hub = new TailHub({ eventsPerSecond: 100, maxBufferedBytes: 64 * 1024, statsIntervalMs: 3_600_000, heartbeatMs: 3_600_000 })
+  t.teardown(() => hub.close())
+  const a = new FakeResponse()
+  const b = new FakeResponse()
+  const full = new FakeResponse()
+  for (const res of [a, b, full]) hub.open(res as unknown as ServerResponse, 'org', 'web', '')
+  full.writableLength = 64 * 1024 + 1 // its socket is backed up past the limit: nothing more fits
+
+  hub.publish('org', 'web', hub.liveRequestFor('org', 'web')!, [output(30, 0, [5, 0]), output(20, 0, [0, 0])])
+  t.equal(a.text, b.text, 'the same frames')
+  t.equal(a.text.match(/event: event/g)?.length, 50)
+  t.same(JSON.parse(/data: (.*)\n/.exec(a.text)![1]), { n: 0 }, 'in body order')
+  t.match(a.text, /event: dropped\ndata: \{"count":5\}/, 'what the workers dropped')
+  t.notMatch(full.text, /event: event/, 'nothing for the backed-up client')
+  t.notMatch(full.text, /event: dropped/, 'its count waits until it drains')
+
+  full.writableLength = 0
+  hub.publish('org', 'web', hub.liveRequestFor('org', 'web')!, [output(60, 0, [0, 0])])
+  t.equal(a.text.match(/event: event/g)?.length, 100, 'a client is sent eventsPerSecond at most')
+  t.match(a.text, /event: dropped\ndata: \{"count":10\}/, 'past its tokens: counted as dropped')
+  t.equal(full.text.match(/event: event/g)?.length, 60, 'the drained client gets the new events')
+  t.match(full.text, /event: dropped\ndata: \{"count":55\}/, 'and what it missed: 50 events and the workers\' 5')
+})
