@@ -65,8 +65,13 @@ export interface LiveRequest {
 
 /** What a task sends back for the live views. */
 export interface LiveOutput {
-  /** Event JSON (the events API's shape) of events matching at least one filter, in line order. */
-  events: string[]
+  /**
+   * SSE frames (`event: event`, the event's JSON in the events API's shape) of the events matching
+   * at least one filter, in line order, as UTF-8 (lib/live/tail-frames.ts).
+   */
+  frames: Uint8Array
+  /** Per event: where its frame ends in `frames` (the next one starts there). */
+  ends: number[]
   /** Per event: bit i set when it matched filters[i]. */
   masks: number[]
   /** Per filter: matching events left out by `caps`. */

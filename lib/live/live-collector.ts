@@ -1,7 +1,7 @@
 // Runs in the parse worker while a stream has tail clients: for each stored row it adds to the
-// task's live aggregates and, for the tail filters the row matches, serializes it once (up to a
-// cap per filter and task; the rest are counted as dropped). The worker's only extra work when
-// nobody tails a stream is a null check.
+// task's live aggregates and, for the tail filters the row matches, writes its SSE frame once
+// (tail-frames.ts; up to a cap per filter and task; the rest are counted as dropped). The
+// worker's only extra work when nobody tails a stream is a null check.
 //
 // Past its cap a filter only counts what it drops, and a non-empty one counts by sampling: it is
 // matched against one row in `sampleEvery`, drawn at random (every n-th row would alias with
@@ -20,7 +20,7 @@ import { parseFilter } from '../query/filter-parser.ts'
 import { compileMatcher } from '../query/filter-match.ts'
 import type { EventLike } from '../query/filter-match.ts'
 import { LiveStats } from './live-stats.ts'
-import { serializeTailEvent } from './tail-event.ts'
+import { TailFrameWriter } from './tail-frames.ts'
 
 type Matcher = ((event: EventLike) => boolean) | null // null: matches everything
 
@@ -35,6 +35,8 @@ function rowsToNextSample (): number {
 
 /** Paths of the rows the line scanner read, by their bytes; one per worker, cleared per task. */
 const pathCounter = new PathCounter()
+/** The tail frames of a task; one per worker, reset per task. */
+const frames = new TailFrameWriter()
 const pathSlot = scannedStrings.indexOf('path')
 
 /** Compiled filters by their text; bounded, since clients come and go. */
@@ -60,7 +62,6 @@ export class LiveCollector {
   readonly #stats = new LiveStats()
   readonly #taken: number[]
   readonly #dropped: number[]
-  readonly #events: string[] = []
   readonly #masks: number[] = []
   /** Filters still under their cap. */
   #open: number
@@ -77,6 +78,7 @@ export class LiveCollector {
     this.#dropped = new Array(this.#matchers.length).fill(0)
     this.#open = this.#caps.filter((cap) => cap > 0).length
     pathCounter.clear()
+    frames.reset()
   }
 
   add (row: EventRow): void {
@@ -124,8 +126,8 @@ export class LiveCollector {
       }
     }
     if (mask !== 0) {
-      row ??= scanner!.toEventRow()
-      this.#events.push(serializeTailEvent(row, this.#receivedAt))
+      if (scanner !== null) frames.addScanned(scanner, this.#receivedAt)
+      else frames.addRow(row!, this.#receivedAt)
       this.#masks.push(mask)
     }
   }
@@ -134,6 +136,9 @@ export class LiveCollector {
     if (this.#passedOver > 0) {
       for (let i = 0; i < this.#matchers.length; i++) if (this.#matchers[i] === null) this.#dropped[i] += this.#passedOver
     }
-    return { events: this.#events, masks: this.#masks, dropped: this.#dropped, stats: this.#stats.toPartial(pathCounter) }
+    return {
+      frames: frames.finish(), ends: [...frames.ends], masks: this.#masks, dropped: this.#dropped,
+      stats: this.#stats.toPartial(pathCounter),
+    }
   }
 }

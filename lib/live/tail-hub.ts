@@ -62,26 +62,37 @@ const averageWeight = 0.25
 /** Filters a task can carry: one bit each in a 32-bit mask. */
 const maxFilters = 31
 
-/** One filter's share of a request: its events as SSE frames, and what the workers dropped. */
+/** One filter's share of a request: its events' SSE frames, and what the workers dropped. */
 interface FilterFrames { bytes: Buffer, count: number, dropped: number }
 
-function eventFrame (json: string): string {
-  return 'event: event\ndata: ' + json + '\n\n'
+/** Frame i of `out`, a view of the bytes the worker wrote. */
+function frameOf (out: LiveOutput, i: number): Buffer {
+  const start = i === 0 ? 0 : out.ends[i - 1]
+  return Buffer.from(out.frames.buffer, out.frames.byteOffset + start, out.ends[i] - start)
 }
 
+/** The frames of the events that matched filter `bit`, joined (runs of them as one view each). */
 function framesFor (outputs: LiveOutput[], bit: number): FilterFrames {
-  let text = ''
+  const parts: Buffer[] = []
   let count = 0
   let dropped = 0
   for (const out of outputs) {
     dropped += out.dropped[bit]
-    for (let i = 0; i < out.events.length; i++) {
+    let runStart = -1
+    let runEnd = 0
+    for (let i = 0; i < out.ends.length; i++) {
       if ((out.masks[i] & (1 << bit)) === 0) continue
-      text += eventFrame(out.events[i])
+      const start = i === 0 ? 0 : out.ends[i - 1]
+      if (start !== runEnd || runStart < 0) {
+        if (runStart >= 0) parts.push(Buffer.from(out.frames.buffer, out.frames.byteOffset + runStart, runEnd - runStart))
+        runStart = start
+      }
+      runEnd = out.ends[i]
       count++
     }
+    if (runStart >= 0) parts.push(Buffer.from(out.frames.buffer, out.frames.byteOffset + runStart, runEnd - runStart))
   }
-  return { bytes: Buffer.from(text), count, dropped }
+  return { bytes: parts.length === 1 ? parts[0] : Buffer.concat(parts), count, dropped }
 }
 
 export class TailHub {
@@ -215,19 +226,22 @@ export class TailHub {
 
   /** The client's events of `outputs` one by one while it has tokens and room; the rest dropped. */
   #writeWhatFits (client: TailClient, outputs: LiveOutput[], bit: number): void {
-    let text = ''
+    const parts: Buffer[] = []
+    let bytes = 0
     for (const out of outputs) {
-      for (let i = 0; i < out.events.length; i++) {
+      for (let i = 0; i < out.ends.length; i++) {
         if ((out.masks[i] & (1 << bit)) === 0) continue
-        if (client.tokens < 1 || client.res.writableLength + text.length > this.#maxBufferedBytes) {
+        if (client.tokens < 1 || client.res.writableLength + bytes > this.#maxBufferedBytes) {
           client.dropped++
           continue
         }
         client.tokens--
-        text += eventFrame(out.events[i])
+        const frame = frameOf(out, i)
+        parts.push(frame)
+        bytes += frame.byteLength
       }
     }
-    if (text !== '') client.res.write(text)
+    if (parts.length > 0) client.res.write(Buffer.concat(parts, bytes))
   }
 
   /** Ends every tail (shutdown). */

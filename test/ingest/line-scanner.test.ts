@@ -1,7 +1,8 @@
 // The line scanner against the reference path (JSON.parse, normalizeEvent, EventRowWriter#write):
 // every line it takes must come out as the same RowBinary row (read back field by field: the
 // reference pads some string lengths, which ClickHouse reads as the same number) and, for the
-// live tail, the same EventRow. Lines come from a seeded generator of the shapes shippers send and of the corner
+// live tail, the same EventRow and the same SSE frame bytes (TailFrameWriter#addScanned against
+// serializeTailEvent). Lines come from a seeded generator of the shapes shippers send and of the corner
 // cases of SPEC.md section 6, plus hand-picked ones; declining is always allowed, except for the
 // common shapes listed at the end, which the fast path exists for.
 import t from 'tap'
@@ -11,6 +12,8 @@ import { EventRejection, normalizeEvent } from '../../lib/ingest/event-schema.ts
 import type { EventRow, TimeBounds } from '../../lib/ingest/event-schema.ts'
 import { EventRowWriter, readEventRows } from '../../lib/ingest/row-serializer.ts'
 import { createRandom, generateLines } from '../../bench/payload.ts'
+import { TailFrameWriter } from '../../lib/live/tail-frames.ts'
+import { serializeTailEvent } from '../../lib/live/tail-event.ts'
 
 const day = 86_400_000
 const receivedAt = Date.UTC(2025, 10, 21, 12, 0, 0)
@@ -37,6 +40,7 @@ function referenceBytes (row: EventRow, size: number): Buffer {
 
 const scanner = new LineScanner()
 scanner.setBounds(bounds)
+const frames = new TailFrameWriter()
 
 interface Outcome { outcome: number, end: number, bytes?: Buffer, row?: EventRow }
 
@@ -68,6 +72,12 @@ function check (line: string, before = '', after = ''): string {
   const gotRows = JSON.stringify(readEventRows(got.bytes!))
   if (want !== gotRows) return `${at}: row ${gotRows}, reference ${want}`
   if (JSON.stringify(row) !== JSON.stringify(got.row)) return `${at}: EventRow ${JSON.stringify(got.row)}, reference ${JSON.stringify(row)}`
+  // The scanner's state still holds the line (scan() read nothing after it).
+  frames.reset()
+  frames.addScanned(scanner, receivedAt)
+  const frame = Buffer.from(frames.finish())
+  const wantFrame = Buffer.from('event: event\ndata: ' + serializeTailEvent(row, receivedAt) + '\n\n')
+  if (!frame.equals(wantFrame)) return `${at}: tail frame ${JSON.stringify(frame.toString())}, reference ${JSON.stringify(wantFrame.toString())}`
   return 'taken'
 }
 

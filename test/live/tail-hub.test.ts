@@ -19,8 +19,13 @@ class FakeResponse extends EventEmitter {
 
 /** A task's output where the first `all` events match filter 0 and the first `marked` also filter 1. */
 function output (all: number, marked: number, dropped: number[] = [0, 0]): LiveOutput {
+  const frames = Array.from({ length: all }, (_, i) => Buffer.from(`event: event\ndata: ${JSON.stringify({ n: i })}\n\n`))
+  const ends: number[] = []
+  let end = 0
+  for (const frame of frames) ends.push(end += frame.byteLength)
   return {
-    events: Array.from({ length: all }, (_, i) => JSON.stringify({ n: i })),
+    frames: new Uint8Array(Buffer.concat(frames)),
+    ends,
     masks: Array.from({ length: all }, (_, i) => i < marked ? 0b11 : 0b01),
     dropped,
     stats: new LiveStats().toPartial(),
