@@ -1,6 +1,7 @@
 // The JSON of one event as the tail sends it: the shape of the events API (format-1 names,
 // absent fields null, attrs an object, received_at), built in the parse worker from the row it
-// just validated. fast-json-stringify compiles the fixed fields (about 1.8× JSON.stringify on
+// just validated. Rows the line scanner read are written from their bytes instead
+// (tail-frames.ts), to the same bytes; this is the reference, and serves the reference path. fast-json-stringify compiles the fixed fields (about 1.8× JSON.stringify on
 // this shape); attrs is already JSON text, so it is spliced in rather than parsed and re-encoded.
 import fastJson from 'fast-json-stringify'
 import type { EventRow } from '../ingest/event-schema.ts'
