@@ -65,10 +65,14 @@ const maxFilters = 31
 /** One filter's share of a request: its events' SSE frames, and what the workers dropped. */
 interface FilterFrames { bytes: Buffer, count: number, dropped: number }
 
-/** Frame i of `out`, a view of the bytes the worker wrote. */
+/** Bytes [start, end) of the frames the worker wrote, as a view (no copy). */
+function viewOf (out: LiveOutput, start: number, end: number): Buffer {
+  return Buffer.from(out.frames.buffer, out.frames.byteOffset + start, end - start)
+}
+
+/** Frame i of `out`. */
 function frameOf (out: LiveOutput, i: number): Buffer {
-  const start = i === 0 ? 0 : out.ends[i - 1]
-  return Buffer.from(out.frames.buffer, out.frames.byteOffset + start, out.ends[i] - start)
+  return viewOf(out, i === 0 ? 0 : out.ends[i - 1], out.ends[i])
 }
 
 /** The frames of the events that matched filter `bit`, joined (runs of them as one view each). */
@@ -84,13 +88,13 @@ function framesFor (outputs: LiveOutput[], bit: number): FilterFrames {
       if ((out.masks[i] & (1 << bit)) === 0) continue
       const start = i === 0 ? 0 : out.ends[i - 1]
       if (start !== runEnd || runStart < 0) {
-        if (runStart >= 0) parts.push(Buffer.from(out.frames.buffer, out.frames.byteOffset + runStart, runEnd - runStart))
+        if (runStart >= 0) parts.push(viewOf(out, runStart, runEnd))
         runStart = start
       }
       runEnd = out.ends[i]
       count++
     }
-    if (runStart >= 0) parts.push(Buffer.from(out.frames.buffer, out.frames.byteOffset + runStart, runEnd - runStart))
+    if (runStart >= 0) parts.push(viewOf(out, runStart, runEnd))
   }
   return { bytes: parts.length === 1 ? parts[0] : Buffer.concat(parts), count, dropped }
 }
