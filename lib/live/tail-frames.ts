@@ -10,6 +10,7 @@
 // strings are valid UTF-8 without lone surrogates). test/live/tail-frames.test.ts holds the two
 // to the same bytes.
 import type { EventRow } from '../ingest/event-schema.ts'
+import { scannedStrings } from '../ingest/line-scanner.ts'
 import type { LineScanner } from '../ingest/line-scanner.ts'
 import { serializeTailEvent } from './tail-event.ts'
 
@@ -19,8 +20,9 @@ const ascii = (text: string): Uint8Array => encoder.encode(text)
 const frameStart = ascii('event: event\ndata: ')
 const frameEnd = ascii('\n\n')
 const nullText = ascii('null')
-// The members in tail-event.ts's order; scannedStrings slots: host 0, path 1, method 2, src 3,
-// user_agent 4, message 5, filename 6.
+// The members in tail-event.ts's order, and the scanner's slot of each string member.
+const [hostSlot, pathSlot, methodSlot, srcSlot, userAgentSlot, messageSlot, filenameSlot] =
+  (['host', 'path', 'method', 'src', 'user_agent', 'message', 'filename'] as const).map((name) => scannedStrings.indexOf(name))
 const keyTs = ascii('{"ts":')
 const keyHost = ascii(',"host":')
 const keyPath = ascii(',"path":')
@@ -75,9 +77,9 @@ export class TailFrameWriter {
     this.#put(keyTs)
     this.#integer(scanner.ts)
     this.#put(keyHost)
-    this.#string(scanner, 0)
+    this.#string(scanner, hostSlot)
     this.#put(keyPath)
-    this.#string(scanner, 1)
+    this.#string(scanner, pathSlot)
     this.#put(keyStatus)
     this.#integerOrNull(scanner.status)
     this.#put(keyRt)
@@ -86,15 +88,15 @@ export class TailFrameWriter {
     this.#put(keyBytes)
     this.#integerOrNull(scanner.bytes)
     this.#put(keyMethod)
-    this.#string(scanner, 2)
+    this.#string(scanner, methodSlot)
     this.#put(keySrc)
-    this.#string(scanner, 3)
+    this.#string(scanner, srcSlot)
     this.#put(keyUserAgent)
-    this.#string(scanner, 4)
+    this.#string(scanner, userAgentSlot)
     this.#put(keyMessage)
-    this.#string(scanner, 5)
+    this.#string(scanner, messageSlot)
     this.#put(keyFilename)
-    this.#string(scanner, 6)
+    this.#string(scanner, filenameSlot)
     this.#put(keyAttrs)
     this.#bytes.set(scanner.attrsBytes.subarray(0, scanner.attrsLength), this.#length)
     this.#length += scanner.attrsLength
