@@ -42,9 +42,14 @@ export function registerTokenRoutes (router: Router, deps: { auth: Authenticator
   })
 
   router.add('DELETE', '/api/tokens/:id', async (ctx) => {
-    const { user } = auth.requirePat(ctx.req, 'tokens:manage')
+    const { pat, user } = auth.requirePat(ctx.req, 'tokens:manage')
     const target = accounts.store.pat(ctx.params.id)
     if (!target || target.userId !== user.id) throw new SluiceError('not_found', 'No such token')
+    // Revoking is as strong as granting: a narrower PAT (a leaked CI token, say) must not be able
+    // to lock out the admin PAT it was made from.
+    if (!coversAbilities(pat.abilities, target.abilities)) {
+      throw new SluiceError('insufficient_ability', 'A token cannot revoke a token holding abilities it does not hold itself')
+    }
     await accounts.revokePat(target, accounts.now())
     sendEmpty(ctx, 204)
   })

@@ -55,3 +55,21 @@ t.test('revoke: 204, idempotent, then 403', async (t) => {
   t.equal(r.status, 403)
   t.equal(r.body.error, 'invalid_token')
 })
+
+t.test('revoke: a PAT cannot revoke one holding abilities it lacks (403), only one within its own', async (t) => {
+  const strong = (await s.api('POST', '/api/tokens', { body: { name: 'strong', abilities: ['*', 'orgs:admin'] } })).body
+  const star = (await s.api('POST', '/api/tokens', { body: { name: 'star', abilities: ['*'] } })).body
+  const weak = (await s.api('POST', '/api/tokens', { body: { name: 'weak', abilities: ['tokens:manage'] } })).body
+  const peer = (await s.api('POST', '/api/tokens', { body: { name: 'peer', abilities: ['tokens:manage'] } })).body
+  for (const [caller, target] of [[weak, strong], [weak, star], [star, strong]]) {
+    const r = await s.api('DELETE', `/api/tokens/${target.id}`, { token: caller.token })
+    t.equal(r.status, 403, `${caller.name} revoking ${target.name}`)
+    t.equal(r.body.error, 'insufficient_ability')
+  }
+  t.equal((await s.api('GET', '/api/streams', { token: strong.token })).status, 200, 'the stronger token still works')
+  t.equal((await s.api('DELETE', `/api/tokens/${peer.id}`, { token: weak.token })).status, 204, 'an equal token may be revoked')
+  t.equal((await s.api('DELETE', `/api/tokens/${weak.id}`, { token: star.token })).status, 204, '* covers tokens:manage')
+  t.equal((await s.api('DELETE', `/api/tokens/${star.id}`, { token: strong.token })).status, 204)
+  t.equal((await s.api('DELETE', `/api/tokens/${strong.id}`, { token: strong.token })).status, 204, 'a token may revoke itself')
+  t.equal((await s.api('GET', '/api/streams', { token: strong.token })).body.error, 'invalid_token')
+})
