@@ -25,8 +25,13 @@
 // - Keys that are not fields of the line's format go to attrs, a JSON object text ('{}' when
 //   none), in JSON.parse's order (integer-like keys first). attrs is concatenated from each key
 //   and value as JSON text, never built by assignment into an object, so `__proto__` and
-//   `constructor` keys are plain data. A value nested too deeply for JSON.stringify (thousands of
-//   levels) fails the line with `invalid_field`.
+//   `constructor` keys are plain data.
+// - Depth: a value kept in attrs may nest objects and arrays at most maxValueDepth (64) levels
+//   (`[[1]]` is 2); a deeper one fails the line with `too_deep`. JSON.parse reads any depth (it
+//   does not recurse) but JSON.stringify and every reader of attrs do, so without the limit one
+//   stored line nested a few thousand levels broke every page of the events API holding it.
+//   The line scanner declines such lines (its own depth bound is this constant), so both paths
+//   agree.
 import type { LineFailureCode } from './parse-task.ts'
 
 /** One events row before serialization; null is SQL NULL (field absent). */
@@ -271,22 +276,39 @@ function quoteJson (text: string): string {
 }
 
 /**
- * `"key":value` for attrs, or undefined when the value nests too deeply for JSON.stringify, which
- * recurses (JSON.parse does not, so a line can carry a value nested 100k levels deep).
+ * Levels of objects and arrays a value kept in attrs may nest (`[[1]]` is 2). 64 is far beyond
+ * what shippers send (Kubernetes metadata nests 3-4) and keeps every recursive reader of attrs
+ * (JSON.stringify in the events API, clients' parsers) a few hundred stack frames from its limit.
  */
+export const maxValueDepth = 64
+
+/**
+ * True when `value` (as JSON.parse returns it) nests objects and arrays more than `levels` deep.
+ * It recurses at most `levels` + 1 frames, whatever the value's depth.
+ */
+export function nestsDeeperThan (value: unknown, levels: number): boolean {
+  if (typeof value !== 'object' || value === null) return false
+  if (levels === 0) return true
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (nestsDeeperThan(value[i], levels - 1)) return true
+    return false
+  }
+  const object = value as JsonObject
+  for (const key in object) if (nestsDeeperThan(object[key], levels - 1)) return true
+  return false
+}
+
+/** `"key":value` for attrs, or undefined when the value nests deeper than maxValueDepth. */
 function attrPair (key: string, value: unknown): string | undefined {
   if (typeof value === 'string') return quoteJson(key) + ':' + quoteJson(value)
   // JSON.parse turns 1e999 into Infinity, which JSON writes as null.
   if (typeof value === 'number') return quoteJson(key) + ':' + (Number.isFinite(value) ? String(value) : 'null')
-  try {
-    return quoteJson(key) + ':' + JSON.stringify(value)
-  } catch {
-    return undefined
-  }
+  if (nestsDeeperThan(value, maxValueDepth)) return undefined
+  return quoteJson(key) + ':' + JSON.stringify(value)
 }
 
 function tooDeep (key: string): EventRejection {
-  return new EventRejection('invalid_field', `${key} is nested too deeply`)
+  return new EventRejection('too_deep', `${key} nests objects and arrays more than ${maxValueDepth} levels deep`)
 }
 
 function newRow (bounds: TimeBounds): EventRow {

@@ -17,7 +17,7 @@
 //   whitespace inside a container, numbers other than plain integers in one, \/ or \u escapes;
 // - in format 2, a field nested in `log` that is present but invalid (the reference keeps it in
 //   attrs);
-// - nesting deeper than maxDepth.
+// - nesting deeper than maxDepth (the reference's maxValueDepth: it fails such a line, too_deep).
 // It takes every line of bench/payload.ts, and the common shapes of shippers' lines (the test
 // checks both).
 //
@@ -25,14 +25,18 @@
 // numbers are read as JSON.parse reads them: digits exactly, fractions by one correctly rounded
 // division (Clinger's fast path), anything longer by Number() on the token's text.
 import { Buffer } from 'node:buffer'
-import { epochMsFromNumber, epochMsFromRfc3339Bytes } from './event-schema.ts'
+import { epochMsFromNumber, epochMsFromRfc3339Bytes, maxValueDepth } from './event-schema.ts'
 import type { EventRow, TimeBounds } from './event-schema.ts'
 import { writeCodePoint } from './row-serializer.ts'
 
 /** Keys a line may have before it is declined (shippers send a dozen or two). */
 const maxMembers = 64
-/** Containers nested deeper than this are declined. */
-const maxDepth = 64
+/**
+ * Containers nested deeper than this are declined: the reference fails a line whose attrs value
+ * nests deeper (too_deep), so the scanner must never take one. A member's value is read at depth
+ * 0 and its containers at 1..maxDepth, the levels maxValueDepth counts.
+ */
+const maxDepth = maxValueDepth
 
 // Token types.
 const tString = 1

@@ -12,6 +12,7 @@ export const lineFailureCodes = [
   'invalid_utf8',
   'line_too_long',
   'ts_out_of_range',
+  'too_deep',
 ] as const
 export type LineFailureCode = typeof lineFailureCodes[number]
 

@@ -20,6 +20,7 @@
 //   reads what is committed when it runs (an event committed meanwhile into a window already read
 //   shows on no page, as one committed behind the cursor of an earlier page does).
 import { SluiceError } from '../errors.ts'
+import { maxValueDepth, nestsDeeperThan } from '../ingest/event-schema.ts'
 import type { ClickHouse } from '../storage/clickhouse.ts'
 import { sql } from '../storage/sql.ts'
 import type { SqlFragment } from '../storage/sql.ts'
@@ -85,8 +86,27 @@ function toEventJson (r: EventRowOut): EventJson {
   return {
     ts: r.ts, host: r.host, path: r.path, status: r.status, rt: r.rt, bytes: r.bytes, method: r.method,
     src: r.src, user_agent: r.user_agent, message: r.message, filename: r.filename,
-    attrs: JSON.parse(r.attrs) as unknown, received_at: r.received_at,
+    attrs: readAttrs(r.attrs), received_at: r.received_at,
   }
+}
+
+/**
+ * A stored attrs text as the object it holds, or the text itself (a string) when that object
+ * nests deeper than ingest now allows: a row stored before the limit (maxValueDepth, enforced
+ * since issue 13) could nest thousands of levels, and JSON.stringify of the page would throw
+ * RangeError on it, failing every page that holds it. The check recurses maxValueDepth + 2
+ * frames at most; a text shorter than twice the levels cannot nest that deep and skips it.
+ */
+export function readAttrs (text: string): unknown {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    return text
+  }
+  // attrs is itself one level: its values may nest maxValueDepth more.
+  if (text.length < 2 * (maxValueDepth + 2)) return value
+  return nestsDeeperThan(value, maxValueDepth + 1) ? text : value
 }
 
 /** The first window of a page, ms. */

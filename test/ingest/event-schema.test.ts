@@ -1,5 +1,5 @@
 import t from 'tap'
-import { EventRejection, epochMsFromNumber, epochMsFromRfc3339, normalizeEvent } from '../../lib/ingest/event-schema.ts'
+import { EventRejection, epochMsFromNumber, epochMsFromRfc3339, maxValueDepth, normalizeEvent, nestsDeeperThan } from '../../lib/ingest/event-schema.ts'
 import type { EventRow, TimeBounds } from '../../lib/ingest/event-schema.ts'
 import type { Test } from 'tap'
 
@@ -214,10 +214,26 @@ t.test('__proto__ and constructor keys are plain data', async (t) => {
   t.equal(plain.constructor, Object)
 })
 
-t.test('a value nested too deeply for JSON.stringify fails the line', async (t) => {
-  const deep = '['.repeat(100_000) + ']'.repeat(100_000)
-  t.strictSame({ ...rejection(t, `{"x":${deep}}`) }, { code: 'invalid_field', message: 'x is nested too deeply' })
-  t.equal(rejection(t, `{"log":"x","y":${deep}}`).message, 'y is nested too deeply')
+t.test('a value nested more than maxValueDepth levels fails the line with too_deep', async (t) => {
+  const nest = (levels: number): string => '['.repeat(levels) + ']'.repeat(levels)
+  const objects = (levels: number): string => '{"a":'.repeat(levels - 1) + '{}' + '}'.repeat(levels - 1)
+  t.equal(maxValueDepth, 64)
+  t.equal(row(t, `{"x":${nest(64)}}`).attrs, `{"x":${nest(64)}}`, '64 levels are kept')
+  t.equal(row(t, `{"x":${objects(64)}}`).attrs, `{"x":${objects(64)}}`)
+  const message = 'x nests objects and arrays more than 64 levels deep'
+  t.strictSame({ ...rejection(t, `{"x":${nest(65)}}`) }, { code: 'too_deep', message })
+  t.strictSame({ ...rejection(t, `{"x":${objects(65)}}`) }, { code: 'too_deep', message })
+  t.strictSame({ ...rejection(t, `{"x":[1,{"b":2},${nest(64)}]}`) }, { code: 'too_deep', message }, 'depth counts inside any element')
+  for (const levels of [5_000, 100_000]) {
+    t.equal(rejection(t, `{"x":${nest(levels)}}`).code, 'too_deep', `${levels} levels`)
+    t.equal(rejection(t, `{"log":"x","y":${nest(levels)}}`).message, 'y nests objects and arrays more than 64 levels deep')
+  }
+  const inLog = rejection(t, JSON.stringify({ log: `{"host":${nest(65)}}` }))
+  t.equal(inLog.code, 'too_deep', 'a nested log field kept in attrs is held to the limit too')
+  t.equal(row(t, JSON.stringify({ log: `{"other":${nest(100)}}` })).attrs, '{}', 'a nested key that is no field stays in the message only')
+  t.equal(nestsDeeperThan(JSON.parse(nest(10_000)), 64), true)
+  t.equal(nestsDeeperThan(JSON.parse(nest(64)), 64), false)
+  t.equal(nestsDeeperThan('[[[', 0), false, 'a string is no container')
 })
 
 t.test('format 2: log is the message, filename is kept, the rest is lenient', async (t) => {

@@ -282,6 +282,21 @@ t.test('declined: what the reference must word, or what the scanner leaves to it
   for (const line of cases) t.equal(scan(line).outcome, declined, line)
 })
 
+t.test('nesting: the scanner takes what the reference keeps (64 levels) and declines what it fails (65)', async (t) => {
+  const nest = (levels: number): string => '['.repeat(levels) + '1' + ']'.repeat(levels)
+  const objects = (levels: number): string => '{"a":'.repeat(levels) + '1' + '}'.repeat(levels)
+  t.equal(checkAll(t, [[`{"x":${nest(64)}}`], [`{"x":${objects(64)}}`], [`{"host":"h","x":[${nest(63)},2]}`]]), 3)
+  for (const line of [`{"x":${nest(65)}}`, `{"x":${objects(65)}}`, `{"x":${nest(5_000)}}`, `{"log":"m","x":${nest(65)}}`,
+    JSON.stringify({ log: `{"host":${nest(65)}}` })]) {
+    t.equal(scan(line).outcome, declined, line.slice(0, 40))
+    const result = normalizeEvent(JSON.parse(line), bounds)
+    t.equal(result instanceof EventRejection ? result.code : 'stored', 'too_deep', 'the reference fails it with too_deep')
+  }
+  const kept = JSON.stringify({ log: `{"other":${nest(100)}}` })
+  t.equal(scan(kept).outcome, declined, 'a deep nested log object is declined')
+  t.ok(referenceRow(kept), 'and the reference keeps it (the deep key stays in the message)')
+})
+
 t.test('blank lines and line ends', async (t) => {
   t.strictSame(scan('', 'x\n'), { outcome: blankLine, end: 2 })
   t.strictSame(scan(' \t\r'), { outcome: blankLine, end: 3 })

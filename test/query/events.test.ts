@@ -79,3 +79,18 @@ t.test('bad parameters are 400 invalid_query', async (t) => {
   }
   t.equal((await s.api('GET', '/api/streams/nope/events')).status, 404)
 })
+
+t.test('an old row whose attrs nest thousands of levels deep does not break the page (200, attrs as its text)', async (t) => {
+  const org = s.app.store.orgByName('default')!
+  const deep = '{"x":' + '['.repeat(5_000) + ']'.repeat(5_000) + '}'
+  const fine = '{"x":' + '['.repeat(64) + ']'.repeat(64) + '}'
+  await s.api('POST', '/api/streams', { body: { name: 'hostile' } })
+  // Written straight into ClickHouse, as ingest stored such lines before the depth limit.
+  await s.app.clickhouse.command(`INSERT INTO events (org_id, stream, ts, received_at, attrs, seq, size)
+    VALUES ('${org.id}', 'hostile', ${base}, ${Date.now()}, '${deep}', 1, 10), ('${org.id}', 'hostile', ${base + 1}, ${Date.now()}, '${fine}', 2, 10)`)
+  const r = await s.api('GET', `/api/streams/hostile/events?${range}`)
+  t.equal(r.status, 200)
+  t.equal(r.body.events.length, 2)
+  t.same(r.body.events[0].attrs, JSON.parse(fine), 'a row within the limit keeps its object')
+  t.equal(r.body.events[1].attrs, deep, 'the deep one comes back as its JSON text')
+})
