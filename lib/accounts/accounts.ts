@@ -55,6 +55,11 @@ export class Accounts {
 
   async createStream (orgId: string, name: string, description: string, retentionDays: number, now: number): Promise<StreamRecord> {
     if (this.store.stream(orgId, name)) throw new SluiceError('conflict', `A stream named ${name} exists already`)
+    // The cache above answers most repeats; concurrent creators (on this node or others) claim the
+    // name in ClickHouse, and only the first claim committed saves its stream.
+    if (!(await this.store.claimStreamName(orgId, name, now))) {
+      throw new SluiceError('conflict', `A stream named ${name} exists already`)
+    }
     const stream: StreamRecord = { orgId, name, description, retentionDays, createdAt: now }
     await this.store.saveStream(stream)
     return stream

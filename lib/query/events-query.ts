@@ -40,6 +40,8 @@ export interface EventsParams {
   limit: number
   /** next_cursor of the previous page. */
   cursor?: string | null
+  /** Rows received at or before this time (ms) belong to a deleted stream of the same name: hidden. 0: none. */
+  hiddenBefore?: number
   /** false: one query over the whole range, the filter in WHERE, as before windows (for benchmarks). Default true. */
   windowed?: boolean
 }
@@ -127,7 +129,7 @@ function eventsWindowSql (params: EventsParams, after: { ts: number, seq: number
       SELECT ts, seq, host, path, status, rt, bytes, method, src, user_agent, message, filename, attrs, received_at
       FROM events
       ${filter !== null && prewhere ? sql`PREWHERE ${filter}` : sql``}
-      WHERE org_id = ${params.orgId} AND stream = ${params.stream}
+      WHERE org_id = ${params.orgId} AND stream = ${params.stream}${params.hiddenBefore ? sql` AND received_at > ${params.hiddenBefore}` : sql``}
         AND ts >= ${lo} AND ts < ${hi} ${keyset} ${filter !== null && !prewhere ? sql`AND ${filter}` : sql``}
       ORDER BY ts DESC, seq DESC
       LIMIT ${limit}`

@@ -23,6 +23,7 @@ export function registerEventsRoute (router: Router, deps: { auth: Authenticator
       filter: filter.length > 0 ? filterToSql(filter) : undefined,
       limit,
       cursor: params.get('cursor'),
+      hiddenBefore: accounts.store.hiddenBefore(orgId, stream.name),
     })
     sendJson(ctx, 200, page)
   })

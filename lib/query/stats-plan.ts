@@ -8,7 +8,9 @@
 // - Series source: raw `events` when a filter `q` is present (rollups keep no per-event fields to
 //   filter on) or the range is at most rawMaxRangeMs; `events_1m` up to minuteMaxRangeMs;
 //   `events_1h` beyond. A step that is not a whole number of the source's buckets is raised to
-//   the next one (a minute rollup cannot split a minute); the response's step_ms says so.
+//   the next one (a minute rollup cannot split a minute); the response's step_ms says so. Raw
+//   rows also while a deleted stream of the same name may still have rows in the rollups
+//   (rollupsPurged false: its deletion's mutations are running).
 // - Top lists follow the series source: raw rows, or the hourly per-dimension rollups for the
 //   whole hours of the range plus the partial hours at either end from raw rows (or from their
 //   hourly rows when nothing lies in the rest of the hour; see stats-query.ts).
@@ -95,6 +97,10 @@ export interface StatsParams {
   topN?: number
   /** Forces the series source, to compare sources in tests and benchmarks. */
   source?: StatsSource
+  /** Raw rows received at or before this time (ms) belong to a deleted stream of the same name. 0: none. */
+  hiddenBefore?: number
+  /** false while a deleted stream of the same name may still have rows in the rollups: raw rows only. */
+  rollupsPurged?: boolean
 }
 
 export interface StatsPlan {
@@ -108,6 +114,8 @@ export interface StatsPlan {
   topN: number
   /** null when there is no filter. */
   filter: SqlFragment | null
+  /** Raw rows received at or before this (ms) are not read; 0: none. */
+  hiddenBefore: number
 }
 
 function isWholeMs (value: number): boolean {
@@ -128,7 +136,7 @@ export function planStats (params: StatsParams): StatsPlan {
 
   let source = params.source
   if (source === undefined) {
-    if (filter || to - from <= rawMaxRangeMs) source = 'events'
+    if (filter || to - from <= rawMaxRangeMs || params.rollupsPurged === false) source = 'events'
     else source = to - from <= minuteMaxRangeMs ? 'events_1m' : 'events_1h'
   } else if (filter && source !== 'events') {
     // A caller bug, not a user error: no rollup can answer a filtered request.
@@ -143,5 +151,5 @@ export function planStats (params: StatsParams): StatsPlan {
   if (points > maxPoints) {
     throw new SluiceError('invalid_query', `step ${stepMs} ms gives ${points} points over this range; at most ${maxPoints}: use a larger step`)
   }
-  return { orgId: params.orgId, stream: params.stream, source, from: alignedFrom, to: alignedTo, stepMs, topN, filter }
+  return { orgId: params.orgId, stream: params.stream, source, from: alignedFrom, to: alignedTo, stepMs, topN, filter, hiddenBefore: params.hiddenBefore ?? 0 }
 }

@@ -77,6 +77,11 @@ function streamIs (plan: StatsPlan): SqlFragment {
   return sql`org_id = ${plan.orgId} AND stream = ${plan.stream}`
 }
 
+/** streamIs for raw `events` rows: also hides those of a deleted stream of the same name. */
+function rawStreamIs (plan: StatsPlan): SqlFragment {
+  return plan.hiddenBefore > 0 ? sql`${streamIs(plan)} AND received_at > ${plan.hiddenBefore}` : streamIs(plan)
+}
+
 /**
  * A series row: t (ms) and each series column as `<column>_total`, the digest as rt_quantiles.
  * No alias names a column of the table read: 18.16 and the analyzer of current ClickHouse
@@ -104,7 +109,7 @@ function seriesSql (plan: StatsPlan): SqlFragment {
   const filter = plan.filter ? sql` AND (${plan.filter})` : rawSql('')
   return sql`SELECT intDiv(${time}, ${plan.stepMs}) * ${plan.stepMs} AS t, ${columns}
     FROM ${rawSql(plan.source)}
-    WHERE ${streamIs(plan)} AND ${time} >= ${plan.from} AND ${time} < ${plan.to}${filter}
+    WHERE ${raw ? rawStreamIs(plan) : streamIs(plan)} AND ${time} >= ${plan.from} AND ${time} < ${plan.to}${filter}
     GROUP BY t ORDER BY t`
 }
 
@@ -140,7 +145,7 @@ async function planTopParts (clickhouse: ClickHouse, plan: StatsPlan): Promise<T
   let lastHour = Math.floor(to / hourMs) * hourMs
   if (plan.source === 'events' || firstHour >= lastHour) {
     const filter = plan.filter ? sql` AND (${plan.filter})` : rawSql('')
-    return { raw: sql`${streamIs(plan)} AND ts >= ${from} AND ts < ${to}${filter}`, hours: null }
+    return { raw: sql`${rawStreamIs(plan)} AND ts >= ${from} AND ts < ${to}${filter}`, hours: null }
   }
   if (from < firstHour || lastHour < to) {
     const [remainders] = await clickhouse.query<EdgeRemainders>(edgeRemaindersSql(plan, firstHour, lastHour))
@@ -150,7 +155,7 @@ async function planTopParts (clickhouse: ClickHouse, plan: StatsPlan): Promise<T
   const edges: SqlFragment[] = []
   if (from < firstHour) edges.push(sql`ts >= ${from} AND ts < ${firstHour}`)
   if (lastHour < to) edges.push(sql`ts >= ${lastHour} AND ts < ${to}`)
-  const raw = edges.length > 0 ? sql`${streamIs(plan)} AND (${joinSql(edges, ' OR ')})` : null
+  const raw = edges.length > 0 ? sql`${rawStreamIs(plan)} AND (${joinSql(edges, ' OR ')})` : null
   return { raw, hours: [firstHour, lastHour] }
 }
 

@@ -23,6 +23,8 @@ export function registerStatsRoute (router: Router, deps: { auth: Authenticator,
       stepMs: step === null ? undefined : parseStep(step),
       filter: filter.length > 0 ? filterToSql(filter) : undefined,
       topN: integerParam(params, 'top', 1, maxTopN, defaultTopN),
+      hiddenBefore: accounts.store.hiddenBefore(orgId, stream.name),
+      rollupsPurged: accounts.store.rollupsPurged(orgId, stream.name),
     })
     sendJson(ctx, 200, result)
   })

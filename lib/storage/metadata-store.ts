@@ -7,9 +7,22 @@
 //   (refreshIntervalMs, default 5 s), which reloads every table whole.
 // - Token use times are kept in memory and written in the background at each refresh, to their own
 //   table, so a use recorded on one node never undoes a revocation made on another.
+// - Stream names are unique per org across nodes (claimStreamName): a creator inserts a claim and
+//   reads back every claim of the name's current incarnation; the claim the server committed
+//   first (lowest block number, 005_stream_lifecycle.ts) wins, the others answer 409. A claim
+//   committed after the winner read has a higher number, so no two creators both win.
+// - Deleting a stream records a deletion (stream_deletions), then runs ALTER ... DELETE on
+//   `events` and every rollup table (asynchronous mutations, seconds to minutes). Reads of a
+//   stream created again under the name hide rows received before the last deletion
+//   (hiddenBefore) and, until the mutations are done (rollupsPurged), read raw rows instead of
+//   rollups, so deleted data never shows, not even while the delete runs. The deleting node
+//   watches the mutations and records the purge; any node's refresh does it for deletions older
+//   than purgeCheckAfterMs, in case the deleting node stopped first.
 import type { ClickHouse } from './clickhouse.ts'
 import type { Logger } from '../logger.ts'
-import { sql } from './sql.ts'
+import { rawSql, sql } from './sql.ts'
+import { randomUUID } from 'node:crypto'
+import { countDims, dimTable } from './migrations/003_rollups.ts'
 
 export interface OrgRecord { id: string, name: string, createdAt: number }
 export interface UserRecord { id: string, orgId: string, name: string, createdAt: number }
@@ -47,7 +60,31 @@ export interface IngestTokenRecord {
   lastUsedAt: number | null
 }
 
+/** The deletions of one stream name in one org (stream_deletions). */
+export interface StreamDeletions {
+  /** Deletions so far: the name's current incarnation (claims compete within it). */
+  count: number
+  /** ms (the deleting node's clock) of the newest deletion. */
+  lastDeletedAt: number
+  /** Whether every deletion's mutations have run on `events` and the rollups. */
+  purged: boolean
+}
+
+/** Tables a stream deletion purges: events and every rollup the views fill from it. */
+export const streamDataTables = ['events', 'events_1m', 'events_1h', dimTable('path'), ...countDims.map(dimTable)]
+
+/** A node's refresh checks the purge of deletions older than this (ms): their mutations exist by then. */
+const purgeCheckAfterMs = 60_000
+/** ms between two looks at system.mutations while the deleting node waits for its purge. */
+const purgePollMs = 250
+
 interface Row { [key: string]: unknown }
+
+/** The block number the server gave a claim's INSERT: `<partition>_<min block>_<max block>_<level>`. */
+function blockOf (part: string): number {
+  const fields = part.split('_')
+  return Number(fields[fields.length - 3])
+}
 
 const nullIfZero = (v: unknown): number | null => (Number(v) > 0 ? Number(v) : null)
 
@@ -81,6 +118,9 @@ export class MetadataStore {
   #ingestTokens = new Map<string, IngestTokenRecord>()
   #ingestByHash = new Map<string, IngestTokenRecord>()
   #usage = new Map<string, number>() // token id -> last use (ms) not yet written
+  #deletions = new Map<string, StreamDeletions>() // key: orgId + '/' + name
+  #purgeTimers = new Set<NodeJS.Timeout>()
+  #stopped = false
 
   constructor (options: MetadataStoreOptions) {
     this.#ch = options.clickhouse
@@ -95,6 +135,7 @@ export class MetadataStore {
       this.#timer = setTimeout(() => {
         this.#writeUsage()
           .then(() => this.reload())
+          .then(() => this.#checkOldPurges())
           .catch((err: unknown) => this.#log.warn('metadata refresh failed', { err }))
           .finally(() => { if (this.#timer) tick() })
       }, this.#refreshIntervalMs)
@@ -106,19 +147,27 @@ export class MetadataStore {
   async stop (): Promise<void> {
     if (this.#timer) clearTimeout(this.#timer)
     this.#timer = null
+    this.#stopped = true
+    for (const timer of this.#purgeTimers) clearTimeout(timer)
+    this.#purgeTimers.clear()
     await this.#writeUsage().catch((err: unknown) => this.#log.warn('token usage write failed', { err }))
   }
 
   /** Replaces the cache with what ClickHouse holds now. */
   async reload (): Promise<void> {
-    const [orgs, users, pats, streams, tokens, usage] = await Promise.all([
+    const [orgs, users, pats, streams, tokens, usage, deletions] = await Promise.all([
       this.#ch.query<Row>('SELECT * FROM orgs FINAL WHERE deleted = 0'),
       this.#ch.query<Row>('SELECT * FROM users FINAL WHERE deleted = 0'),
       this.#ch.query<Row>('SELECT * FROM pats FINAL'),
       this.#ch.query<Row>('SELECT * FROM streams FINAL WHERE deleted = 0'),
       this.#ch.query<Row>('SELECT * FROM ingest_tokens FINAL'),
       this.#ch.query<Row>('SELECT token_id, max(last_used_at) AS t FROM token_usage GROUP BY token_id'),
+      this.#ch.query<Row>(`SELECT org_id, name, count() AS deletions, max(deleted_at) AS last_deleted_at, min(purged_at) AS purged
+        FROM stream_deletions FINAL GROUP BY org_id, name`),
     ])
+    this.#deletions = new Map(deletions.map((r) => [`${String(r.org_id)}/${String(r.name)}`, {
+      count: Number(r.deletions), lastDeletedAt: Number(r.last_deleted_at), purged: Number(r.purged) > 0,
+    }]))
     const lastUsed = new Map(usage.map((r) => [String(r.token_id), Number(r.t)]))
     for (const [id, t] of this.#usage) lastUsed.set(id, Math.max(t, lastUsed.get(id) ?? 0))
 
@@ -184,6 +233,18 @@ export class MetadataStore {
     return [...this.#streams.values()].filter((s) => s.orgId === orgId).sort((a, b) => a.name.localeCompare(b.name))
   }
 
+  /** The deletions of a stream name, if it was ever deleted. */
+  deletionsOf (orgId: string, name: string): StreamDeletions | undefined { return this.#deletions.get(`${orgId}/${name}`) }
+
+  /**
+   * Rows of the stream received at or before this time (ms) belong to a deleted incarnation of
+   * its name and must not be read; 0 when the name was never deleted.
+   */
+  hiddenBefore (orgId: string, name: string): number { return this.deletionsOf(orgId, name)?.lastDeletedAt ?? 0 }
+
+  /** False while a deletion of the name may still have rows in the rollups: read raw rows instead. */
+  rollupsPurged (orgId: string, name: string): boolean { return this.deletionsOf(orgId, name)?.purged ?? true }
+
   ingestTokenByHash (hash: string): IngestTokenRecord | undefined { return this.#ingestByHash.get(hash) }
   ingestToken (id: string): IngestTokenRecord | undefined { return this.#ingestTokens.get(id) }
   ingestTokensOfStream (orgId: string, stream: string): IngestTokenRecord[] {
@@ -226,17 +287,109 @@ export class MetadataStore {
     this.#streams.set(`${s.orgId}/${s.name}`, s)
   }
 
-  /** Marks the stream deleted, revokes its tokens and deletes its events (a background mutation). */
+  /**
+   * Claims a stream name for creation; true when this claim won (the caller then saves the
+   * stream), false when another creator's claim, on any node, was committed first.
+   */
+  async claimStreamName (orgId: string, name: string, at: number): Promise<boolean> {
+    const [current] = await this.#ch.query<{ n: number }>(sql`SELECT count() AS n FROM stream_deletions FINAL
+      WHERE org_id = ${orgId} AND name = ${name}`)
+    const generation = Number(current.n)
+    const claimId = randomUUID()
+    await this.#ch.command(sql`INSERT INTO stream_claims (org_id, name, generation, claim_id, claimed_at)
+      VALUES (${orgId}, ${name}, ${generation}, ${claimId}, ${at})`)
+    const claims = await this.#ch.query<{ claim_id: string, part: string }>(sql`SELECT claim_id, _part AS part FROM stream_claims
+      WHERE org_id = ${orgId} AND name = ${name} AND generation = ${generation}`)
+    let winner = ''
+    let lowest = Infinity
+    for (const claim of claims) {
+      const block = blockOf(claim.part)
+      if (block < lowest) {
+        lowest = block
+        winner = claim.claim_id
+      }
+    }
+    return winner === claimId
+  }
+
+  /**
+   * Marks the stream deleted, revokes its tokens, records the deletion (from then on reads of the
+   * name hide the stream's old rows) and deletes its rows from `events` and the rollups, in
+   * background mutations whose end is recorded as the deletion's purge.
+   */
   async deleteStream (s: StreamRecord, at: number): Promise<void> {
     for (const tok of this.ingestTokensOfStream(s.orgId, s.name)) {
       if (tok.revokedAt === null) await this.saveIngestToken({ ...tok, revokedAt: at })
     }
+    // The wall clock, not `at`: it is compared with rows' received_at, stamped by Date.now().
+    const deletedAt = Math.max(Date.now(), this.hiddenBefore(s.orgId, s.name) + 1)
+    await this.#ch.command(sql`INSERT INTO stream_deletions (org_id, name, deleted_at, purged_at, version)
+      VALUES (${s.orgId}, ${s.name}, ${deletedAt}, 0, ${this.#version()})`)
+    const key = `${s.orgId}/${s.name}`
+    const previous = this.#deletions.get(key)
+    this.#deletions.set(key, { count: (previous?.count ?? 0) + 1, lastDeletedAt: deletedAt, purged: false })
     await this.#ch.command(sql`INSERT INTO streams (org_id, name, description, retention_days, created_at, deleted, version)
       VALUES (${s.orgId}, ${s.name}, ${s.description}, ${s.retentionDays}, ${s.createdAt}, 1, ${this.#version()})`)
-    this.#streams.delete(`${s.orgId}/${s.name}`)
+    this.#streams.delete(key)
     // Mutations apply to the parts that exist now, so a stream created again under the same name
     // keeps its new events.
-    await this.#ch.command(sql`ALTER TABLE events DELETE WHERE org_id = ${s.orgId} AND stream = ${s.name}`)
+    for (const table of streamDataTables) {
+      await this.#ch.command(sql`ALTER TABLE ${rawSql(table)} DELETE WHERE org_id = ${s.orgId} AND stream = ${s.name}`)
+    }
+    this.#watchPurge(s.orgId, s.name)
+  }
+
+  /** True when no mutation of the stream data tables is still running. */
+  async #mutationsDone (): Promise<boolean> {
+    const [pending] = await this.#ch.query<{ n: number }>(sql`SELECT count() AS n FROM system.mutations
+      WHERE database = currentDatabase() AND is_done = 0 AND has(${streamDataTables}, table)`)
+    return Number(pending.n) === 0
+  }
+
+  /**
+   * Records the purge of every deletion of the name still unpurged: called once no mutation of
+   * the data tables runs, which covers the older deletions of the name too.
+   */
+  async #recordPurge (orgId: string, name: string): Promise<void> {
+    const rows = await this.#ch.query<{ deleted_at: number }>(sql`SELECT deleted_at FROM stream_deletions FINAL
+      WHERE org_id = ${orgId} AND name = ${name} AND purged_at = 0`)
+    for (const r of rows) {
+      await this.#ch.command(sql`INSERT INTO stream_deletions (org_id, name, deleted_at, purged_at, version)
+        VALUES (${orgId}, ${name}, ${Number(r.deleted_at)}, ${Date.now()}, ${this.#version()})`)
+    }
+    const entry = this.#deletions.get(`${orgId}/${name}`)
+    const newest = Math.max(0, ...rows.map((r) => Number(r.deleted_at)))
+    if (entry && entry.lastDeletedAt <= newest) entry.purged = true
+  }
+
+  /** Polls system.mutations until the deletion's mutations are done, then records its purge. */
+  #watchPurge (orgId: string, name: string): void {
+    const poll = (): void => {
+      const timer = setTimeout(() => {
+        this.#purgeTimers.delete(timer)
+        this.#mutationsDone()
+          .then(async (done) => {
+            if (done) await this.#recordPurge(orgId, name)
+            else if (!this.#stopped) poll()
+          })
+          .catch((err: unknown) => {
+            this.#log.warn('stream purge check failed; the next metadata refresh retries it', { err })
+          })
+      }, purgePollMs)
+      timer.unref()
+      this.#purgeTimers.add(timer)
+    }
+    poll()
+  }
+
+  /** Records the purge of deletions old enough that their mutations exist, once those are done. */
+  async #checkOldPurges (): Promise<void> {
+    const old = [...this.#deletions].filter(([, d]) => !d.purged && d.lastDeletedAt < Date.now() - purgeCheckAfterMs)
+    if (old.length === 0 || !(await this.#mutationsDone())) return
+    for (const [key] of old) {
+      const slash = key.indexOf('/')
+      await this.#recordPurge(key.slice(0, slash), key.slice(slash + 1))
+    }
   }
 
   async saveIngestToken (tok: IngestTokenRecord): Promise<void> {

@@ -7,6 +7,8 @@ import { sql } from './sql.ts'
 import { migration as metadata } from './migrations/001_metadata.ts'
 import { migration as events } from './migrations/002_events.ts'
 import { migration as rollups } from './migrations/003_rollups.ts'
+import { migration as audit } from './migrations/004_audit.ts'
+import { migration as streamLifecycle } from './migrations/005_stream_lifecycle.ts'
 
 export interface Migration {
   id: number
@@ -14,7 +16,7 @@ export interface Migration {
   statements: string[]
 }
 
-export const migrations: readonly Migration[] = [metadata, events, rollups]
+export const migrations: readonly Migration[] = [metadata, events, rollups, audit, streamLifecycle]
 
 export interface MigrateResult {
   applied: number[]

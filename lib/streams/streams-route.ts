@@ -30,10 +30,12 @@ export function findStream (store: MetadataStore, orgId: string, name: string | 
   return stream
 }
 
-async function streamStats (clickhouse: ClickHouse, s: StreamRecord) {
+async function streamStats (clickhouse: ClickHouse, store: MetadataStore, s: StreamRecord) {
+  // Rows of a deleted stream of the same name may remain while its deletion runs: hidden.
+  const hiddenBefore = store.hiddenBefore(s.orgId, s.name)
   const rows = await clickhouse.query<{ events: number, bytes: number, last: number }>(sql`
     SELECT count() AS events, sum(size) AS bytes, max(ts) AS last
-    FROM events WHERE org_id = ${s.orgId} AND stream = ${s.name}`)
+    FROM events WHERE org_id = ${s.orgId} AND stream = ${s.name} AND received_at > ${hiddenBefore}`)
   const r = rows[0] ?? { events: 0, bytes: 0, last: 0 }
   return { events: Number(r.events), bytes: Number(r.bytes), last_event_at: r.events > 0 ? toRfc3339(Number(r.last)) : null }
 }
@@ -61,7 +63,7 @@ export function registerStreamRoutes (router: Router, deps: StreamRoutesDeps): v
   router.add('GET', '/api/streams/:stream', async (ctx) => {
     const { org } = auth.requirePat(ctx.req, 'streams:read')
     const stream = findStream(accounts.store, org.id, ctx.params.stream)
-    sendJson(ctx, 200, { ...streamView(stream), stats: await streamStats(clickhouse, stream) })
+    sendJson(ctx, 200, { ...streamView(stream), stats: await streamStats(clickhouse, accounts.store, stream) })
   })
 
   router.add('PATCH', '/api/streams/:stream', async (ctx) => {
@@ -75,7 +77,7 @@ export function registerStreamRoutes (router: Router, deps: StreamRoutesDeps): v
       retentionDays: optionalInteger(body, 'retention_days', 1, maxRetentionDays) ?? stream.retentionDays,
     }
     await accounts.store.saveStream(next)
-    sendJson(ctx, 200, { ...streamView(next), stats: await streamStats(clickhouse, next) })
+    sendJson(ctx, 200, { ...streamView(next), stats: await streamStats(clickhouse, accounts.store, next) })
   })
 
   router.add('DELETE', '/api/streams/:stream', async (ctx) => {
