@@ -39,6 +39,8 @@ import { registerTailRoute } from './live/tail-route.ts'
 import { registerEventsRoute } from './query/events-route.ts'
 import { registerStatsRoute } from './query/stats-route.ts'
 import { startRetentionJanitor } from './storage/retention.ts'
+import { AuditLog } from './audit/audit-log.ts'
+import { registerAuditRoute } from './audit/audit-route.ts'
 import { registerDashboardRoutes } from './dashboard/dashboard-route.ts'
 import { forMainThreadOnly, workerYoungGenerationMb } from './node-flags.ts'
 
@@ -56,6 +58,7 @@ export interface App {
   admission: Admission
   metrics: SluiceMetrics
   tailHub: TailHub
+  audit: AuditLog
   listen (): Promise<AddressInfo>
   close (): Promise<void>
 }
@@ -98,7 +101,9 @@ export async function createApp (config: Config, log: Logger, options: AppOption
     const now = options.now ?? Date.now
     const accounts = new Accounts(store, config.tokens, now)
     const boot = await bootstrap(accounts, { dataDir: config.dataDir, bootstrapToken: config.bootstrapToken, log })
-    const auth = new Authenticator(store, now)
+    const audit = new AuditLog({ clickhouse, log: log.child({ component: 'audit' }), now })
+    audit.start()
+    const auth = new Authenticator(store, now, (address, code) => audit.noteAuthFailure(address, code))
 
     const router = new Router()
     registerHealthRoutes(router, async () => {
@@ -108,10 +113,11 @@ export async function createApp (config: Config, log: Logger, options: AppOption
         return { ready: false, reason: 'ClickHouse unreachable' }
       }
     })
-    registerStreamRoutes(router, { auth, accounts, clickhouse })
-    registerIngestTokenRoutes(router, { auth, accounts })
-    registerTokenRoutes(router, { auth, accounts })
-    registerOrgRoutes(router, { auth, accounts })
+    registerStreamRoutes(router, { auth, accounts, clickhouse, audit })
+    registerIngestTokenRoutes(router, { auth, accounts, audit })
+    registerTokenRoutes(router, { auth, accounts, audit })
+    registerOrgRoutes(router, { auth, accounts, audit })
+    registerAuditRoute(router, { auth, audit })
 
     const metrics = createSluiceMetrics()
     forMainThreadOnly() // the parse workers size their young generation by resourceLimits below (lib/node-flags.ts)
@@ -180,7 +186,7 @@ export async function createApp (config: Config, log: Logger, options: AppOption
     let closed: Promise<void> | null = null
 
     return {
-      config, clickhouse, store, accounts, bootstrap: boot, managed, http, writer, pool, admission, metrics, tailHub,
+      config, clickhouse, store, accounts, bootstrap: boot, managed, http, writer, pool, admission, metrics, tailHub, audit,
       listen: () => http.listen(config.server.port, config.server.host),
       close () {
         closed ??= (async () => {
@@ -189,6 +195,7 @@ export async function createApp (config: Config, log: Logger, options: AppOption
           await writer.close()
           await pool.destroy()
           janitor.stop()
+          await audit.close()
           await metadata.stop()
           await clickhouse.close()
           if (managed) await managed.stop()

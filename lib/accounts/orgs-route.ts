@@ -6,16 +6,22 @@ import { allowOnly, requiredName } from '../http/fields.ts'
 import type { Authenticator } from '../auth/authenticate.ts'
 import type { Accounts } from './accounts.ts'
 import { orgView, userView } from './views.ts'
+import type { AuditLog } from '../audit/audit-log.ts'
+import { auditContext } from '../audit/audit-route.ts'
 
-export function registerOrgRoutes (router: Router, deps: { auth: Authenticator, accounts: Accounts }): void {
-  const { auth, accounts } = deps
+export function registerOrgRoutes (router: Router, deps: { auth: Authenticator, accounts: Accounts, audit: AuditLog }): void {
+  const { auth, accounts, audit } = deps
 
   router.add('POST', '/api/orgs', async (ctx) => {
-    auth.requirePat(ctx.req, 'orgs:admin')
+    const principal = auth.requirePat(ctx.req, 'orgs:admin')
     const body = await readJsonBody(ctx.req)
     allowOnly(body, ['name'])
     const name = requiredName(body, 'name')
     const { org, user, pat, token } = await accounts.createOrgWithOwner(name, accounts.now())
+    await audit.record({
+      ...auditContext(ctx, principal), action: 'org.created', targetKind: 'org', targetId: org.id,
+      details: { name, owner_user_id: user.id, owner_token_id: pat.id, owner_abilities: pat.abilities },
+    })
     sendJson(ctx, 201, {
       org: orgView(org),
       user: userView(user),

@@ -35,17 +35,34 @@ function isLive (record: { expiresAt: number | null, revokedAt: number | null },
   return record.revokedAt === null && (record.expiresAt === null || record.expiresAt > now)
 }
 
+/** Told of each failed authentication (401 unauthorized, 403 invalid_token): the audit log counts them. */
+export type AuthFailureListener = (address: string, code: 'unauthorized' | 'invalid_token') => void
+
 export class Authenticator {
   #store: MetadataStore
   #now: () => number
+  #onFailure: AuthFailureListener | null
 
   /** `now` is the clock that decides expiry (ms); tests move it instead of waiting. */
-  constructor (store: MetadataStore, now: () => number = Date.now) {
+  constructor (store: MetadataStore, now: () => number = Date.now, onFailure: AuthFailureListener | null = null) {
     this.#store = store
     this.#now = now
+    this.#onFailure = onFailure
   }
 
   #resolve (req: IncomingMessage, expected: TokenKind, now: number): PatPrincipal | IngestPrincipal {
+    try {
+      return this.#resolveToken(req, expected, now)
+    } catch (err) {
+      const code = (err as SluiceError).code
+      if (this.#onFailure !== null && (code === 'unauthorized' || code === 'invalid_token')) {
+        this.#onFailure(req.socket.remoteAddress ?? '', code)
+      }
+      throw err
+    }
+  }
+
+  #resolveToken (req: IncomingMessage, expected: TokenKind, now: number): PatPrincipal | IngestPrincipal {
     const token = readBearerToken(req)
     const kind = parseToken(token)
     if (kind === null) throw invalid() // bad shape or checksum: no lookup

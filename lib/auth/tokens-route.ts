@@ -8,14 +8,17 @@ import type { Authenticator } from './authenticate.ts'
 import type { Accounts } from '../accounts/accounts.ts'
 import { patView } from '../accounts/views.ts'
 import { coversAbilities, isAbility, abilities as knownAbilities } from './abilities.ts'
+import type { AuditLog } from '../audit/audit-log.ts'
+import { auditContext } from '../audit/audit-route.ts'
 
 const maxTtlS = 315_360_000
 
-export function registerTokenRoutes (router: Router, deps: { auth: Authenticator, accounts: Accounts }): void {
-  const { auth, accounts } = deps
+export function registerTokenRoutes (router: Router, deps: { auth: Authenticator, accounts: Accounts, audit: AuditLog }): void {
+  const { auth, accounts, audit } = deps
 
   router.add('POST', '/api/tokens', async (ctx) => {
-    const { pat, user } = auth.requirePat(ctx.req, 'tokens:manage')
+    const principal = auth.requirePat(ctx.req, 'tokens:manage')
+    const { pat, user } = principal
     const body = await readJsonBody(ctx.req)
     allowOnly(body, ['name', 'abilities', 'ttl'])
     const name = optionalString(body, 'name', 200)
@@ -29,6 +32,10 @@ export function registerTokenRoutes (router: Router, deps: { auth: Authenticator
     }
     const ttl = optionalInteger(body, 'ttl', 60, maxTtlS) ?? null
     const issued = await accounts.createPat(user, name, requested, ttl, accounts.now())
+    await audit.record({
+      ...auditContext(ctx, principal), action: 'token.created', targetKind: 'pat', targetId: issued.pat.id,
+      details: { name, abilities: issued.pat.abilities, expires_at: toRfc3339(issued.pat.expiresAt) },
+    })
     sendJson(ctx, 201, {
       id: issued.pat.id, token: issued.token, name: issued.pat.name, abilities: issued.pat.abilities,
       created_at: toRfc3339(issued.pat.createdAt), expires_at: toRfc3339(issued.pat.expiresAt),
@@ -42,7 +49,8 @@ export function registerTokenRoutes (router: Router, deps: { auth: Authenticator
   })
 
   router.add('DELETE', '/api/tokens/:id', async (ctx) => {
-    const { pat, user } = auth.requirePat(ctx.req, 'tokens:manage')
+    const principal = auth.requirePat(ctx.req, 'tokens:manage')
+    const { pat, user } = principal
     const target = accounts.store.pat(ctx.params.id)
     if (!target || target.userId !== user.id) throw new SluiceError('not_found', 'No such token')
     // Revoking is as strong as granting: a narrower PAT (a leaked CI token, say) must not be able
@@ -50,7 +58,13 @@ export function registerTokenRoutes (router: Router, deps: { auth: Authenticator
     if (!coversAbilities(pat.abilities, target.abilities)) {
       throw new SluiceError('insufficient_ability', 'A token cannot revoke a token holding abilities it does not hold itself')
     }
-    await accounts.revokePat(target, accounts.now())
+    if (target.revokedAt === null) {
+      await accounts.revokePat(target, accounts.now())
+      await audit.record({
+        ...auditContext(ctx, principal), action: 'token.revoked', targetKind: 'pat', targetId: target.id,
+        details: { name: target.name, abilities: target.abilities },
+      })
+    }
     sendEmpty(ctx, 204)
   })
 }

@@ -8,16 +8,19 @@ import type { Authenticator } from '../auth/authenticate.ts'
 import type { Accounts } from '../accounts/accounts.ts'
 import { ingestTokenView } from '../accounts/views.ts'
 import { findStream } from './streams-route.ts'
+import type { AuditLog } from '../audit/audit-log.ts'
+import { auditContext } from '../audit/audit-route.ts'
 
 /** Bounds of an ingest token's `ttl`, seconds: one minute to ten years (SPEC.md section 5). */
 const minTtlS = 60
 const maxTtlS = 315_360_000
 
-export function registerIngestTokenRoutes (router: Router, deps: { auth: Authenticator, accounts: Accounts }): void {
-  const { auth, accounts } = deps
+export function registerIngestTokenRoutes (router: Router, deps: { auth: Authenticator, accounts: Accounts, audit: AuditLog }): void {
+  const { auth, accounts, audit } = deps
 
   router.add('POST', '/api/streams/:stream/ingest-token', async (ctx) => {
-    const { org } = auth.requirePat(ctx.req, 'streams:issue-token')
+    const principal = auth.requirePat(ctx.req, 'streams:issue-token')
+    const { org } = principal
     const stream = findStream(accounts.store, org.id, ctx.params.stream)
     const body = await readJsonBody(ctx.req)
     allowOnly(body, ['ttl', 'name'])
@@ -25,6 +28,10 @@ export function registerIngestTokenRoutes (router: Router, deps: { auth: Authent
     const now = accounts.now()
     const name = optionalString(body, 'name', 200) ?? `${stream.name} ingest token`
     const { record, token } = await accounts.issueIngestToken(stream, name, ttl, now)
+    await audit.record({
+      ...auditContext(ctx, principal), action: 'ingest_token.created', targetKind: 'ingest_token', targetId: record.id,
+      details: { stream: stream.name, name, expires_at: toRfc3339(record.expiresAt) },
+    })
     sendJson(ctx, 201, {
       id: record.id, token, stream: record.stream, name: record.name,
       created_at: toRfc3339(record.createdAt), expires_at: toRfc3339(record.expiresAt),
@@ -39,13 +46,20 @@ export function registerIngestTokenRoutes (router: Router, deps: { auth: Authent
   })
 
   router.add('DELETE', '/api/streams/:stream/ingest-tokens/:id', async (ctx) => {
-    const { org } = auth.requirePat(ctx.req, 'streams:revoke-token')
+    const principal = auth.requirePat(ctx.req, 'streams:revoke-token')
+    const { org } = principal
     const stream = findStream(accounts.store, org.id, ctx.params.stream)
     const record = accounts.store.ingestToken(ctx.params.id)
     if (!record || record.orgId !== org.id || record.stream !== stream.name) {
       throw new SluiceError('not_found', 'No such ingest token on this stream')
     }
-    await accounts.revokeIngestToken(record, accounts.now())
+    if (record.revokedAt === null) {
+      await accounts.revokeIngestToken(record, accounts.now())
+      await audit.record({
+        ...auditContext(ctx, principal), action: 'ingest_token.revoked', targetKind: 'ingest_token', targetId: record.id,
+        details: { stream: stream.name, name: record.name },
+      })
+    }
     sendEmpty(ctx, 204)
   })
 }

@@ -12,11 +12,14 @@ import { streamView } from '../accounts/views.ts'
 import type { MetadataStore, StreamRecord } from '../storage/metadata-store.ts'
 import type { ClickHouse } from '../storage/clickhouse.ts'
 import { sql } from '../storage/sql.ts'
+import type { AuditLog } from '../audit/audit-log.ts'
+import { auditContext } from '../audit/audit-route.ts'
 
 export interface StreamRoutesDeps {
   auth: Authenticator
   accounts: Accounts
   clickhouse: ClickHouse
+  audit: AuditLog
 }
 
 /** Retention a stream may have, in days: one day to ten years. */
@@ -41,16 +44,21 @@ async function streamStats (clickhouse: ClickHouse, store: MetadataStore, s: Str
 }
 
 export function registerStreamRoutes (router: Router, deps: StreamRoutesDeps): void {
-  const { auth, accounts, clickhouse } = deps
+  const { auth, accounts, clickhouse, audit } = deps
 
   router.add('POST', '/api/streams', async (ctx: RequestContext) => {
-    const { org } = auth.requirePat(ctx.req, 'streams:create')
+    const principal = auth.requirePat(ctx.req, 'streams:create')
+    const { org } = principal
     const body = await readJsonBody(ctx.req)
     allowOnly(body, ['name', 'description', 'retention_days'])
     const name = requiredName(body, 'name')
     const description = optionalString(body, 'description', maxDescriptionLength) ?? ''
     const retention = optionalInteger(body, 'retention_days', 1, maxRetentionDays) ?? defaultRetentionDays
     const stream = await accounts.createStream(org.id, name, description, retention, accounts.now())
+    await audit.record({
+      ...auditContext(ctx, principal), action: 'stream.created', targetKind: 'stream', targetId: name,
+      details: { description, retention_days: retention },
+    })
     ctx.res.setHeader('location', `/api/streams/${stream.name}`)
     sendJson(ctx, 201, { ...streamView(stream), stats: { events: 0, bytes: 0, last_event_at: null } })
   })
@@ -67,7 +75,8 @@ export function registerStreamRoutes (router: Router, deps: StreamRoutesDeps): v
   })
 
   router.add('PATCH', '/api/streams/:stream', async (ctx) => {
-    const { org } = auth.requirePat(ctx.req, 'streams:update')
+    const principal = auth.requirePat(ctx.req, 'streams:update')
+    const { org } = principal
     const stream = findStream(accounts.store, org.id, ctx.params.stream)
     const body = await readJsonBody(ctx.req)
     allowOnly(body, ['description', 'retention_days'])
@@ -77,13 +86,18 @@ export function registerStreamRoutes (router: Router, deps: StreamRoutesDeps): v
       retentionDays: optionalInteger(body, 'retention_days', 1, maxRetentionDays) ?? stream.retentionDays,
     }
     await accounts.store.saveStream(next)
+    await audit.record({
+      ...auditContext(ctx, principal), action: 'stream.updated', targetKind: 'stream', targetId: next.name,
+      details: { description: next.description, retention_days: next.retentionDays },
+    })
     sendJson(ctx, 200, { ...streamView(next), stats: await streamStats(clickhouse, accounts.store, next) })
   })
 
   router.add('DELETE', '/api/streams/:stream', async (ctx) => {
-    const { org } = auth.requirePat(ctx.req, 'streams:delete')
-    const stream = findStream(accounts.store, org.id, ctx.params.stream)
+    const principal = auth.requirePat(ctx.req, 'streams:delete')
+    const stream = findStream(accounts.store, principal.org.id, ctx.params.stream)
     await accounts.store.deleteStream(stream, accounts.now())
+    await audit.record({ ...auditContext(ctx, principal), action: 'stream.deleted', targetKind: 'stream', targetId: stream.name, details: {} })
     sendEmpty(ctx, 204)
   })
 }
