@@ -112,7 +112,7 @@ interface Route {
   other: () => Promise<{ call: Call, token: string }>
   otherStatus: number
   otherError: string | null
-  otherCheck?: (t: Test, a: Answer) => Promise<void> | void
+  otherCheck?: (t: Test, a: Answer) => Promise<unknown> | unknown
 }
 
 const line = JSON.stringify({ path: '/matrix', status: 200 })
