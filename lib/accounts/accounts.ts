@@ -57,11 +57,16 @@ export class Accounts {
     if (this.store.stream(orgId, name)) throw new SluiceError('conflict', `A stream named ${name} exists already`)
     // The cache above answers most repeats; concurrent creators (on this node or others) claim the
     // name in ClickHouse, and only the first claim committed saves its stream.
-    if (!(await this.store.claimStreamName(orgId, name, now))) {
-      throw new SluiceError('conflict', `A stream named ${name} exists already`)
-    }
+    const claim = await this.store.claimStreamName(orgId, name, now)
+    if (claim === null) throw new SluiceError('conflict', `A stream named ${name} exists already`)
     const stream: StreamRecord = { orgId, name, description, retentionDays, createdAt: now }
-    await this.store.saveStream(stream)
+    try {
+      await this.store.saveStream(stream)
+    } catch (err) {
+      // Unclaimed, the name can be created again (else it would stay taken with no stream).
+      await this.store.releaseStreamClaim(claim)
+      throw err
+    }
     return stream
   }
 

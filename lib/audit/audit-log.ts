@@ -69,6 +69,8 @@ export class AuditLog {
   #log: Logger
   #now: () => number
   #failures = new Map<string, FailureWindow>()
+  /** Failure bursts of ended windows, not yet written. */
+  #closed: AuditRow[] = []
   #timer: NodeJS.Timeout | null = null
 
   constructor (options: AuditLogOptions) {
@@ -117,8 +119,6 @@ export class AuditLog {
     window.count++
     window.codes[code] = (window.codes[code] ?? 0) + 1
   }
-
-  #closed: AuditRow[] = []
 
   #closeWindow (address: string, window: FailureWindow): void {
     this.#failures.delete(address)

@@ -288,10 +288,13 @@ export class MetadataStore {
   }
 
   /**
-   * Claims a stream name for creation; true when this claim won (the caller then saves the
-   * stream), false when another creator's claim, on any node, was committed first.
+   * Claims a stream name for creation: the claim's id when it won (the caller then saves the
+   * stream, or releases the claim if it cannot), null when another creator's claim, on any node,
+   * was committed first. A losing claim is dropped at once (its block number is above the
+   * winner's, so no one's outcome changes), which keeps stream_claims near one partition per
+   * stream.
    */
-  async claimStreamName (orgId: string, name: string, at: number): Promise<boolean> {
+  async claimStreamName (orgId: string, name: string, at: number): Promise<string | null> {
     const [current] = await this.#ch.query<{ n: number }>(sql`SELECT count() AS n FROM stream_deletions FINAL
       WHERE org_id = ${orgId} AND name = ${name}`)
     const generation = Number(current.n)
@@ -309,7 +312,15 @@ export class MetadataStore {
         winner = claim.claim_id
       }
     }
-    return winner === claimId
+    if (winner === claimId) return claimId
+    await this.releaseStreamClaim(claimId)
+    return null
+  }
+
+  /** Drops a claim (its own partition); best effort: a claim left behind only costs a partition. */
+  async releaseStreamClaim (claimId: string): Promise<void> {
+    await this.#ch.command(sql`ALTER TABLE stream_claims DROP PARTITION ${claimId}`)
+      .catch((err: unknown) => this.#log.warn('stream claim not released', { err, claim_id: claimId }))
   }
 
   /**

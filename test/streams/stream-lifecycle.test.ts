@@ -33,6 +33,8 @@ t.test('ten concurrent creations of one name on one node: one 201, nine 409, the
   t.equal(got.body.description, winner.description, 'the loaded stream is the winner\'s')
   await s.app.store.reload()
   t.equal((await s.api('GET', '/api/streams/race')).body.description, winner.description, 'and so is what ClickHouse holds')
+  const [claims] = await s.app.clickhouse.query<{ n: number }>("SELECT count() AS n FROM stream_claims WHERE name = 'race'")
+  t.equal(Number(claims.n), 1, 'the losers dropped their claims: one is left')
 })
 
 t.test('ten concurrent creations across two nodes sharing one database: one 201', async (t) => {
