@@ -19,7 +19,7 @@ export interface ScenarioResult extends CheckResult {
 }
 
 /** A ClickHouse of the scenario's own, supervised by the test process, in a temporary directory. */
-async function ownClickHouse (restart: boolean): Promise<{ ch: ManagedClickHouse, cleanup: () => Promise<void> }> {
+export async function ownClickHouse (restart: boolean): Promise<{ ch: ManagedClickHouse, cleanup: () => Promise<void> }> {
   const dataDir = await mkdtemp(join(tmpdir(), 'sluice-faults-ch-'))
   const ch = await startManagedClickHouse({ dataDir, startTimeoutMs: 60_000, log: createLogger({ level: 'silent' }), restart })
   return {
@@ -37,11 +37,11 @@ const defaultShape: LoadShape = { clients: 4, linesPerRequest: 200 }
 /** Starts load, runs `fault` under it, keeps the load going `afterMs`, stops it and checks. */
 async function underLoad (
   sluice: () => SluiceProcess, stream: string, token: string, shape: LoadShape,
-  fault: () => Promise<void>, afterMs: number,
+  fault: () => Promise<void>, afterMs: number, beforeMs = 2_000,
 ): Promise<LoadResult> {
   let stopped = false
   const load = runLoad({ url: () => sluice().url, stream, token, ...shape, stopped: () => stopped })
-  await sleep(1_000) // steady state before the fault
+  await sleep(beforeMs) // steady state before the fault
   await fault()
   await sleep(afterMs)
   stopped = true
