@@ -1,5 +1,6 @@
-// A TCP proxy in front of ClickHouse that a test can take down and bring back: down refuses new
-// connections and cuts open ones, as a ClickHouse that stopped would. stall() holds every byte
+// A TCP proxy in front of ClickHouse that a test can take down and bring back: down stops
+// listening (new connections are refused, ECONNREFUSED) and cuts open ones, as a ClickHouse that
+// stopped would; up listens again on the same port. stall() holds every byte
 // in both directions while connections stay open, as a SIGSTOPped ClickHouse does (its kernel
 // still accepts connections and buffers what is sent); resume() delivers what was held, in the
 // order it arrived, ends the upstream side of clients that left meanwhile (a stopped server reads
@@ -57,17 +58,23 @@ export async function startTcpProxy (t: Test, targetUrl: string): Promise<TcpPro
     })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const port = (server.address() as AddressInfo).port
   t.teardown(() => new Promise<void>((resolve) => {
     for (const s of sockets) s.destroy()
-    server.close(() => resolve())
+    if (server.listening) server.close(() => resolve())
+    else resolve()
   }))
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url: `http://127.0.0.1:${port}`,
     down () {
       isUp = false
+      server.close()
       for (const s of sockets) s.destroy()
     },
-    up () { isUp = true },
+    up () {
+      isUp = true
+      if (!server.listening) server.listen(port, '127.0.0.1')
+    },
     stall () { isStalled = true },
     resume () {
       isStalled = false
