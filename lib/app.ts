@@ -106,9 +106,11 @@ export async function createApp (config: Config, log: Logger, options: AppOption
     const auth = new Authenticator(store, now, (address, code) => audit.noteAuthFailure(address, code))
 
     const router = new Router()
-    registerHealthRoutes(router, async () => {
+    registerHealthRoutes(router, async (signal) => {
+      // Bounded by the route's signal: a hung ClickHouse must not hold /readyz (or a socket).
+      if (!(await clickhouse.ping({ signal }))) return { ready: false, reason: 'ClickHouse unreachable' }
       try {
-        return (await isMigrated(clickhouse)) ? { ready: true } : { ready: false, reason: 'schema not migrated' }
+        return (await isMigrated(clickhouse, undefined, signal)) ? { ready: true } : { ready: false, reason: 'schema not migrated' }
       } catch {
         return { ready: false, reason: 'ClickHouse unreachable' }
       }
@@ -137,6 +139,7 @@ export async function createApp (config: Config, log: Logger, options: AppOption
       flushIntervalMs: config.writer.flushIntervalMs,
       minInsertIntervalMs: config.writer.minInsertIntervalMs,
       retryTimeoutMs: config.writer.retryTimeoutMs,
+      attemptTimeoutMs: config.writer.attemptTimeoutMs,
       maxPendingBytes: config.limits.maxUncommittedBytes,
       onInsert: (stats) => {
         if (stats.ok) {

@@ -75,6 +75,8 @@ export interface Config {
     minInsertIntervalMs: number
     /** ms a failing insert is retried before its requests get 503. */
     retryTimeoutMs: number
+    /** ms one insert attempt may take before it is aborted; a request waits for storage at most retryTimeoutMs + this. */
+    attemptTimeoutMs: number
   }
   tail: {
     /** Live tails open at once per org (429 too_many_tails past it). */
@@ -146,6 +148,7 @@ const fields: Field[] = [
   { path: 'writer.flushIntervalMs', kind: 'positiveInt', env: 'SLUICE_FLUSH_INTERVAL_MS' },
   { path: 'writer.minInsertIntervalMs', kind: 'nonNegativeInt' },
   { path: 'writer.retryTimeoutMs', kind: 'positiveInt' },
+  { path: 'writer.attemptTimeoutMs', kind: 'positiveInt' },
   { path: 'tail.maxPerOrg', kind: 'positiveInt', env: 'SLUICE_MAX_TAILS_PER_ORG' },
   { path: 'tail.maxBufferedBytes', kind: 'positiveInt' },
   { path: 'tail.eventsPerSecond', kind: 'positiveInt' },

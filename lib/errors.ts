@@ -27,6 +27,7 @@ export const errorCatalogue = {
   too_many_tails: { status: 429, message: 'Too many live tails for this organization' },
   internal_error: { status: 500, message: 'Internal server error' },
   storage_unavailable: { status: 503, message: 'Storage is unavailable; retry later' },
+  storage_outcome_unknown: { status: 503, message: 'Storage did not answer in time: the rows may or may not be stored, and a retry may store them twice' },
   not_ready: { status: 503, message: 'Not ready' },
   shutting_down: { status: 503, message: 'The server is shutting down' },
   request_timeout: { status: 408, message: 'The request took too long to arrive' },

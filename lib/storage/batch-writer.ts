@@ -8,20 +8,20 @@
 //   `columns` order. They go into ONE insert together, never split across inserts: a write
 //   shares an insert with others only while the total stays within maxBatchRows and
 //   maxBatchBytes; a bigger write gets an insert to itself.
-// - 200 means durable: write() resolves only after the INSERT holding its rows has succeeded.
+// - 200 means durable: write() resolves only after the INSERT holding its rows has succeeded, or
+//   after the writer has seen them stored (see "Unknown outcome").
 // - Atomic: every insert is sent with max_insert_block_size >= its row count, so ClickHouse parses
 //   it into one block and writes it as one part per partition it touches. A failed insert leaves
 //   nothing behind, with one exception this writer cannot close on a plain MergeTree: a batch
 //   whose rows span several partitions (days) is committed part by part, so a failure between
-//   two of those parts (disk full, server crash) stores the first ones and the retry stores them
-//   again. Likewise a timeout or reset after ClickHouse received the whole body is ambiguous: the
-//   retry may store the rows a second time. And a body cut off on its way (this process killed
-//   while sending it) is not always refused: 18.16 takes the end of the connection for the end
-//   of a chunked body, and stores the rows before the cut when it falls between two rows
-//   (checked by hand: 32,000 rows without the last chunk's terminator were stored). Nobody was
-//   answered 200 for them, so their clients send them again. In those rare cases rows are stored
-//   at least once; a resolved write is never missing rows. (Hence also no streaming of a batch
-//   into an insert opened before the batch is complete: a crash would store a part of it.)
+//   two of those parts (disk full, server crash) stores the first ones. And a body cut off on its
+//   way (this process killed while sending it) is not always refused: 18.16 takes the end of the
+//   connection for the end of a chunked body, and stores the rows before the cut when it falls
+//   between two rows (checked by hand: 32,000 rows without the last chunk's terminator were
+//   stored). Nobody was answered 200 for them, so their clients send them again. In those rare
+//   cases rows are stored at least once; a resolved write is never missing rows. (Hence also no
+//   streaming of a batch into an insert opened before the batch is complete: a crash would
+//   store a part of it.)
 // - When: one insert is in flight at a time. The next one starts as soon as the previous returned
 //   and either a full batch waits (maxBatchRows or maxBatchBytes of rows, or half of
 //   maxPendingBytes, or writes held for want of room) or the oldest waiting row has waited
@@ -29,15 +29,36 @@
 //   row's wait counts from its request's arrival (write()'s `arrivedAt`), not from write(): the
 //   reading and parsing before write() are part of it, so the interval bounds what a row waits
 //   in all. flush() and close() send at once.
+// - Bounded wait: every write settles within retryTimeoutMs + attemptTimeoutMs of write(),
+//   whatever ClickHouse does (down, hung, SIGSTOPped, a stalled disk). Each insert attempt
+//   carries an AbortSignal that fires attemptTimeoutMs after it started, or earlier so that the
+//   oldest write of the batch can still be answered in time (the client's own request timeout
+//   is an idle timer that progress resets, no deadline). A write still waiting for its first
+//   attempt when too little of its time is left rejects with storage_unavailable: none of its
+//   rows was sent.
 // - ClickHouse down: a failed insert is retried with exponential backoff and jitter while the
 //   oldest write in it is younger than retryTimeoutMs (every batch gets at least one attempt, so
 //   a backlog built up during an outage drains fast instead of waiting retryTimeoutMs per batch).
-//   Past that, its writes reject with SluiceError('storage_unavailable', { retryAfter }).
-//   Failures with no answer from ClickHouse (refused, reset, timeout) and the transient server
-//   codes below are retried; other server answers are not: a malformed batch (parse error, a
+//   Past that, its writes reject with SluiceError('storage_unavailable', { retryAfter }), which
+//   means none of their rows is stored. Failures that are known to have stored nothing (refused
+//   connections, and the transient server codes below: ClickHouse answered, the insert failed
+//   whole) are retried; other server answers are not: a malformed batch (parse error, a
 //   serializer bug) is logged as an error and each of its writes is retried alone, so only the
 //   guilty one fails (internal_error); a configuration error (unknown table, auth, readonly)
 //   fails the batch at once with storage_unavailable.
+// - Unknown outcome: an attempt that timed out or lost its connection after the request went out
+//   may have been committed (ClickHouse SIGSTOPped with the body in its socket buffer commits it
+//   when it resumes). Its writes are neither answered 503 nor blindly retried: each attempt has
+//   its own query_id, and the writer kills it (KILL QUERY ... SYNC), waits until it is gone from
+//   system.processes, and counts each write's rows by its identity (org_id, stream and the seq
+//   range [seqBase, seqBase + 2^25), WriteOptions.identity), twice, killing again in between,
+//   so that an insert still queued in a socket is not missed. All rows there: the write
+//   resolves. None: the write is retried like any failure that stored nothing. Some, or no
+//   answer from ClickHouse before the write's time is up, or no identity to look for: the write
+//   rejects with SluiceError('storage_outcome_unknown', { retryAfter }): its rows may or may not
+//   be stored, and a retry by the client may store them twice. A residual race remains: an
+//   insert that ClickHouse starts reading only after both checks (a thread starved for longer
+//   than the checks take) is missed, and its rows end up stored twice after the retry.
 // - Memory: pendingBytes counts every byte handed to write() and not yet settled. While the
 //   bytes waiting and in flight would exceed maxPendingBytes, new writes are held (FIFO) and
 //   `needsDrain` is true: admission should answer 429 server_busy. A write may pass an
@@ -45,9 +66,12 @@
 // - Shutdown: close() refuses new writes with SluiceError('shutting_down') from the moment it is
 //   called and resolves when every write accepted before has settled.
 import { Readable } from 'node:stream'
+import { randomUUID } from 'node:crypto'
 import { ClickHouseError, clickhouseCodes } from './clickhouse.ts'
 import type { ClickHouse, InsertSettings } from './clickhouse.ts'
-import { quoteIdentifier } from './sql.ts'
+import { quoteIdentifier, sql, joinSql, rawSql } from './sql.ts'
+import type { SqlFragment } from './sql.ts'
+import { seqLineSpace } from '../ingest/parse-task.ts'
 import { SluiceError } from '../errors.ts'
 import type { Logger } from '../logger.ts'
 
@@ -62,6 +86,8 @@ export interface InsertStats {
   writes: number
   /** 1 for the first attempt of a batch, 2 for its first retry... */
   attempt: number
+  /** True when the attempt ended without an answer after its request went out (timeout, reset). */
+  ambiguous: boolean
 }
 
 export interface BatchWriterOptions {
@@ -86,12 +112,19 @@ export interface BatchWriterOptions {
   minInsertIntervalMs?: number
   /** Milliseconds a write is kept trying from when write() was called; default 10_000. */
   retryTimeoutMs?: number
+  /**
+   * Milliseconds one insert attempt may take before it is aborted; default 5_000 (a full batch
+   * takes ~150 ms on 18.16). A write settles within retryTimeoutMs + attemptTimeoutMs.
+   */
+  attemptTimeoutMs?: number
   /** Bytes waiting and in flight before writes are held; default 256 MiB (SPEC 6 server limit). */
   maxPendingBytes?: number
   /** Seconds sent as Retry-After with storage_unavailable; default 5, whole seconds >= 1. */
   retryAfterS?: number
   /** Called after every insert attempt, for metrics. Must not throw. */
   onInsert?: (stats: InsertStats) => void
+  /** Monotonic clock in milliseconds for the deadlines; default performance.now. */
+  now?: () => number
 }
 
 const defaults = {
@@ -100,6 +133,7 @@ const defaults = {
   flushIntervalMs: 250,
   minInsertIntervalMs: 200,
   retryTimeoutMs: 10_000,
+  attemptTimeoutMs: 5_000,
   maxPendingBytes: 256 * 1024 * 1024,
   retryAfterS: 5,
 } as const
@@ -112,6 +146,10 @@ const serverInsertBlockRows = 1_048_576
 /** Backoff: the first retry after ~100 ms, doubling, at most ~2 s between attempts. */
 const backoffBaseMs = 100
 const backoffMaxMs = 2_000
+/** ms one request of the outcome check may take; a hung ClickHouse is asked again after it. */
+const checkRequestTimeoutMs = 1_000
+/** ms between two rounds of the outcome check while ClickHouse does not answer. */
+const checkPollMs = 100
 
 const c = clickhouseCodes
 const transientCodes: ReadonlySet<number> = new Set([
@@ -125,6 +163,8 @@ const malformedDataCodes: ReadonlySet<number> = new Set([
   c.CANNOT_READ_ALL_DATA, c.CANNOT_PARSE_DATE, c.CANNOT_PARSE_DATETIME, c.CANNOT_PARSE_NUMBER,
   c.INCORRECT_DATA, c.TOO_LARGE_STRING_SIZE,
 ])
+/** Socket errors that mean the request never reached ClickHouse: nothing can have been stored. */
+const notSentSysCodes: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL'])
 
 /** transient: retried; malformed: the rows are bad, never retried; refused: anything else, never retried. */
 export const insertFailureKinds = ['transient', 'malformed', 'refused'] as const
@@ -137,6 +177,27 @@ export function classifyInsertError (err: unknown): FailureKind {
   return malformedDataCodes.has(err.chCode) ? 'malformed' : 'refused'
 }
 
+/**
+ * True when a failed insert may nevertheless have been committed: no answer from ClickHouse
+ * (timeout, abort, reset) once the connection was made. A server error answer and a refused
+ * connection are not ambiguous: nothing was stored.
+ */
+export function isAmbiguousFailure (err: unknown): boolean {
+  if (!(err instanceof ClickHouseError) || err.chCode !== 0) return false
+  const sysCode = (err as { sysCode?: unknown }).sysCode
+  return !(typeof sysCode === 'string' && notSentSysCodes.has(sysCode))
+}
+
+/**
+ * Where a write's rows can be found again: every row has this org_id and stream and a seq in
+ * [seqBase, seqBase + 2^25) (lib/ingest/parse-task.ts randomSeqBase), and no other row has.
+ */
+export interface WriteIdentity {
+  orgId: string
+  stream: string
+  seqBase: number
+}
+
 export interface WriteOptions {
   /** Aborted before the write's insert starts: the write is dropped and rejects with the reason. */
   signal?: AbortSignal
@@ -145,6 +206,12 @@ export interface WriteOptions {
    * Default, and at the latest: when write() is called.
    */
   arrivedAt?: number
+  /**
+   * Lets the writer find out whether the rows were stored after an insert whose outcome is
+   * unknown (the table must have org_id, stream and seq columns). Without it such a write
+   * rejects with storage_outcome_unknown.
+   */
+  identity?: WriteIdentity
 }
 
 interface PendingWrite {
@@ -152,10 +219,13 @@ interface PendingWrite {
   chunks: readonly Buffer[]
   rows: number
   bytes: number
-  /** performance.now() when write() was called: the retry deadline counts from here. */
+  /** now() when write() was called: the retry deadline counts from here. */
   calledAt: number
-  /** performance.now() when its request arrived: the flush interval counts from here. */
+  /** now() by which the write must be settled: calledAt + retryTimeoutMs + attemptTimeoutMs. */
+  answerBy: number
+  /** now() when its request arrived: the flush interval counts from here. */
   arrivedAt: number
+  identity: WriteIdentity | undefined
   state: 'held' | 'waiting' | 'sending' | 'done'
   promise: Promise<void>
   resolve: () => void
@@ -164,7 +234,11 @@ interface PendingWrite {
   onAbort: (() => void) | undefined
 }
 
-type InsertOutcome = { ok: true } | { ok: false, kind: FailureKind, err: unknown, attempts: number }
+/** What one attempt did: stored, failed storing nothing, or failed with an unknown outcome. */
+type AttemptResult = { ok: true } | { ok: false, kind: FailureKind, err: unknown, ambiguous: boolean }
+
+/** What the outcome check found for one write. */
+type Presence = 'stored' | 'absent' | 'unknown'
 
 function positiveInteger (name: string, value: number): number {
   if (!Number.isSafeInteger(value) || value <= 0) throw new TypeError(`${name} must be a positive integer (got ${value})`)
@@ -177,6 +251,7 @@ function nonNegative (name: string, value: number): number {
 }
 
 function settle (w: PendingWrite, err?: unknown): void {
+  if (w.state === 'done') return
   w.state = 'done'
   if (w.onAbort !== undefined) w.signal?.removeEventListener('abort', w.onAbort)
   if (err === undefined) w.resolve()
@@ -195,6 +270,10 @@ function sumRows (writes: readonly PendingWrite[]): number {
   return rows
 }
 
+function sleep (ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)))
+}
+
 export class BatchWriter {
   readonly #clickhouse: ClickHouse
   readonly #table: string
@@ -206,9 +285,15 @@ export class BatchWriter {
   readonly #flushIntervalMs: number
   readonly #minInsertIntervalMs: number
   readonly #retryTimeoutMs: number
+  readonly #attemptTimeoutMs: number
+  /** ms kept free after an attempt's abort for the outcome check, within the write's answerBy. */
+  readonly #checkReserveMs: number
+  /** ms an attempt needs at least; with less left, it is not started. */
+  readonly #minAttemptMs: number
   readonly #maxPendingBytes: number
   readonly #retryAfterS: number
   readonly #onInsert: ((stats: InsertStats) => void) | undefined
+  readonly #now: () => number
 
   #held: PendingWrite[] = []
   #waiting: PendingWrite[] = []
@@ -226,6 +311,8 @@ export class BatchWriter {
   #lastInsertStartedAt = -Infinity
   #timer: NodeJS.Timeout | undefined
   #timerDueAt = 0
+  #expiryTimer: NodeJS.Timeout | undefined
+  #expiryDueAt = Infinity
   #closing: Promise<void> | undefined
 
   constructor (options: BatchWriterOptions) {
@@ -241,9 +328,16 @@ export class BatchWriter {
     this.#flushIntervalMs = nonNegative('flushIntervalMs', options.flushIntervalMs ?? defaults.flushIntervalMs)
     this.#minInsertIntervalMs = nonNegative('minInsertIntervalMs', options.minInsertIntervalMs ?? defaults.minInsertIntervalMs)
     this.#retryTimeoutMs = nonNegative('retryTimeoutMs', options.retryTimeoutMs ?? defaults.retryTimeoutMs)
+    this.#attemptTimeoutMs = positiveInteger('attemptTimeoutMs', options.attemptTimeoutMs ?? defaults.attemptTimeoutMs)
+    // A fifth of an attempt (1 s of the default 5 s) for the check: a few small queries that take
+    // milliseconds on an answering ClickHouse. An attempt shorter than a tenth (500 ms) would
+    // mostly time out and only add unknown outcomes.
+    this.#checkReserveMs = this.#attemptTimeoutMs / 5
+    this.#minAttemptMs = this.#attemptTimeoutMs / 10
     this.#maxPendingBytes = positiveInteger('maxPendingBytes', options.maxPendingBytes ?? defaults.maxPendingBytes)
     this.#retryAfterS = Math.max(1, Math.ceil(nonNegative('retryAfterS', options.retryAfterS ?? defaults.retryAfterS)))
     this.#onInsert = options.onInsert
+    this.#now = options.now ?? (() => performance.now())
   }
 
   /** Bytes handed to write() and not yet settled: held, waiting and in flight. */
@@ -272,18 +366,24 @@ export class BatchWriter {
     if (last === undefined || (this.#format === 'TabSeparated' && last[last.byteLength - 1] !== 0x0a)) {
       return Promise.reject(new TypeError(last === undefined ? `${rows} rows in no bytes` : 'rows must be TabSeparated lines, each ending in \\n'))
     }
+    const identity = options.identity
+    if (identity !== undefined && !(Number.isSafeInteger(identity.seqBase) && identity.seqBase >= 0 && rows <= seqLineSpace)) {
+      return Promise.reject(new TypeError(`identity.seqBase must be an integer >= 0 and rows at most ${seqLineSpace}`))
+    }
     if (signal?.aborted) return Promise.reject(signal.reason)
 
     let resolve!: () => void
     let reject!: (err: unknown) => void
     const promise = new Promise<void>((res, rej) => { resolve = res; reject = rej })
-    const calledAt = performance.now()
+    const calledAt = this.#now()
     const w: PendingWrite = {
-      seq: ++this.#seq, chunks, rows, bytes, calledAt, arrivedAt: Math.min(options.arrivedAt ?? calledAt, calledAt),
+      seq: ++this.#seq, chunks, rows, bytes, calledAt,
+      answerBy: calledAt + this.#retryTimeoutMs + this.#attemptTimeoutMs,
+      arrivedAt: Math.min(options.arrivedAt ?? calledAt, calledAt), identity,
       state: 'held', promise, resolve, reject, signal, onAbort: undefined,
     }
     if (signal !== undefined) {
-      w.onAbort = () => this.#drop(w)
+      w.onAbort = () => this.#drop(w, w.signal?.reason)
       signal.addEventListener('abort', w.onAbort, { once: true })
     }
     this.#held.push(w)
@@ -304,12 +404,19 @@ export class BatchWriter {
 
   /** Refuses new writes from now on; resolves when every accepted write has settled. */
   close (): Promise<void> {
-    this.#closing ??= this.flush().then(() => this.#clearTimer())
+    this.#closing ??= this.flush().then(() => { this.#clearTimer(); this.#clearExpiryTimer() })
     return this.#closing
   }
 
   /** An aborted write leaves the queue, unless its insert has started (too late to take back). */
-  #drop (w: PendingWrite): void {
+  #drop (w: PendingWrite, reason: unknown): void {
+    if (!this.#remove(w)) return
+    settle(w, reason)
+    this.#schedule()
+  }
+
+  /** Takes a held or waiting write out of its queue; false when it is no longer queued. */
+  #remove (w: PendingWrite): boolean {
     if (w.state === 'held') {
       this.#held.splice(this.#held.indexOf(w), 1)
       this.#heldBytes -= w.bytes
@@ -320,10 +427,9 @@ export class BatchWriter {
       this.#waitingRows -= w.rows
       this.#waitingSince = earliestArrival(this.#waiting)
     } else {
-      return
+      return false
     }
-    settle(w, w.signal?.reason)
-    this.#schedule()
+    return true
   }
 
   /** Moves held writes to the waiting queue, in order, while they fit under maxPendingBytes. */
@@ -343,11 +449,55 @@ export class BatchWriter {
     }
   }
 
+  /** The last moment a write can start its first attempt and still be answered by answerBy. */
+  #lastStartFor (w: PendingWrite): number {
+    return w.answerBy - this.#checkReserveMs - this.#minAttemptMs
+  }
+
+  /**
+   * Rejects the queued writes (never sent) whose time is too short for an attempt, and arms a
+   * timer for the next one. Queues are FIFO by write(), so the expired ones are at the front.
+   */
+  #expireQueued (): void {
+    const now = this.#now()
+    const expired: PendingWrite[] = []
+    for (const queue of [this.#waiting, this.#held]) {
+      while (queue.length > 0 && this.#lastStartFor(queue[0]) <= now) {
+        const w = queue[0]
+        this.#remove(w)
+        expired.push(w)
+      }
+    }
+    if (expired.length > 0) {
+      this.#log.error('ClickHouse insert slot busy past the writes\' deadline; answering 503', {
+        table: this.#table, writes: expired.length, rows: sumRows(expired),
+      })
+      const err = this.#unavailable()
+      for (const w of expired) settle(w, err)
+      this.#admitHeld() // their bytes are free
+    }
+    let next = Infinity
+    if (this.#waiting.length > 0) next = this.#lastStartFor(this.#waiting[0])
+    if (this.#held.length > 0) next = Math.min(next, this.#lastStartFor(this.#held[0]))
+    if (next === Infinity) { this.#clearExpiryTimer(); return }
+    if (this.#expiryTimer !== undefined && this.#expiryDueAt === next) return
+    this.#clearExpiryTimer()
+    this.#expiryDueAt = next
+    this.#expiryTimer = setTimeout(() => { this.#expiryTimer = undefined; this.#expiryDueAt = Infinity; this.#schedule() }, Math.ceil(next - now))
+  }
+
+  #clearExpiryTimer (): void {
+    if (this.#expiryTimer !== undefined) clearTimeout(this.#expiryTimer)
+    this.#expiryTimer = undefined
+    this.#expiryDueAt = Infinity
+  }
+
   #schedule (): void {
     this.#admitHeld()
+    this.#expireQueued()
     if (this.#sending !== null) return // its completion schedules again
     if (this.#waiting.length === 0) { this.#clearTimer(); return }
-    const now = performance.now()
+    const now = this.#now()
     let dueAt: number
     // Full, flushed, or memory filling up (then waiting longer for company only risks holding).
     if (this.#waiting[0].seq <= this.#flushThroughSeq || this.#waitingRows >= this.#maxBatchRows ||
@@ -392,13 +542,13 @@ export class BatchWriter {
     this.#sending = batch
     this.#sendingRows = rows
     this.#sendingBytes = bytes
-    this.#lastInsertStartedAt = performance.now()
+    this.#lastInsertStartedAt = this.#now()
     try {
-      await this.#storeBatch(batch)
+      await this.#storeWrites(batch)
     } catch (err) {
-      // #storeBatch settles every write itself; this only guards against a bug in it.
+      // #storeWrites settles every write itself; this only guards against a bug in it.
       this.#log.error('batch writer failed unexpectedly', { table: this.#table, err })
-      for (const w of batch) if (w.state !== 'done') settle(w, new SluiceError('internal_error', undefined, { cause: err }))
+      for (const w of batch) settle(w, new SluiceError('internal_error', undefined, { cause: err }))
     } finally {
       this.#sending = null
       this.#sendingRows = 0
@@ -407,42 +557,84 @@ export class BatchWriter {
     }
   }
 
-  async #storeBatch (batch: PendingWrite[]): Promise<void> {
-    const deadline = batch[0].calledAt + this.#retryTimeoutMs // batch[0] is the oldest write
-    const outcome = await this.#insertWithRetry(batch, deadline)
-    if (outcome.ok) {
-      for (const w of batch) settle(w)
-      return
-    }
-    if (outcome.kind === 'malformed' && batch.length > 1) {
-      // One write's bytes are bad; store the others, each alone (each is one block: all or nothing).
-      this.#log.error('ClickHouse could not parse a batch; inserting its writes one by one', {
-        table: this.#table, writes: batch.length, rows: sumRows(batch), err: outcome.err,
-      })
-      for (const w of batch) {
-        const alone = await this.#insertWithRetry([w], deadline)
-        settle(w, alone.ok ? undefined : this.#failureFor(alone, [w]))
+  #unavailable (cause?: unknown): SluiceError {
+    return new SluiceError('storage_unavailable', undefined, { retryAfter: this.#retryAfterS, cause })
+  }
+
+  #outcomeUnknown (cause?: unknown): SluiceError {
+    return new SluiceError('storage_outcome_unknown', undefined, { retryAfter: this.#retryAfterS, cause })
+  }
+
+  /**
+   * Inserts `writes` until they are stored, known not stored past their retries, or of unknown
+   * outcome; settles every one of them by the oldest one's answerBy.
+   */
+  async #storeWrites (writes: readonly PendingWrite[]): Promise<void> {
+    const oldest = writes[0] // FIFO: the oldest write sets the batch's deadlines
+    const retryUntil = oldest.calledAt + this.#retryTimeoutMs
+    let pending = writes
+    for (let attempt = 1; ; attempt++) {
+      const now = this.#now()
+      const abortAt = Math.min(now + this.#attemptTimeoutMs, oldest.answerBy - this.#checkReserveMs)
+      if (abortAt - now < this.#minAttemptMs) {
+        // Only a split batch's later writes get here: their time went to their batch mates.
+        for (const w of pending) settle(w, this.#unavailable())
+        return
       }
-      return
+      const queryId = `sluice-insert-${randomUUID()}`
+      const result = await this.#attempt(pending, attempt, abortAt, queryId)
+      if (result.ok) {
+        for (const w of pending) settle(w)
+        return
+      }
+      const fields = { table: this.#table, writes: pending.length, rows: sumRows(pending), attempts: attempt, err: result.err }
+      if (result.kind === 'malformed') {
+        if (pending.length === 1) {
+          this.#log.error('ClickHouse could not parse the rows of a write: serializer bug, rows dropped', fields)
+          settle(pending[0], new SluiceError('internal_error', undefined, { cause: result.err }))
+          return
+        }
+        // One write's bytes are bad; store the others, each alone (each is one block: all or nothing).
+        this.#log.error('ClickHouse could not parse a batch; inserting its writes one by one', fields)
+        for (const w of pending) await this.#storeWrites([w])
+        return
+      }
+      if (result.kind === 'refused') {
+        this.#log.error('ClickHouse refused the insert; not retried', fields)
+        for (const w of pending) settle(w, this.#unavailable(result.err))
+        return
+      }
+      if (result.ambiguous) {
+        const presence = await this.#checkStored(pending, queryId, oldest.answerBy)
+        const absent: PendingWrite[] = []
+        let stored = 0
+        let unknown = 0
+        for (let i = 0; i < pending.length; i++) {
+          if (presence[i] === 'stored') { stored++; settle(pending[i]) } else if (presence[i] === 'absent') absent.push(pending[i])
+          else { unknown++; settle(pending[i], this.#outcomeUnknown(result.err)) }
+        }
+        this.#log[unknown > 0 ? 'error' : 'warn']('ClickHouse insert ended without an answer; checked what it stored', {
+          ...fields, stored, absent: absent.length, unknown,
+        })
+        if (absent.length === 0) return
+        pending = absent
+      }
+      const ceiling = Math.min(backoffMaxMs, backoffBaseMs * 2 ** (attempt - 1))
+      const delayMs = ceiling / 2 + Math.random() * ceiling / 2 // "equal jitter": spread, never zero
+      const nextStart = this.#now() + delayMs
+      const nextAbortAt = Math.min(nextStart + this.#attemptTimeoutMs, oldest.answerBy - this.#checkReserveMs)
+      if (nextStart >= retryUntil || nextAbortAt - nextStart < this.#minAttemptMs) {
+        this.#log.error('ClickHouse insert failed past its retries', { ...fields, writes: pending.length, rows: sumRows(pending) })
+        for (const w of pending) settle(w, this.#unavailable(result.err))
+        return
+      }
+      this.#log.warn('ClickHouse insert failed; retrying', { table: this.#table, rows: sumRows(pending), attempt, delayMs: Math.round(delayMs), err: result.err })
+      await sleep(delayMs)
     }
-    const err = this.#failureFor(outcome, batch)
-    for (const w of batch) settle(w, err)
   }
 
-  /** Logs a failed insert and makes the error its writes reject with. */
-  #failureFor (outcome: InsertOutcome & { ok: false }, writes: readonly PendingWrite[]): SluiceError {
-    const fields = { table: this.#table, writes: writes.length, rows: sumRows(writes), attempts: outcome.attempts, err: outcome.err }
-    if (outcome.kind === 'malformed') {
-      this.#log.error('ClickHouse could not parse the rows of a write: serializer bug, rows dropped', fields)
-      return new SluiceError('internal_error', undefined, { cause: outcome.err })
-    }
-    this.#log.error(outcome.kind === 'transient'
-      ? 'ClickHouse insert failed past its retries'
-      : 'ClickHouse refused the insert; not retried', fields)
-    return new SluiceError('storage_unavailable', undefined, { retryAfter: this.#retryAfterS, cause: outcome.err })
-  }
-
-  async #insertWithRetry (writes: readonly PendingWrite[], deadline: number): Promise<InsertOutcome> {
+  /** One insert of `writes` named `queryId`, aborted at `abortAt` (now() time). */
+  async #attempt (writes: readonly PendingWrite[], attempt: number, abortAt: number, queryId: string): Promise<AttemptResult> {
     const chunks: Buffer[] = []
     let bytes = 0
     for (const w of writes) {
@@ -457,25 +649,73 @@ export class BatchWriter {
       max_insert_block_size: String(Math.max(rows, serverInsertBlockRows)),
       parallel_view_processing: '1',
     }
-    for (let attempt = 1; ; attempt++) {
-      const startedAt = performance.now()
-      let failure: unknown
-      try {
-        // Streamed chunk by chunk: no copy of the batch into one contiguous Buffer.
-        await this.#clickhouse.insertRaw(this.#statement, Readable.from(chunks), undefined, settings)
-      } catch (err) {
-        failure = err ?? new Error('insert failed')
-      }
-      const ok = failure === undefined
-      this.#report({ rows, bytes, durationMs: performance.now() - startedAt, ok, writes: writes.length, attempt })
-      if (ok) return { ok: true }
-      const kind = classifyInsertError(failure)
-      const ceiling = Math.min(backoffMaxMs, backoffBaseMs * 2 ** (attempt - 1))
-      const delayMs = ceiling / 2 + Math.random() * ceiling / 2 // "equal jitter": spread, never zero
-      if (kind !== 'transient' || performance.now() + delayMs >= deadline) return { ok: false, kind, err: failure, attempts: attempt }
-      this.#log.warn('ClickHouse insert failed; retrying', { table: this.#table, rows, attempt, delayMs: Math.round(delayMs), err: failure })
-      await new Promise((resolve) => setTimeout(resolve, delayMs))
+    const startedAt = this.#now()
+    const controller = new AbortController()
+    const timer = setTimeout(() => {
+      controller.abort(new ClickHouseError(`insert attempt timed out after ${Math.round(this.#now() - startedAt)} ms`, 0))
+    }, Math.max(0, abortAt - startedAt))
+    let failure: unknown
+    try {
+      // Streamed chunk by chunk: no copy of the batch into one contiguous Buffer.
+      await this.#clickhouse.insertRaw(this.#statement, Readable.from(chunks), controller.signal, settings, queryId)
+    } catch (err) {
+      failure = err ?? new Error('insert failed')
+    } finally {
+      clearTimeout(timer)
     }
+    const ok = failure === undefined
+    // An abort's error says "aborted"; what matters is that the request may have gone out.
+    const ambiguous = !ok && (controller.signal.aborted || isAmbiguousFailure(failure))
+    this.#report({ rows, bytes, durationMs: this.#now() - startedAt, ok, writes: writes.length, attempt, ambiguous })
+    if (ok) return { ok: true }
+    if (controller.signal.aborted) return { ok: false, kind: 'transient', err: controller.signal.reason, ambiguous: true }
+    return { ok: false, kind: classifyInsertError(failure), err: failure, ambiguous }
+  }
+
+  /**
+   * After an attempt whose outcome is unknown: stops it (KILL QUERY ... SYNC), waits until it is
+   * gone from system.processes, and counts each write's rows; twice, so that an insert that was
+   * still queued in a socket at the first round is killed or seen at the second. Gives up at
+   * `answerBy` (now() time): then every write not yet found is 'unknown'.
+   */
+  async #checkStored (writes: readonly PendingWrite[], queryId: string, answerBy: number): Promise<Presence[]> {
+    const identified = writes.filter((w) => w.identity !== undefined)
+    let previous: Map<PendingWrite, number> | undefined
+    while (identified.length > 0 && this.#now() < answerBy) {
+      const timeoutMs = Math.min(checkRequestTimeoutMs, answerBy - this.#now())
+      try {
+        const signal = AbortSignal.timeout(Math.max(1, timeoutMs))
+        await this.#clickhouse.command(sql`KILL QUERY WHERE query_id = ${queryId} SYNC`, { signal })
+        const running = await this.#clickhouse.query<{ n: number }>(sql`SELECT count() AS n FROM system.processes WHERE query_id = ${queryId}`, { signal })
+        if (running[0].n > 0) { await sleep(checkPollMs); continue }
+        const counts = await this.#countRows(identified, signal)
+        if (previous !== undefined && identified.every((w) => previous!.get(w) === counts.get(w))) {
+          return writes.map((w) => {
+            const n = counts.get(w)
+            return n === undefined ? 'unknown' : n >= w.rows ? 'stored' : n === 0 ? 'absent' : 'unknown'
+          })
+        }
+        previous = counts
+      } catch (err) {
+        this.#log.debug('outcome check: ClickHouse did not answer', { table: this.#table, queryId, err })
+        await sleep(Math.min(checkPollMs, answerBy - this.#now()))
+      }
+    }
+    return writes.map(() => 'unknown')
+  }
+
+  /** Rows stored per write, by identity: org_id, stream and the write's seq range. */
+  async #countRows (writes: readonly PendingWrite[], signal: AbortSignal): Promise<Map<PendingWrite, number>> {
+    const conditions: SqlFragment[] = writes.map((w) => {
+      const id = w.identity!
+      return sql`(org_id = ${id.orgId} AND stream = ${id.stream} AND seq >= ${id.seqBase} AND seq < ${id.seqBase + seqLineSpace})`
+    })
+    const columns = conditions.map((cond, i) => sql`countIf(${cond}) AS ${rawSql(`c${i}`)}`)
+    const [row] = await this.#clickhouse.query<Record<string, number>>(
+      sql`SELECT ${joinSql(columns, ', ')} FROM ${rawSql(quoteIdentifier(this.#table))} WHERE ${joinSql(conditions, ' OR ')}`, { signal })
+    const counts = new Map<PendingWrite, number>()
+    writes.forEach((w, i) => counts.set(w, Number(row[`c${i}`])))
+    return counts
   }
 
   #report (stats: InsertStats): void {

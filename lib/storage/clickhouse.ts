@@ -78,20 +78,33 @@ export interface ClickHouse {
   readonly database: string
   readonly url: string
   /** Runs a SELECT and returns its rows as objects (JSONEachRow, 64-bit integers as numbers). */
-  query<T = Record<string, unknown>>(statement: SqlFragment | string): Promise<T[]>
+  query<T = Record<string, unknown>>(statement: SqlFragment | string, options?: RequestOptions): Promise<T[]>
   /** Runs a statement that returns nothing (DDL, ALTER, INSERT ... VALUES). */
-  command (statement: SqlFragment | string): Promise<void>
+  command (statement: SqlFragment | string, options?: RequestOptions): Promise<void>
   /**
    * `INSERT INTO table FORMAT X` with a pre-serialized body. `settings` go into the URL of this
    * request only (18.16 answers UNKNOWN_SETTING, code 115, to a name it does not know).
+   * `queryId` names the insert in system.processes (so a caller can KILL it or wait for it).
    */
-  insertRaw (statement: string, body: Buffer | Readable, signal?: AbortSignal, settings?: InsertSettings): Promise<void>
-  ping (): Promise<boolean>
+  insertRaw (statement: string, body: Buffer | Readable, signal?: AbortSignal, settings?: InsertSettings, queryId?: string): Promise<void>
+  /** True when ClickHouse answers /ping; false (never a throw) on any failure or abort. */
+  ping (options?: RequestOptions): Promise<boolean>
   /** Server version string, e.g. "18.16.1". */
   version (): Promise<string>
   /** Creates the configured database when it does not exist. */
   ensureDatabase (): Promise<void>
   close (): Promise<void>
+}
+
+/**
+ * Per-request options. The client's own request timeout is an idle timer that progress resets,
+ * so a caller that needs a deadline passes a signal (AbortSignal.timeout or its own controller):
+ * aborting destroys the request's socket.
+ */
+export interface RequestOptions {
+  signal?: AbortSignal
+  /** Sent as ClickHouse's query_id (system.processes, KILL QUERY); default: a random one. */
+  queryId?: string
 }
 
 /** Per-insert ClickHouse settings, e.g. `{ max_insert_block_size: '2000000' }` (numbers as strings). */
@@ -126,23 +139,26 @@ export function createClickHouse (options: ClickHouseOptions): ClickHouse {
     database: options.database,
     url: options.url,
 
-    async query<T> (statement: SqlFragment | string): Promise<T[]> {
+    async query<T> (statement: SqlFragment | string, opts: RequestOptions = {}): Promise<T[]> {
       const text = String(statement)
       return run(text, async () => {
-        const rs = await client.query({ query: text, format: 'JSONEachRow', clickhouse_settings: querySettings })
+        const rs = await client.query({
+          query: text, format: 'JSONEachRow', clickhouse_settings: querySettings, abort_signal: opts.signal, query_id: opts.queryId,
+        })
         return await rs.json<T>()
       })
     },
 
-    async command (statement: SqlFragment | string): Promise<void> {
+    async command (statement: SqlFragment | string, opts: RequestOptions = {}): Promise<void> {
       const text = String(statement)
-      await run(text, async () => { await client.command({ query: text }) })
+      await run(text, async () => { await client.command({ query: text, abort_signal: opts.signal, query_id: opts.queryId }) })
     },
 
-    async insertRaw (statement: string, body: Buffer | Readable, signal?: AbortSignal, settings?: InsertSettings): Promise<void> {
+    async insertRaw (statement: string, body: Buffer | Readable, signal?: AbortSignal, settings?: InsertSettings, queryId?: string): Promise<void> {
       await run(statement, async () => {
         const res = await client.exec({
           query: statement,
+          query_id: queryId,
           // The client's types accept only a stream; it wraps a Buffer the same way at run time.
           values: Buffer.isBuffer(body) ? Readable.from([body]) : body,
           abort_signal: signal,
@@ -157,9 +173,13 @@ export function createClickHouse (options: ClickHouseOptions): ClickHouse {
       })
     },
 
-    async ping (): Promise<boolean> {
-      const res = await client.ping()
-      return res.success
+    async ping (opts: RequestOptions = {}): Promise<boolean> {
+      try {
+        const res = await client.ping({ select: false, abort_signal: opts.signal })
+        return res.success
+      } catch {
+        return false
+      }
     },
 
     async version (): Promise<string> {

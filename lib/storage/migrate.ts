@@ -41,7 +41,7 @@ export async function migrate (clickhouse: ClickHouse, log: Logger, list: readon
 }
 
 /** True when every known migration is recorded (readiness). */
-export async function isMigrated (clickhouse: ClickHouse, list: readonly Migration[] = migrations): Promise<boolean> {
-  const rows = await clickhouse.query<{ n: number }>('SELECT uniqExact(id) AS n FROM schema_migrations')
+export async function isMigrated (clickhouse: ClickHouse, list: readonly Migration[] = migrations, signal?: AbortSignal): Promise<boolean> {
+  const rows = await clickhouse.query<{ n: number }>('SELECT uniqExact(id) AS n FROM schema_migrations', { signal })
   return rows[0].n >= list.length
 }

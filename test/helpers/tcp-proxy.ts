@@ -1,5 +1,10 @@
-// A TCP proxy in front of ClickHouse that a test can take down and bring back: down refuses new
-// connections and cuts open ones, as a ClickHouse that stopped would.
+// A TCP proxy in front of ClickHouse that a test can take down and bring back: down stops
+// listening (new connections are refused, ECONNREFUSED) and cuts open ones, as a ClickHouse that
+// stopped would; up listens again on the same port. stall() holds every byte
+// in both directions while connections stay open, as a SIGSTOPped ClickHouse does (its kernel
+// still accepts connections and buffers what is sent); resume() delivers what was held, in the
+// order it arrived, ends the upstream side of clients that left meanwhile (a stopped server reads
+// their requests, then their end, when it runs again), and forwards as before.
 import { createServer, connect } from 'node:net'
 import type { Socket } from 'node:net'
 import type { AddressInfo } from 'node:net'
@@ -9,33 +14,76 @@ export interface TcpProxy {
   url: string
   down (): void
   up (): void
+  stall (): void
+  resume (): void
+}
+
+interface Held {
+  toUpstream: Buffer[]
+  toClient: Buffer[]
+  clientLeft: boolean
+  upstreamLeft: boolean
 }
 
 export async function startTcpProxy (t: Test, targetUrl: string): Promise<TcpProxy> {
   const target = new URL(targetUrl)
   let isUp = true
+  let isStalled = false
   const sockets = new Set<Socket>()
+  const connections: Array<{ client: Socket, upstream: Socket, held: Held }> = []
   const server = createServer((client) => {
     if (!isUp) { client.destroy(); return }
     const upstream = connect(Number(target.port), target.hostname)
+    const held: Held = { toUpstream: [], toClient: [], clientLeft: false, upstreamLeft: false }
+    const conn = { client, upstream, held }
+    connections.push(conn)
     for (const s of [client, upstream]) {
       sockets.add(s)
-      s.on('close', () => sockets.delete(s))
-      s.on('error', () => { client.destroy(); upstream.destroy() })
+      s.on('error', () => {})
     }
-    client.pipe(upstream).pipe(client)
+    client.on('data', (d: Buffer) => { if (isStalled) held.toUpstream.push(d); else upstream.write(d) })
+    upstream.on('data', (d: Buffer) => { if (isStalled) held.toClient.push(d); else client.write(d) })
+    client.on('end', () => { if (!isStalled) upstream.end() })
+    upstream.on('end', () => { if (!isStalled) client.end() })
+    client.on('close', () => {
+      sockets.delete(client)
+      if (isStalled) held.clientLeft = true
+      else if (held.toUpstream.length === 0) upstream.end()
+    })
+    upstream.on('close', () => {
+      sockets.delete(upstream)
+      connections.splice(connections.indexOf(conn), 1)
+      if (isStalled) held.upstreamLeft = true
+      else client.destroy()
+    })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const port = (server.address() as AddressInfo).port
   t.teardown(() => new Promise<void>((resolve) => {
     for (const s of sockets) s.destroy()
-    server.close(() => resolve())
+    if (server.listening) server.close(() => resolve())
+    else resolve()
   }))
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url: `http://127.0.0.1:${port}`,
     down () {
       isUp = false
+      server.close()
       for (const s of sockets) s.destroy()
     },
-    up () { isUp = true },
+    up () {
+      isUp = true
+      if (!server.listening) server.listen(port, '127.0.0.1')
+    },
+    stall () { isStalled = true },
+    resume () {
+      isStalled = false
+      for (const { client, upstream, held } of [...connections]) {
+        for (const d of held.toUpstream.splice(0)) upstream.write(d)
+        for (const d of held.toClient.splice(0)) if (!client.destroyed) client.write(d)
+        if (held.clientLeft || client.destroyed) upstream.end()
+        if (held.upstreamLeft) client.destroy()
+      }
+    },
   }
 }

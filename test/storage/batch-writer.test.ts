@@ -16,6 +16,7 @@ import { EventRowWriter } from '../../lib/ingest/row-serializer.ts'
 import { createLogger } from '../../lib/logger.ts'
 import { SluiceError } from '../../lib/errors.ts'
 import { createTestDatabase } from '../helpers/clickhouse.ts'
+import { startTcpProxy } from '../helpers/tcp-proxy.ts'
 
 const db = await createTestDatabase(t, 'sluice_test_writer')
 for (const statement of eventsMigration.statements) await db.clickhouse.command(statement)
@@ -52,6 +53,11 @@ interface Harness {
   writer: ReturnType<typeof createBatchWriter>
   inserts: InsertStats[]
   logLines: Array<Record<string, unknown>>
+}
+
+/** The identity of rows made by eventRows(stream, n): org1, the stream, seq 0..n-1. */
+function identityOf (stream: string) {
+  return { orgId: 'org1', stream, seqBase: 0 }
 }
 
 function startWriter (tt: Test, options: Partial<BatchWriterOptions> = {}): Harness {
@@ -286,12 +292,69 @@ t.test('TOO_MANY_PARTS that passes: retried, stored exactly once', async (tt) =>
   tt.equal(await countRows('recover-parts'), 12, 'exactly once')
 })
 
-t.test('connection reset that passes: retried, stored exactly once', async (tt) => {
+t.test('connection reset after the body was sent: checked, found absent, retried, stored exactly once', async (tt) => {
   const proxy = await startFlakyProxy(tt, 1, (res) => { res.socket?.destroy() })
   const { writer, inserts } = startWriter(tt, { clickhouse: clientFor(tt, proxy.url), retryTimeoutMs: 10_000, flushIntervalMs: 0 })
-  await writer.write([eventRows('recover-reset', 4)], 4)
-  tt.same(inserts.map((s) => s.ok), [false, true])
+  await writer.write([eventRows('recover-reset', 4)], 4, { identity: identityOf('recover-reset') })
+  tt.same(inserts.map((s) => [s.ok, s.ambiguous]), [[false, true], [true, false]])
   tt.equal(await countRows('recover-reset'), 4, 'exactly once')
+})
+
+t.test('connection reset without an identity to check: storage_outcome_unknown, not a blind retry', async (tt) => {
+  const proxy = await startFlakyProxy(tt, 1, (res) => { res.socket?.destroy() })
+  const { writer, inserts } = startWriter(tt, { clickhouse: clientFor(tt, proxy.url), retryTimeoutMs: 10_000, flushIntervalMs: 0 })
+  const err = await writer.write([eventRows('reset-anon', 4)], 4).then(() => null, (e: unknown) => e)
+  tt.match(err, { code: 'storage_outcome_unknown', status: 503 })
+  tt.ok((err as SluiceError).retryAfter! >= 1)
+  tt.equal(inserts.length, 1, 'not retried')
+  tt.equal(proxy.state.forwarded, 0)
+})
+
+t.test('hung ClickHouse: the attempt is aborted; the write settles storage_outcome_unknown while ClickHouse still hangs, and a queued write storage_unavailable', async (tt) => {
+  const proxy = await startTcpProxy(tt, db.url)
+  const clickhouse = clientFor(tt, proxy.url, 60_000) // the client's idle timeout must not be what ends the wait
+  const { writer, inserts } = startWriter(tt, { clickhouse, retryTimeoutMs: 300, attemptTimeoutMs: 1_000, flushIntervalMs: 0, minInsertIntervalMs: 0 })
+  await writer.write([eventRows('hung-warm', 1)], 1, { identity: identityOf('hung-warm') }) // a pooled socket, as in steady state
+  proxy.stall()
+  const settled: string[] = []
+  const first = writer.write([eventRows('hung-1', 3)], 3, { identity: identityOf('hung-1') })
+    .then(() => 'ok', (e: SluiceError) => e.code).then((code) => { settled.push(`first:${code}`); return code })
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  const second = writer.write([eventRows('hung-2', 2)], 2, { identity: identityOf('hung-2') })
+    .then(() => 'ok', (e: SluiceError) => e.code).then((code) => { settled.push(`second:${code}`); return code })
+  tt.equal(await first, 'storage_outcome_unknown', 'its insert may be committed when ClickHouse resumes')
+  tt.equal(await second, 'storage_unavailable', 'never sent: nothing of it can be stored')
+  tt.same(settled.sort(), ['first:storage_outcome_unknown', 'second:storage_unavailable'], 'both answered while ClickHouse was still stalled')
+  tt.same(inserts.slice(1).map((s) => [s.rows, s.ok, s.ambiguous]), [[3, false, true]], 'one attempt, aborted')
+  tt.equal(writer.pendingRows, 0)
+  proxy.resume()
+  // What the stalled server does with the held insert when it runs again is exactly the doubt
+  // the answer admitted: stored or not. The never-sent write must not appear.
+  await new Promise((resolve) => setTimeout(resolve, 500))
+  tt.equal(await countRows('hung-2'), 0)
+  tt.ok([0, 3].includes(await countRows('hung-1')), 'the unknown write is stored whole or not at all')
+})
+
+t.test('a stall shorter than the deadline: the aborted insert is checked once ClickHouse answers; stored exactly once', async (tt) => {
+  const proxy = await startTcpProxy(tt, db.url)
+  const clickhouse = clientFor(tt, proxy.url, 60_000)
+  let stallEnds: (() => void) | undefined
+  const { writer, inserts, logLines } = startWriter(tt, {
+    clickhouse, retryTimeoutMs: 5_000, attemptTimeoutMs: 500, flushIntervalMs: 0, minInsertIntervalMs: 0,
+    // Resume right after the first attempt was aborted: the held insert reaches ClickHouse then.
+    onInsert: (stats) => { inserts.push(stats); if (stats.ambiguous) stallEnds?.() },
+  })
+  await writer.write([eventRows('stall-warm', 1)], 1)
+  stallEnds = () => { stallEnds = undefined; setTimeout(() => proxy.resume(), 200) }
+  proxy.stall()
+  await writer.write([eventRows('stall-1', 6)], 6, { identity: identityOf('stall-1') })
+  tt.equal(await countRows('stall-1'), 6, 'resolved, and stored exactly once')
+  tt.equal(inserts[1].ambiguous, true, 'the first attempt was aborted')
+  const checked = logLines.find((l) => l.msg === 'ClickHouse insert ended without an answer; checked what it stored')
+  tt.ok(checked, 'the outcome was checked')
+  tt.equal(checked!.unknown, 0)
+  tt.equal((checked!.stored as number) + (checked!.absent as number), 1)
+  tt.equal(inserts.length, checked!.absent === 1 ? 3 : 2, 'retried only when found absent')
 })
 
 t.test('a malformed write fails alone (internal_error); its batch mates are stored', async (tt) => {

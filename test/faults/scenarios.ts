@@ -1,0 +1,183 @@
+// The fault scenarios, parameterized by duration: the CI tests (test/faults/*.test.ts) run them
+// short, `npm run soak` (test/faults/soak.ts) long. Each runs sequence-numbered load through
+// Sluice (a child process) while the fault happens, then classifies every event with check().
+import { readFileSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { request } from 'undici'
+import { createLogger } from '../../lib/logger.ts'
+import { startManagedClickHouse } from '../../lib/storage/managed-clickhouse.ts'
+import type { ManagedClickHouse } from '../../lib/storage/managed-clickhouse.ts'
+import { check, checkerClient, createStream, runLoad, sleep, startSluiceProcess } from './harness.ts'
+import type { CheckResult, LoadResult, SluiceProcess } from './harness.ts'
+
+export interface ScenarioResult extends CheckResult {
+  scenario: string
+  /** Answers to /readyz probed during the fault: status and ms. */
+  readyz?: Array<{ status: number, ms: number }>
+}
+
+/** A ClickHouse of the scenario's own, supervised by the test process, in a temporary directory. */
+export async function ownClickHouse (restart: boolean): Promise<{ ch: ManagedClickHouse, cleanup: () => Promise<void> }> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'sluice-faults-ch-'))
+  const ch = await startManagedClickHouse({ dataDir, startTimeoutMs: 60_000, log: createLogger({ level: 'silent' }), restart })
+  return {
+    ch,
+    async cleanup () {
+      await ch.stop()
+      await rm(dataDir, { recursive: true, force: true })
+    },
+  }
+}
+
+interface LoadShape { clients: number, linesPerRequest: number }
+const defaultShape: LoadShape = { clients: 4, linesPerRequest: 200 }
+
+/** Starts load, runs `fault` under it, keeps the load going `afterMs`, stops it and checks. */
+async function underLoad (
+  sluice: () => SluiceProcess, stream: string, token: string, shape: LoadShape,
+  fault: () => Promise<void>, afterMs: number, beforeMs = 2_000,
+): Promise<LoadResult> {
+  let stopped = false
+  const load = runLoad({ url: () => sluice().url, stream, token, ...shape, stopped: () => stopped })
+  await sleep(beforeMs) // steady state before the fault
+  await fault()
+  await sleep(afterMs)
+  stopped = true
+  return load
+}
+
+/** Probes /readyz every `everyMs` until `until()`; records each answer's status and time. */
+async function probeReadyz (url: string, until: () => boolean, everyMs: number): Promise<Array<{ status: number, ms: number }>> {
+  const out: Array<{ status: number, ms: number }> = []
+  while (!until()) {
+    const started = performance.now()
+    try {
+      const res = await request(`${url}/readyz`, { headersTimeout: 30_000, bodyTimeout: 30_000 })
+      await res.body.dump()
+      out.push({ status: res.statusCode, ms: Math.round(performance.now() - started) })
+    } catch {
+      out.push({ status: 0, ms: Math.round(performance.now() - started) })
+    }
+    await sleep(everyMs)
+  }
+  return out
+}
+
+/**
+ * ClickHouse SIGSTOPped for `stopMs` under load, then SIGCONT. Sluice's writer has
+ * retryTimeoutMs and attemptTimeoutMs as given; /readyz is probed during the stop.
+ */
+export async function hungClickHouse (o: { stopMs: number, retryTimeoutMs: number, attemptTimeoutMs: number, afterMs?: number, shape?: LoadShape }): Promise<ScenarioResult> {
+  const { ch, cleanup } = await ownClickHouse(false)
+  let sluice: SluiceProcess | undefined
+  try {
+    sluice = await startSluiceProcess({
+      clickhouseUrl: ch.url, config: { writer: { retryTimeoutMs: o.retryTimeoutMs, attemptTimeoutMs: o.attemptTimeoutMs } },
+    })
+    const s = sluice
+    const token = await createStream(s.url, s.adminToken, 'hung')
+    let readyz: Array<{ status: number, ms: number }> = []
+    const load = await underLoad(() => s, 'hung', token, o.shape ?? defaultShape, async () => {
+      process.kill(ch.pid!, 'SIGSTOP')
+      let resumed = false
+      const probes = probeReadyz(s.url, () => resumed, 500)
+      await sleep(o.stopMs)
+      process.kill(ch.pid!, 'SIGCONT')
+      resumed = true
+      readyz = await probes
+    }, o.afterMs ?? 3_000)
+    const checker = checkerClient(ch.url, s.database)
+    try {
+      return { scenario: `ClickHouse SIGSTOP ${o.stopMs} ms (retry ${o.retryTimeoutMs} ms, attempt ${o.attemptTimeoutMs} ms)`, ...await check(checker, 'hung', await load), readyz }
+    } finally {
+      await checker.close()
+    }
+  } finally {
+    try { process.kill(ch.pid!, 'SIGCONT') } catch {}
+    await sluice?.stop()
+    await cleanup()
+  }
+}
+
+/** ClickHouse (not Sluice's) SIGKILLed `kills` times under load; its supervisor restarts it on the same port. */
+export async function killedClickHouse (o: { kills: number, betweenMs: number, afterMs?: number, shape?: LoadShape }): Promise<ScenarioResult> {
+  const { ch, cleanup } = await ownClickHouse(true)
+  let sluice: SluiceProcess | undefined
+  try {
+    sluice = await startSluiceProcess({ clickhouseUrl: ch.url })
+    const s = sluice
+    const token = await createStream(s.url, s.adminToken, 'killed')
+    const load = await underLoad(() => s, 'killed', token, o.shape ?? defaultShape, async () => {
+      for (let i = 0; i < o.kills; i++) {
+        const restarted = new Promise<void>((resolve) => ch.once('restart', () => resolve()))
+        process.kill(ch.pid!, 'SIGKILL')
+        await restarted
+        await sleep(o.betweenMs)
+      }
+    }, o.afterMs ?? 3_000)
+    const checker = checkerClient(ch.url, s.database)
+    try {
+      return { scenario: `ClickHouse SIGKILLed and restarted x${o.kills}`, ...await check(checker, 'killed', await load) }
+    } finally {
+      await checker.close()
+    }
+  } finally {
+    await sluice?.stop()
+    await cleanup()
+  }
+}
+
+/** Sluice runs its own ClickHouse; that one is SIGKILLed `kills` times under load and Sluice restarts it. */
+export async function killedManagedClickHouse (o: { kills: number, betweenMs: number, afterMs?: number, shape?: LoadShape }): Promise<ScenarioResult> {
+  const sluice = await startSluiceProcess({ clickhouseUrl: null })
+  try {
+    const token = await createStream(sluice.url, sluice.adminToken, 'managed')
+    const pidFile = join(sluice.dataDir, 'clickhouse', 'sluice-clickhouse.pid')
+    const chPid = (): number => Number(readFileSync(pidFile, 'utf8').trim().split(/\s+/)[0])
+    const checker = checkerClient(sluice.clickhouseUrl, sluice.database)
+    try {
+      const load = await underLoad(() => sluice, 'managed', token, o.shape ?? defaultShape, async () => {
+        for (let i = 0; i < o.kills; i++) {
+          const before = chPid()
+          process.kill(before, 'SIGKILL')
+          // Restarted once a new pid answers: the pid file changes at the spawn, the ping follows.
+          for (;;) {
+            await sleep(200)
+            let now = before
+            try { now = chPid() } catch {}
+            if (now !== before && await checker.ping()) break
+          }
+          await sleep(o.betweenMs)
+        }
+      }, o.afterMs ?? 3_000)
+      return { scenario: `managed ClickHouse SIGKILLed x${o.kills} (Sluice restarts it)`, ...await check(checker, 'managed', await load) }
+    } finally {
+      await checker.close()
+    }
+  } finally {
+    await sluice.stop()
+  }
+}
+
+/** Sluice sent `signal` under load, against `clickhouseUrl` (a ClickHouse that outlives it). */
+export async function signalledSluice (o: { signal: 'SIGTERM' | 'SIGKILL', clickhouseUrl: string, afterMs?: number, shape?: LoadShape }): Promise<ScenarioResult & { exit: string }> {
+  const sluice = await startSluiceProcess({ clickhouseUrl: o.clickhouseUrl })
+  const checker = checkerClient(o.clickhouseUrl, sluice.database)
+  try {
+    const token = await createStream(sluice.url, sluice.adminToken, 'signalled')
+    let exit = ''
+    const load = await underLoad(() => sluice, 'signalled', token, { ...(o.shape ?? defaultShape) }, async () => {
+      sluice.child.kill(o.signal)
+      exit = await sluice.exited
+    }, o.afterMs ?? 500)
+    // Retries against the stopped Sluice are refused: a few give up quickly; cap the wait.
+    const result = await check(checker, 'signalled', await load)
+    return { scenario: `Sluice ${o.signal} under load`, ...result, exit }
+  } finally {
+    await checker.command(`DROP DATABASE IF EXISTS \`${sluice.database}\``).catch(() => {})
+    await checker.close()
+    await sluice.stop()
+  }
+}
