@@ -31,6 +31,7 @@ export const errorCatalogue = {
   not_ready: { status: 503, message: 'Not ready' },
   shutting_down: { status: 503, message: 'The server is shutting down' },
   request_timeout: { status: 408, message: 'The request took too long to arrive' },
+  expectation_failed: { status: 417, message: 'Only Expect: 100-continue is supported' },
 } as const satisfies Record<string, { status: number; message: string }>
 
 export type ErrorCode = keyof typeof errorCatalogue

@@ -1,5 +1,16 @@
 // A small router: routes are `METHOD /literal/:param/...`, matched segment by segment. Few routes,
 // so a linear scan over pre-split patterns is as fast as a tree and easier to read.
+//
+// Request targets are matched exactly as they arrived, never through URL parsing (which drops a
+// `//host` prefix, reads `\` as `/` and resolves `..`): a proxy in front that allows or denies by
+// path must see the same path Sluice routes on. parseRequestTarget() is the only way in:
+// - origin-form only (`/path?query`); anything else (`http://host/path`, `*`, `host:443`) is 400
+//   bad_request: Sluice is an origin server, and an absolute-form target would let a client name
+//   a path a proxy never checked;
+// - the path is split on `/` alone: `//evil.example/api/...`, `/api\ingest\x`, `/api/../api/x`,
+//   `/api//streams` and `/api/streams/` are paths no route has, so 404 not_found;
+// - literal segments compare byte for byte (no percent-decoding); `:param` segments are
+//   percent-decoded once, and one that does not decode matches nothing.
 import type { RequestContext } from './reply.ts'
 
 export type Handler = (ctx: RequestContext) => Promise<void> | void
@@ -15,6 +26,26 @@ export type RouteMatch =
   | { kind: 'method_not_allowed', allowed: string[] }
   | { kind: 'not_found' }
 
+export interface RequestTarget {
+  /** The path exactly as sent, from the leading `/` to before the `?`. */
+  path: string
+  /**
+   * The query through URLSearchParams, on a dummy origin. Its pathname is always `/`: the path
+   * above is the one to route on, since URL parsing would rewrite it.
+   */
+  url: URL
+}
+
+/** The path and query of an origin-form request target; null for any other form (400). */
+export function parseRequestTarget (target: string): RequestTarget | null {
+  if (target.charCodeAt(0) !== 0x2f) return null // '/'
+  const q = target.indexOf('?')
+  const url = new URL('http://localhost/')
+  if (q === -1) return { path: target, url }
+  url.search = target.slice(q + 1)
+  return { path: target.slice(0, q), url }
+}
+
 export class Router {
   #routes: Route[] = []
 
@@ -23,8 +54,11 @@ export class Router {
     return this
   }
 
-  find (method: string, pathname: string): RouteMatch {
-    const parts = pathname.split('/').filter(Boolean)
+  /** Matches `path` (from parseRequestTarget: starts with `/`) exactly; see the top of the file. */
+  find (method: string, path: string): RouteMatch {
+    if (path.charCodeAt(0) !== 0x2f) return { kind: 'not_found' }
+    // '/' is the route with no segments; otherwise every segment counts, empty ones included.
+    const parts = path === '/' ? [] : path.slice(1).split('/')
     const allowed: string[] = []
     for (const route of this.#routes) {
       const params = matchSegments(route.segments, parts)
@@ -44,6 +78,8 @@ function matchSegments (segments: string[], parts: string[]): Record<string, str
   for (let i = 0; i < segments.length; i++) {
     const seg = segments[i]
     if (seg.startsWith(':')) {
+      // An empty parameter (`/api/streams//events`) is no value: no route.
+      if (parts[i] === '') return null
       let value: string
       try {
         value = decodeURIComponent(parts[i])

@@ -62,6 +62,13 @@ const averageWeight = 0.25
 /** Filters a task can carry: one bit each in a 32-bit mask. */
 const maxFilters = 31
 
+/** Headers of a tail response (tail-route.ts sends them alone to a HEAD). */
+export const tailResponseHeaders = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache, no-transform',
+  'x-accel-buffering': 'no', // proxies such as nginx must not hold events back
+} as const
+
 /** One filter's share of a request: its events' SSE frames, and what the workers dropped. */
 interface FilterFrames { bytes: Buffer, count: number, dropped: number }
 
@@ -141,11 +148,7 @@ export class TailHub {
     this.#perOrg.set(orgId, inOrg + 1)
     this.#clientCount++
 
-    res.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache, no-transform',
-      'x-accel-buffering': 'no', // proxies such as nginx must not hold events back
-    })
+    res.writeHead(200, tailResponseHeaders)
     res.write('retry: 2000\n: connected\n\n')
     res.on('drain', () => {
       if (client.dropped > 0) {

@@ -1,10 +1,13 @@
 // GET /api/streams/{stream}/tail?q=: the live tail as Server-Sent Events (see tail-hub.ts).
 // The filter is checked before the stream starts, so a bad `q` is a plain 400 invalid_query.
+// HEAD (which the router sends to GET routes) passes the same checks and gets the headers of a
+// tail alone, then the response ends: a HEAD has no body, so there is nothing to hold open for.
 import type { Router } from '../http/router.ts'
 import type { Authenticator } from '../auth/authenticate.ts'
 import type { Accounts } from '../accounts/accounts.ts'
 import { findStream } from '../streams/streams-route.ts'
 import { parseFilter } from '../query/filter-parser.ts'
+import { tailResponseHeaders } from './tail-hub.ts'
 import type { TailHub } from './tail-hub.ts'
 
 export function registerTailRoute (router: Router, deps: { auth: Authenticator, accounts: Accounts, hub: TailHub }): void {
@@ -14,6 +17,11 @@ export function registerTailRoute (router: Router, deps: { auth: Authenticator, 
     const stream = findStream(accounts.store, org.id, ctx.params.stream)
     const q = (ctx.url.searchParams.get('q') ?? '').trim()
     parseFilter(q)
+    if (ctx.req.method === 'HEAD') {
+      ctx.res.writeHead(200, tailResponseHeaders)
+      ctx.res.end()
+      return
+    }
     hub.open(ctx.res, org.id, stream.name, q)
     // The request stays in flight until the client goes away or the hub ends it.
     await new Promise<void>((resolve) => { ctx.res.once('close', resolve) })

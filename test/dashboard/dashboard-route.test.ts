@@ -145,8 +145,10 @@ t.test('no path traversal', async (t) => {
     t.equal(r.status, 404, path)
     t.notMatch(r.body.toString(), /"devDependencies"|root:/, path)
   }
-  // Dot segments resolve as in any URL, never below the root: these land on the page or a 404.
-  t.equal((await get('/assets/..')).body.toString(), readFileSync(publicDir + 'index.html', 'utf8'))
+  // Dot segments are not resolved (exact request-target routing, README "API"): a 404, never a file.
+  const dots = await get('/assets/..')
+  t.equal(dots.status, 404)
+  t.equal(JSON.parse(dots.body.toString()).error, 'not_found')
   t.notMatch((await get('/../package.json')).body.toString(), pkg.slice(0, 40))
 })
 
