@@ -15,16 +15,36 @@ export interface IngestPrincipal { kind: 'ingest', token: IngestTokenRecord, org
 
 // RFC 6750 b64token (token68) after a case-insensitive "Bearer" scheme.
 const bearerPattern = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i
+// RFC 7617 Basic credentials (base64 of "user:password"); the token is the password (SPEC.md
+// section 4 extension, for shippers that only do Basic: Elasticsearch and Loki clients).
+const basicPattern = /^basic +([A-Za-z0-9+/]+=*) *$/i
+const malformed = 'Malformed Authorization header: send Authorization: Bearer <token> (or Basic with the token as the password)'
 
-/** The bearer token of a request, or a 401. */
+/**
+ * The token of a request, or a 401: `Bearer <token>`, or `Basic` with the token as the password
+ * (any user name). Two Authorization headers are refused: a proxy in front that reads the other
+ * one would authorize a different token than Sluice does.
+ */
 export function readBearerToken (req: IncomingMessage): string {
   const header = req.headers.authorization
   if (header === undefined || header === '') {
     throw new SluiceError('unauthorized', 'Missing Authorization header: send Authorization: Bearer <token>')
   }
+  let seen = 0
+  for (let i = 0; i < req.rawHeaders.length; i += 2) {
+    if (req.rawHeaders[i].length === 13 && req.rawHeaders[i].toLowerCase() === 'authorization') seen++
+  }
+  if (seen > 1) throw new SluiceError('unauthorized', 'Send one Authorization header, not several')
   const m = bearerPattern.exec(header)
-  if (!m) throw new SluiceError('unauthorized', 'Malformed Authorization header: send Authorization: Bearer <token>')
-  return m[1]
+  if (m) return m[1]
+  const b = basicPattern.exec(header)
+  if (b) {
+    const decoded = Buffer.from(b[1], 'base64').toString('latin1')
+    const colon = decoded.indexOf(':')
+    const password = colon < 0 ? '' : decoded.slice(colon + 1)
+    if (/^[A-Za-z0-9\-._~+/]+=*$/.test(password)) return password
+  }
+  throw new SluiceError('unauthorized', malformed)
 }
 
 function invalid (): SluiceError {
