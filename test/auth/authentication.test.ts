@@ -37,6 +37,19 @@ t.test('scheme is case-insensitive', async (t) => {
   t.equal(r.status, 200)
 })
 
+t.test('Basic with the token as the password counts as Bearer (any user name)', async (t) => {
+  const basic = (user: string, password: string) => ({ authorization: 'Basic ' + Buffer.from(`${user}:${password}`).toString('base64') })
+  t.equal((await s.api('GET', '/api/streams', { token: null, headers: basic('anyone', s.adminToken) })).status, 200)
+  t.equal((await s.api('GET', '/api/streams', { token: null, headers: basic('', s.adminToken) })).status, 200, 'empty user name')
+  const r = await s.api('POST', '/api/ingest/web', {
+    token: null, body: '{"path":"/"}\n', headers: { ...basic('fluentbit', ingest.token), 'content-type': 'application/x-ndjson' },
+  })
+  t.equal(r.status, 200, 'an ingest token as the password sends events')
+  await expectError(t, s.api('GET', '/api/streams', { token: null, headers: basic('u', generateToken('pat')) }), 403, 'invalid_token')
+  await expectError(t, s.api('GET', '/api/streams', { token: null, headers: basic('no-colon-here', '') }), 401, 'unauthorized')
+  await expectError(t, s.api('GET', '/api/streams', { token: null, headers: { authorization: 'Basic ' + Buffer.from('only-a-user').toString('base64') } }), 401, 'unauthorized')
+})
+
 t.test('403 invalid_token: unknown, bad checksum, expired, revoked', async (t) => {
   await expectError(t, s.api('GET', '/api/streams', { token: generateToken('pat') }), 403, 'invalid_token')
   const bad = s.adminToken.slice(0, -1) + (s.adminToken.endsWith('A') ? 'B' : 'A')

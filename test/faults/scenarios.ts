@@ -181,3 +181,42 @@ export async function signalledSluice (o: { signal: 'SIGTERM' | 'SIGKILL', click
     await sluice.stop()
   }
 }
+
+/** Peak resident memory of a process so far (VmHWM), in bytes; 0 when /proc does not say. */
+function peakRssBytes (pid: number): number {
+  try {
+    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+    return m ? Number(m[1]) * 1024 : 0
+  } catch {
+    return 0
+  }
+}
+
+/**
+ * Overload: `shape.clients` clients each send large bodies back to back (a refused one again
+ * after 100 ms) for `durationMs`, far more than the node stores, with the per-org limits lifted
+ * so that the server-wide ones (uncommitted bytes, reading slots, the writer's queue) are what
+ * push back. Reports the offered/stored ratio and Sluice's peak RSS.
+ */
+export async function overloadedSluice (o: { clickhouseUrl: string, durationMs: number, shape: LoadShape }): Promise<ScenarioResult & { peakRssBytes: number, offeredPerStored: number }> {
+  const sluice = await startSluiceProcess({
+    clickhouseUrl: o.clickhouseUrl,
+    config: { limits: { concurrentRequests: 100_000, requestsPerMinute: 10_000_000 } },
+  })
+  const checker = checkerClient(o.clickhouseUrl, sluice.database)
+  try {
+    const token = await createStream(sluice.url, sluice.adminToken, 'overload')
+    const load = await underLoad(() => sluice, 'overload', token, o.shape, () => sleep(o.durationMs), 0, 0)
+    const peak = peakRssBytes(sluice.child.pid!)
+    const result = await check(checker, 'overload', load)
+    const stored = result.answerCounts['200'] ?? 0
+    return {
+      scenario: `overload: ${o.shape.clients} clients x ${o.shape.linesPerRequest} lines for ${o.durationMs} ms`,
+      ...result, peakRssBytes: peak, offeredPerStored: stored === 0 ? Infinity : load.answers.length / stored,
+    }
+  } finally {
+    await checker.command(`DROP DATABASE IF EXISTS \`${sluice.database}\``).catch(() => {})
+    await checker.close()
+    await sluice.stop()
+  }
+}
