@@ -372,7 +372,8 @@ export class Admission {
   }
 
   #takeReadingBytes (ticket: Ticket, n: number, headers: Record<string, string>): Promise<void> | undefined {
-    if (this.#fitsReading(ticket, n) && this.#byteWaiters.length === 0) {
+    const first = this.#readers.values().next().value === ticket
+    if (first || (this.#readingBytes + n <= this.#limits.maxReadingBytes && this.#byteWaiters.length === 0)) {
       this.#readingBytes += n
       ticket.readBytes += n
       return undefined
