@@ -16,9 +16,9 @@
 //   ceil(maxReadingRequests / active orgs). A freed slot goes to the waiting orgs in turn
 //   (round-robin, each org's own requests first come first served), skipping an org that holds
 //   its share or more while another waiting org holds less. With no one else waiting an org may
-//   use every slot. When a request has to wait while an org over its share reads a body slower
-//   than the minimum data rate, that body is cut at once (its rate probe; 408) instead of after
-//   its grace period.
+//   use every slot. While a request of an org under its share waits, a body of an org over its
+//   share that lags the minimum data rate is cut at once (408: when the wait starts, or when the
+//   body starts to lag) instead of after its grace period.
 // - Uncommitted bytes: a request is refused server_busy when the server's uncommitted bytes plus
 //   its reservation pass `maxUncommittedBytes`, unless its org, counting that reservation, stays
 //   within its share (maxUncommittedBytes / orgs with requests in progress) and the total fits
@@ -61,6 +61,8 @@ export interface AdmissionTicket {
   startReading (signal?: AbortSignal): Promise<void>
   /** Lets admission cut this request when it is slow and other orgs wait (see RateProbe). */
   setRateProbe (probe: RateProbe): void
+  /** The body has started to lag the minimum rate: cut at once if another org waits for its slot. */
+  reportBehind (): void
   /** The body is read: hands the request's bytes over to the writer's own accounting, and its slot back. */
   releaseBytes (): void
   /** Frees the concurrency slot and any bytes still counted; call once, when answered. */
@@ -215,6 +217,7 @@ export class Admission {
       headers,
       startReading: (signal) => this.#startReading(ticket, headers, signal),
       setRateProbe: (probe) => { ticket.probe = probe },
+      reportBehind: () => { this.#cutForWaiters(ticket) },
       addBytes: (n) => {
         ticket.seen += n
         if (ticket.seen > ticket.counted) {
@@ -324,6 +327,18 @@ export class Admission {
         return
       }
     }
+  }
+
+  /** Cuts a lagging body if its org holds more than its share while another org under it waits. */
+  #cutForWaiters (ticket: Ticket): void {
+    if (ticket.probe === null || this.#waitingCount === 0) return
+    const share = this.#slotShare()
+    if ((this.#orgs.get(ticket.orgId)?.reading ?? 0) <= share) return
+    const othersWait = this.#turn.some((id) => id !== ticket.orgId && this.#orgs.get(id)!.reading < share)
+    if (!othersWait) return
+    const probe = ticket.probe
+    ticket.probe = null // cut once
+    probe.cut()
   }
 
   #doneReading (ticket: Ticket): void {

@@ -184,7 +184,9 @@ async function readAndStore (
   const [framer, splitter, lastBatch] = createLineSplitter({ batcher, maxLineBytes: config.maxLineBytes })
   const stages: Duplex[] = []
   if (config.minBytesPerSecond > 0) {
-    const rate = new MinDataRate({ minBytesPerSecond: config.minBytesPerSecond, graceMs: config.minRateGraceMs })
+    const rate = new MinDataRate({
+      minBytesPerSecond: config.minBytesPerSecond, graceMs: config.minRateGraceMs, onBehind: () => { ticket.reportBehind() },
+    })
     ticket.setRateProbe({ isBehind: () => rate.budget.isBehind, cut: () => { rate.cut() } })
     stages.push(rate)
   }

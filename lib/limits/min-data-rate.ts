@@ -19,6 +19,8 @@ export interface MinDataRateOptions {
   minBytesPerSecond: number
   /** ms of budget: silence allowed at the start, and the most that faster sending banks. */
   graceMs: number
+  /** Called when the body starts to lag (isBehind turns true), so that admission may reclaim its slot. */
+  onBehind?: () => void
 }
 
 /** The time budget alone, in ms, driven by the caller's clock: unit-testable with numbers. */
@@ -53,11 +55,12 @@ export class DataRateBudget {
   }
 
   /**
-   * The client lags the minimum rate by more than a second's worth (or half the grace, when that
-   * is shorter): what admission asks before cutting a slow body that holds a slot others wait for.
+   * The client lags the minimum rate: it has had more time than its bytes paid for, by more than
+   * one check interval (the time is charged in those steps) or half the grace when that is
+   * shorter. What admission asks before cutting a slow body that holds a slot others wait for.
    */
   get isBehind (): boolean {
-    return this.#msPerByte > 0 && this.#graceMs - this.#budgetMs > Math.min(1000, this.#graceMs / 2)
+    return this.#msPerByte > 0 && this.#graceMs - this.#budgetMs > Math.min(maxCheckIntervalMs, this.#graceMs / 2)
   }
 }
 
@@ -76,6 +79,7 @@ export class MinDataRate extends Transform {
   readonly #now: () => number
   #lastCheck: number
   #timer: NodeJS.Timeout | null = null
+  #wasBehind = false
 
   constructor (options: MinDataRateOptions, now: () => number = performance.now.bind(performance)) {
     super()
@@ -99,7 +103,13 @@ export class MinDataRate extends Transform {
     const now = this.#now()
     if (this.writableLength === 0) this.#budget.wait(now - this.#lastCheck)
     this.#lastCheck = now
-    if (this.#budget.isExhausted) this.cut()
+    if (this.#budget.isExhausted) {
+      this.cut()
+      return
+    }
+    const behind = this.#budget.isBehind
+    if (behind && !this.#wasBehind) this.#options.onBehind?.()
+    this.#wasBehind = behind
   }
 
   /** Ends the body with 408 request_timeout. */

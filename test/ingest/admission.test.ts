@@ -148,3 +148,24 @@ t.test('reading bytes: past maxReadingBytes a body waits, the first reader never
   t.equal(admission.readingBytes, 0)
   t.equal(admission.uncommittedBytes, 0)
 })
+
+t.test('a body that starts to lag while another org waits is cut then, not only when the wait starts', async (t) => {
+  const { admission } = setup({ maxReadingRequests: 2 })
+  const cut: number[] = []
+  const slow = [admission.admit('A', 'a'), admission.admit('A', 'a')]
+  for (const [i, ticket] of slow.entries()) {
+    await ticket.startReading()
+    ticket.setRateProbe({ isBehind: () => false, cut: () => { cut.push(i); ticket.release() } })
+  }
+  slow[0].reportBehind()
+  t.same(cut, [], 'no one waits: it keeps its slot')
+  const b = read(admission.admit('B', 'b'))
+  await tick()
+  t.same(cut, [], 'B waits; neither body lags yet')
+  slow[1].reportBehind()
+  await tick()
+  t.same(cut, [1], 'cut as soon as it lags')
+  t.equal(b.granted, true)
+  slow[0].reportBehind()
+  t.same(cut, [1], 'A is down to its share of 1: not cut')
+})
