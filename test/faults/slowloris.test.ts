@@ -63,6 +63,7 @@ t.test('slow headers and bodies from one org do not starve another org', async (
   const metrics = await (await request(`${s.url}/metrics`)).body.text()
   t.match(metrics, /^sluice_ingest_reading_requests 0$/m)
   t.match(metrics, /^sluice_uncommitted_bytes 0$/m)
+  t.match(metrics, /^sluice_ingest_reading_bytes 0$/m)
   t.equal(await countEvents(normal), ok * 20, 'every 200 is stored')
   t.comment(`normal: ${ok} x 200; attack: ${stats.opened} connections, ${stats.answers.get(408) ?? 0} x 408, ${stats.closedByServer} closed by the server`)
 })
