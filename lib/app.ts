@@ -171,6 +171,7 @@ export async function createApp (config: Config, log: Logger, options: AppOption
     metrics.registry.gauge('sluice_uncommitted_bytes', 'Bytes accepted and not yet committed', () => admission.uncommittedBytes)
     metrics.registry.gauge('sluice_ingest_reading_requests', 'Ingest requests reading and parsing their bodies', () => admission.readingRequests)
     metrics.registry.gauge('sluice_ingest_waiting_requests', 'Ingest requests waiting to read their bodies', () => admission.waitingRequests)
+    metrics.registry.gauge('sluice_ingest_reading_bytes', 'Decompressed bytes of the ingest bodies being read', () => admission.readingBytes)
     metrics.registry.gauge('sluice_writer_pending_rows', 'Rows waiting for or in a ClickHouse insert', () => writer.pendingRows)
     metrics.registry.gauge('sluice_worker_queue', 'Parse tasks waiting for a worker thread', () => pool.queueSize)
     registerMetricsRoute(router, metrics)

@@ -65,6 +65,13 @@ export interface Config {
     taskBytes: number
     /** Parse worker threads. */
     workers: number
+    /**
+     * Bytes per second a body must keep arriving at, on average over minRateGraceMs, while the
+     * server waits for it (408 request_timeout when slower); 0: no minimum.
+     */
+    minBytesPerSecond: number
+    /** ms a body may lag behind minBytesPerSecond: at its start, or banked by faster sending. */
+    minRateGraceMs: number
   }
   writer: {
     /** Rows in one INSERT at most (one request's rows are never split). */
@@ -96,6 +103,11 @@ export interface Config {
     maxReadingRequests: number
     /** ms a request waits for a reading slot before its 429 server_busy. */
     maxReadingWaitMs: number
+    /**
+     * Decoded bytes of the bodies being read at once, server-wide; a body that does not fit waits
+     * (the one reading longest never does). Bounds memory under concurrent compression bombs.
+     */
+    maxReadingBytes: number
     /** Per-org overrides, by org name. */
     orgs: Record<string, Partial<OrgLimits>>
   }
@@ -144,6 +156,8 @@ const fields: Field[] = [
   { path: 'ingest.maxLineBytes', kind: 'positiveInt', env: 'SLUICE_MAX_LINE_BYTES' },
   { path: 'ingest.taskBytes', kind: 'positiveInt' },
   { path: 'ingest.workers', kind: 'positiveInt', env: 'SLUICE_WORKERS' },
+  { path: 'ingest.minBytesPerSecond', kind: 'nonNegativeInt', env: 'SLUICE_MIN_BYTES_PER_SECOND' },
+  { path: 'ingest.minRateGraceMs', kind: 'positiveInt' },
   { path: 'writer.maxBatchRows', kind: 'positiveInt' },
   { path: 'writer.flushIntervalMs', kind: 'positiveInt', env: 'SLUICE_FLUSH_INTERVAL_MS' },
   { path: 'writer.minInsertIntervalMs', kind: 'nonNegativeInt' },
@@ -157,6 +171,7 @@ const fields: Field[] = [
   { path: 'limits.maxUncommittedBytes', kind: 'positiveInt', env: 'SLUICE_MAX_UNCOMMITTED_BYTES' },
   { path: 'limits.maxReadingRequests', kind: 'positiveInt', env: 'SLUICE_MAX_READING_REQUESTS' },
   { path: 'limits.maxReadingWaitMs', kind: 'positiveInt' },
+  { path: 'limits.maxReadingBytes', kind: 'positiveInt', env: 'SLUICE_MAX_READING_BYTES' },
 ]
 
 const defaultConfigFile = new URL('../config/default.json', import.meta.url)

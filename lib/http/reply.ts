@@ -3,6 +3,7 @@
 // summary) and the Retry-After header a 429 or 503 must carry.
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { SluiceError, toHttpError } from '../errors.ts'
+import type { ErrorCode } from '../errors.ts'
 import type { Logger } from '../logger.ts'
 
 export interface RequestContext {
@@ -37,6 +38,13 @@ export function sendEmpty (ctx: RequestContext, status: number): void {
   ctx.res.end()
 }
 
+/**
+ * 503s that say the server is deliberately not serving (draining for shutdown, not ready yet):
+ * expected during every restart, so they are no failure worth an error line each (an outage
+ * logged 73 of them), hence debug: a load balancer polls /readyz every second. Real failures (storage_unavailable, internal_error) stay at error level.
+ */
+const expectedUnavailable: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['shutting_down', 'not_ready'])
+
 /** Answers with any error: our own as they are, anything else through toHttpError. */
 export function sendError (ctx: RequestContext, err: unknown): void {
   const { res } = ctx
@@ -51,7 +59,8 @@ export function sendError (ctx: RequestContext, err: unknown): void {
     return
   }
   const e = toHttpError(err)
-  if (e.status >= 500) ctx.log.error('request failed', { err, code: e.code, status: e.status })
+  if (expectedUnavailable.has(e.code)) ctx.log.debug('request refused: not serving now', { code: e.code, status: e.status, reason: e.message })
+  else if (e.status >= 500) ctx.log.error('request failed', { err, code: e.code, status: e.status })
   if (res.headersSent) {
     res.destroy()
     return
@@ -59,6 +68,8 @@ export function sendError (ctx: RequestContext, err: unknown): void {
   if (e.headers) for (const name of Object.keys(e.headers)) res.setHeader(name, e.headers[name])
   if (e.retryAfter !== undefined) res.setHeader('retry-after', String(Math.max(1, Math.ceil(e.retryAfter))))
   if (e.status === 401) res.setHeader('www-authenticate', 'Bearer')
+  // A request cut for being slow is not read on: node destroys the socket once the answer is out.
+  if (e.code === 'request_timeout') res.setHeader('connection', 'close')
   sendJson(ctx, e.status, { error: e.code, message: e.message, ...e.details, request_id: ctx.requestId })
 }
 

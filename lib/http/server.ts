@@ -8,6 +8,7 @@
 import { createServer } from 'node:http'
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import type { Duplex } from 'node:stream'
 import { randomUUID } from 'node:crypto'
 import { SluiceError } from '../errors.ts'
 import type { Logger } from '../logger.ts'
@@ -117,10 +118,16 @@ export function createHttpServer (options: HttpServerOptions): HttpServer {
     }
   }
 
-  // Requests node could not parse, or that did not arrive in time, never reach a handler: they
-  // get the same JSON error shape here, written straight to the socket.
+  // Requests node could not parse, or that did not arrive in time, never reach a handler (or
+  // are cut from under one): they get the same JSON error shape here, written straight to the
+  // socket, which is then destroyed. Node's server sockets allow half-open connections, so an end()
+  // alone (a FIN) would leave a peer that keeps its side open holding the fd, and the request it
+  // was sending (its reading slot, org slot and bytes) alive; destroying the socket aborts that
+  // request, whose pipeline then fails and stores nothing.
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-    if (!socket.writable || socket.destroyed) {
+    const inFlight = (socket as { _httpMessage?: ServerResponse | null })._httpMessage
+    if (!socket.writable || socket.destroyed || inFlight?.headersSent === true) {
+      // Nothing can be said any more without corrupting a response already under way.
       socket.destroy()
       return
     }
@@ -130,6 +137,7 @@ export function createHttpServer (options: HttpServerOptions): HttpServer {
     const body = JSON.stringify({ error: e.code, message: e.message, request_id: requestId })
     socket.end(`HTTP/1.1 ${e.status} ${timedOut ? 'Request Timeout' : 'Bad Request'}\r\nConnection: close\r\n` +
       `Content-Type: application/json; charset=utf-8\r\nX-Request-Id: ${requestId}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
+    destroyWhenSent(socket)
   })
 
   return {
@@ -162,4 +170,22 @@ export function createHttpServer (options: HttpServerOptions): HttpServer {
       await closed
     },
   }
+}
+
+/**
+ * Bytes written to the socket are handed to the kernel once 'finish' fires, which sends them
+ * after the fd is closed: the answer still arrives. A peer that reads nothing may never let the
+ * answer out of node's buffer, hence the backstop.
+ */
+const answerFlushMs = 1000
+
+/** Destroys a socket whose last answer has been written with end(). */
+export function destroyWhenSent (socket: Duplex): void {
+  if (socket.writableFinished) {
+    socket.destroy()
+    return
+  }
+  const backstop = setTimeout(() => socket.destroy(), answerFlushMs).unref()
+  socket.once('finish', () => { clearTimeout(backstop); socket.destroy() })
+  socket.once('close', () => clearTimeout(backstop))
 }

@@ -10,6 +10,27 @@
 // paused, its body in the kernel's buffers. Slots turn over in milliseconds; a request that waits
 // `maxReadingWaitMs` for one gets 429 server_busy (VictoriaLogs' -maxConcurrentInserts and
 // -insert.maxQueueDuration work the same way).
+//
+// Fair shares between orgs (a slow or noisy org cannot starve the others):
+// - Reading slots: the orgs holding or waiting for slots are "active"; an org's share is
+//   ceil(maxReadingRequests / active orgs). A freed slot goes to the waiting orgs in turn
+//   (round-robin, each org's own requests first come first served), skipping an org that holds
+//   its share or more while another waiting org holds less. With no one else waiting an org may
+//   use every slot. While a request of an org under its share waits, a body of an org over its
+//   share that lags the minimum data rate is cut at once (408: when the wait starts, or when the
+//   body starts to lag) instead of after its grace period.
+// - Uncommitted bytes: a request is refused server_busy when the server's uncommitted bytes plus
+//   its reservation pass `maxUncommittedBytes`, unless its org, counting that reservation, stays
+//   within its share (maxUncommittedBytes / orgs with requests in progress) and the total fits
+//   once the bytes other orgs hold beyond their shares are left out. The total can so pass the
+//   limit by at most what other orgs held beyond their shares: less than the limit again.
+// - Reading bytes: the decoded bytes of the bodies being read, server-wide, stay within
+//   `maxReadingBytes`: a request whose next chunk does not fit waits for room with its socket
+//   paused (addBytes returns a promise), first come first served, except that the request
+//   reading longest never waits, so that one always finishes and frees room (the bound is
+//   therefore maxReadingBytes plus one body of at most ingest.maxDecodedBytes). This is what
+//   keeps concurrent compression bombs, each stopped at the decoded limit, from holding their
+//   limits' worth of lines, tasks and rows all at once. A wait past maxReadingWaitMs is 429.
 import { SluiceError } from '../errors.ts'
 import type { Config, OrgLimits } from '../config.ts'
 import { RateLimiter } from '../limits/rate-limiter.ts'
@@ -17,17 +38,39 @@ import { ConcurrencyLimiter } from '../limits/concurrency-limiter.ts'
 
 export type RejectReason = 'rate_limited' | 'too_many_concurrent_requests' | 'server_busy'
 
+/** How admission asks a reading request whether its client keeps up, and cuts it when not. */
+export interface RateProbe {
+  /** The client has sent less than the minimum data rate asks for the time waited so far. */
+  isBehind (): boolean
+  /** Ends the request (408); its slot comes back through release(). */
+  cut (): void
+}
+
 export interface AdmissionTicket {
   headers: Record<string, string>
-  /** Counts decoded bytes of this request as accepted-not-committed. */
-  addBytes (n: number): void
-  /** Resolves once the request may read its body; throws 429 server_busy after maxReadingWaitMs. */
-  startReading (): Promise<void>
+  /**
+   * Counts decoded bytes of this request as accepted-not-committed and as being read. Returns a
+   * promise when the server's reading bytes are full: read no further until it resolves (it
+   * rejects with 429 server_busy after maxReadingWaitMs, or with the abort reason).
+   */
+  addBytes (n: number): Promise<void> | undefined
+  /**
+   * Resolves once the request may read its body; throws 429 server_busy after maxReadingWaitMs,
+   * or the signal's reason when it aborts first (the client left).
+   */
+  startReading (signal?: AbortSignal): Promise<void>
+  /** Lets admission cut this request when it is slow and other orgs wait (see RateProbe). */
+  setRateProbe (probe: RateProbe): void
+  /** The body has started to lag the minimum rate: cut at once if another org waits for its slot. */
+  reportBehind (): void
   /** The body is read: hands the request's bytes over to the writer's own accounting, and its slot back. */
   releaseBytes (): void
   /** Frees the concurrency slot and any bytes still counted; call once, when answered. */
   release (): void
 }
+
+/** Cancels a timer. */
+type CancelTimer = () => void
 
 export interface AdmissionOptions {
   limits: Config['limits']
@@ -35,27 +78,78 @@ export interface AdmissionOptions {
   writerPendingBytes: () => number
   /** The writer refuses more for now. */
   writerNeedsDrain: () => boolean
+  /** Clock (ms) of the rate limiter. */
   now?: () => number
+  /** Runs `fn` after `ms` (the waits' deadlines); tests pass their own. Default: setTimeout. */
+  setTimer?: (fn: () => void, ms: number) => CancelTimer
   onReject?: (reason: RejectReason) => void
 }
 
 /** Seconds a client waits after too_many_concurrent_requests or server_busy: requests finish fast. */
 const busyRetryAfterS = 1
 
+interface Ticket {
+  readonly orgId: string
+  /** Bytes held in #bodyBytes: the larger of the reservation and the decoded bytes seen. */
+  counted: number
+  seen: number
+  /** Decoded bytes held in #readingBytes. */
+  readBytes: number
+  /** 'no' before startReading, 'waiting' for a slot, 'yes' holding one, 'done' after. */
+  reading: 'no' | 'waiting' | 'yes' | 'done'
+  probe: RateProbe | null
+}
+
+interface SlotWaiter {
+  ticket: Ticket
+  grant: () => void
+}
+
+interface ByteWaiter {
+  ticket: Ticket
+  bytes: number
+  grant: () => void
+}
+
+/** What admission keeps per org with requests in progress; dropped when it has none. */
+interface OrgState {
+  /** Admitted requests not yet released. */
+  tickets: number
+  /** Reading slots held. */
+  reading: number
+  /** Bytes counted in #bodyBytes for the org's requests. */
+  bytes: number
+  /** Requests waiting for a reading slot, oldest first. */
+  waiting: SlotWaiter[]
+}
+
+const defaultSetTimer = (fn: () => void, ms: number): CancelTimer => {
+  const timer = setTimeout(fn, ms)
+  return () => clearTimeout(timer)
+}
+
 export class Admission {
   #limits: Config['limits']
   #rate: RateLimiter
   #concurrency = new ConcurrencyLimiter()
+  #setTimer: (fn: () => void, ms: number) => CancelTimer
   #bodyBytes = 0
   #reading = 0
-  /** Requests waiting for a reading slot, first come first served. */
-  readonly #waiting = new Set<() => void>()
+  #waitingCount = 0
+  #readingBytes = 0
+  readonly #orgs = new Map<string, OrgState>()
+  /** Orgs with requests waiting for a slot, in the order they are served (round-robin). */
+  #turn: string[] = []
+  /** Tickets holding a reading slot, in the order they got it: the first never waits for bytes. */
+  readonly #readers = new Set<Ticket>()
+  #byteWaiters: ByteWaiter[] = []
   #options: AdmissionOptions
 
   constructor (options: AdmissionOptions) {
     this.#options = options
     this.#limits = options.limits
     this.#rate = new RateLimiter(options.now)
+    this.#setTimer = options.setTimer ?? defaultSetTimer
   }
 
   /** Requests reading and parsing their bodies. */
@@ -65,12 +159,22 @@ export class Admission {
 
   /** Admitted requests waiting for a reading slot. */
   get waitingRequests (): number {
-    return this.#waiting.size
+    return this.#waitingCount
+  }
+
+  /** Decoded bytes of the bodies being read, server-wide. */
+  get readingBytes (): number {
+    return this.#readingBytes
   }
 
   /** Bytes accepted and not yet committed, server-wide. */
   get uncommittedBytes (): number {
     return this.#bodyBytes + this.#options.writerPendingBytes()
+  }
+
+  /** Reading slots an org holds (tests, metrics). */
+  readingOf (orgId: string): number {
+    return this.#orgs.get(orgId)?.reading ?? 0
   }
 
   limitsFor (orgName: string): OrgLimits {
@@ -99,72 +203,238 @@ export class Admission {
     if (!this.#concurrency.tryAcquire(orgId, limits.concurrentRequests)) {
       throw this.#reject('too_many_concurrent_requests', `More than ${limits.concurrentRequests} ingest requests at once for this org`, busyRetryAfterS, headers)
     }
-    if (this.uncommittedBytes + declaredBytes > this.#limits.maxUncommittedBytes || this.#options.writerNeedsDrain()) {
+    if (this.#options.writerNeedsDrain() || !this.#bytesFit(orgId, declaredBytes)) {
       this.#concurrency.release(orgId)
       throw this.#reject('server_busy', 'The server has too much data waiting to be stored; retry shortly', busyRetryAfterS, headers)
     }
-    // counted: bytes this request holds in #bodyBytes, the larger of the reservation and the
-    // decoded bytes seen so far.
-    let counted = declaredBytes
-    let seen = 0
-    // reading: 'no' before startReading, 'waiting' for a slot, 'yes' holding one, 'done' after.
-    // A ticket is released only after startReading has settled, never while it waits.
-    let reading: 'no' | 'waiting' | 'yes' | 'done' = 'no'
-    let released = false
+    const org = this.#org(orgId)
+    org.tickets++
+    const ticket: Ticket = { orgId, counted: declaredBytes, seen: 0, readBytes: 0, reading: 'no', probe: null }
     this.#bodyBytes += declaredBytes
-    const doneReading = (): void => {
-      this.#bodyBytes -= counted
-      counted = 0
-      if (reading === 'yes') this.#freeSlot()
-      reading = 'done'
-    }
+    org.bytes += declaredBytes
+    let released = false
     return {
       headers,
-      startReading: async () => {
-        if (reading !== 'no') return
-        if (this.#reading < this.#limits.maxReadingRequests && this.#waiting.size === 0) {
-          this.#reading++
-          reading = 'yes'
-          return
-        }
-        reading = 'waiting'
-        const granted = await new Promise<boolean>((resolve) => {
-          const timer = setTimeout(() => { this.#waiting.delete(wakeUp); resolve(false) }, this.#limits.maxReadingWaitMs)
-          const wakeUp = (): void => { clearTimeout(timer); resolve(true) }
-          this.#waiting.add(wakeUp)
-        })
-        if (!granted) {
-          reading = 'done'
-          throw this.#reject('server_busy', 'The server is reading as many request bodies as it can take; retry shortly', busyRetryAfterS, headers)
-        }
-        reading = 'yes'
-      },
+      startReading: (signal) => this.#startReading(ticket, headers, signal),
+      setRateProbe: (probe) => { ticket.probe = probe },
+      reportBehind: () => { this.#cutForWaiters(ticket) },
       addBytes: (n) => {
-        seen += n
-        if (seen > counted) {
-          this.#bodyBytes += seen - counted
-          counted = seen
+        ticket.seen += n
+        if (ticket.seen > ticket.counted) {
+          const more = ticket.seen - ticket.counted
+          this.#bodyBytes += more
+          org.bytes += more
+          ticket.counted = ticket.seen
         }
+        return this.#takeReadingBytes(ticket, n, headers)
       },
-      releaseBytes: doneReading,
+      releaseBytes: () => { this.#doneReading(ticket) },
       release: () => {
         if (released) return
         released = true
-        doneReading()
+        this.#doneReading(ticket)
+        org.tickets--
         this.#concurrency.release(orgId)
+        this.#forgetIfIdle(orgId)
       },
     }
   }
 
-  /** Passes a freed reading slot to the longest waiting request, if any. */
+  /** Whether `bytes` more for the org fit the uncommitted budget, fairly (see the contract). */
+  #bytesFit (orgId: string, bytes: number): boolean {
+    const max = this.#limits.maxUncommittedBytes
+    const total = this.uncommittedBytes + bytes
+    if (total <= max) return true
+    const own = this.#orgs.get(orgId)
+    const active = this.#orgs.size + (own === undefined || own.tickets === 0 ? 1 : 0)
+    if (active < 2) return false
+    const share = max / active
+    if ((own?.bytes ?? 0) + bytes > share) return false
+    let othersExcess = 0
+    for (const [id, o] of this.#orgs) if (id !== orgId && o.bytes > share) othersExcess += o.bytes - share
+    return total - othersExcess <= max
+  }
+
+  async #startReading (ticket: Ticket, headers: Record<string, string>, signal: AbortSignal | undefined): Promise<void> {
+    if (ticket.reading !== 'no') return
+    signal?.throwIfAborted()
+    const org = this.#org(ticket.orgId)
+    if (this.#reading < this.#limits.maxReadingRequests && this.#waitingCount === 0) {
+      this.#grantSlot(ticket, org)
+      return
+    }
+    ticket.reading = 'waiting'
+    await new Promise<void>((resolve, reject) => {
+      const leave = (): void => {
+        cancelTimer()
+        signal?.removeEventListener('abort', onAbort)
+        org.waiting.splice(org.waiting.indexOf(waiter), 1)
+        this.#waitingCount--
+        if (org.waiting.length === 0) this.#turn.splice(this.#turn.indexOf(ticket.orgId), 1)
+        ticket.reading = 'done'
+      }
+      const onAbort = (): void => { leave(); reject(signal!.reason) }
+      const cancelTimer = this.#setTimer(() => {
+        leave()
+        reject(this.#reject('server_busy', 'The server is reading as many request bodies as it can take; retry shortly', busyRetryAfterS, headers))
+      }, this.#limits.maxReadingWaitMs)
+      const waiter: SlotWaiter = {
+        ticket,
+        grant: () => {
+          cancelTimer()
+          signal?.removeEventListener('abort', onAbort)
+          resolve()
+        },
+      }
+      signal?.addEventListener('abort', onAbort, { once: true })
+      if (org.waiting.length === 0) this.#turn.push(ticket.orgId)
+      org.waiting.push(waiter)
+      this.#waitingCount++
+      this.#reclaimSlot(ticket.orgId)
+    })
+  }
+
+  #grantSlot (ticket: Ticket, org: OrgState): void {
+    this.#reading++
+    org.reading++
+    ticket.reading = 'yes'
+    this.#readers.add(ticket)
+  }
+
+  /** Slots an org may hold while others wait: ceil(slots / orgs holding or waiting for one). */
+  #slotShare (): number {
+    let active = 0
+    for (const o of this.#orgs.values()) if (o.reading > 0 || o.waiting.length > 0) active++
+    return Math.ceil(this.#limits.maxReadingRequests / Math.max(1, active))
+  }
+
+  /**
+   * A request of `orgId` waits: if another org holds more than its share and one of its bodies
+   * is behind the minimum data rate, that body is cut now; its slot then comes back through
+   * release() and #freeSlot.
+   */
+  #reclaimSlot (orgId: string): void {
+    const share = this.#slotShare()
+    const mine = this.#orgs.get(orgId)?.reading ?? 0
+    if (mine >= share) return
+    for (const ticket of this.#readers) {
+      if (ticket.orgId === orgId || ticket.probe === null) continue
+      if ((this.#orgs.get(ticket.orgId)?.reading ?? 0) <= share) continue
+      if (ticket.probe.isBehind()) {
+        const probe = ticket.probe
+        ticket.probe = null // cut once
+        probe.cut()
+        return
+      }
+    }
+  }
+
+  /** Cuts a lagging body if its org holds more than its share while another org under it waits. */
+  #cutForWaiters (ticket: Ticket): void {
+    if (ticket.probe === null || this.#waitingCount === 0) return
+    const share = this.#slotShare()
+    if ((this.#orgs.get(ticket.orgId)?.reading ?? 0) <= share) return
+    const othersWait = this.#turn.some((id) => id !== ticket.orgId && this.#orgs.get(id)!.reading < share)
+    if (!othersWait) return
+    const probe = ticket.probe
+    ticket.probe = null // cut once
+    probe.cut()
+  }
+
+  #doneReading (ticket: Ticket): void {
+    const org = this.#orgs.get(ticket.orgId)!
+    this.#bodyBytes -= ticket.counted
+    org.bytes -= ticket.counted
+    ticket.counted = 0
+    if (ticket.readBytes > 0) {
+      this.#readingBytes -= ticket.readBytes
+      ticket.readBytes = 0
+    }
+    const wasReader = this.#readers.delete(ticket)
+    // A request torn down while it waited for bytes: its wait ends (its pipeline is gone).
+    const own = this.#byteWaiters.filter((w) => w.ticket === ticket)
+    if (own.length > 0) {
+      this.#byteWaiters = this.#byteWaiters.filter((w) => w.ticket !== ticket)
+      for (const w of own) w.grant()
+    }
+    if (ticket.reading === 'yes') {
+      org.reading--
+      this.#freeSlot()
+    }
+    ticket.reading = 'done'
+    ticket.probe = null
+    if (wasReader) this.#wakeByteWaiters()
+  }
+
+  /** Passes a freed reading slot to the next waiting org in turn that is under its share. */
   #freeSlot (): void {
-    const next = this.#waiting.values().next()
-    if (next.done === true) {
+    if (this.#turn.length === 0) {
       this.#reading--
       return
     }
-    this.#waiting.delete(next.value)
-    next.value() // the slot changes hands: #reading stays
+    const share = this.#slotShare()
+    let at = this.#turn.findIndex((id) => this.#orgs.get(id)!.reading < share)
+    if (at === -1) at = 0 // every waiting org holds its share: no one else waits for this slot
+    const orgId = this.#turn[at]
+    const org = this.#orgs.get(orgId)!
+    const waiter = org.waiting.shift()!
+    this.#waitingCount--
+    this.#turn.splice(at, 1)
+    if (org.waiting.length > 0) this.#turn.push(orgId) // to the back of the turn
+    this.#reading-- // handed over: #grantSlot counts it again
+    this.#grantSlot(waiter.ticket, org)
+    waiter.grant()
+  }
+
+  #takeReadingBytes (ticket: Ticket, n: number, headers: Record<string, string>): Promise<void> | undefined {
+    const first = this.#readers.values().next().value === ticket
+    if (first || (this.#readingBytes + n <= this.#limits.maxReadingBytes && this.#byteWaiters.length === 0)) {
+      this.#readingBytes += n
+      ticket.readBytes += n
+      return undefined
+    }
+    return new Promise<void>((resolve, reject) => {
+      const cancelTimer = this.#setTimer(() => {
+        this.#byteWaiters = this.#byteWaiters.filter((w) => w !== waiter)
+        reject(this.#reject('server_busy', 'The server is decoding as many request bytes as it can take; retry shortly', busyRetryAfterS, headers))
+      }, this.#limits.maxReadingWaitMs)
+      const waiter: ByteWaiter = { ticket, bytes: n, grant: () => { cancelTimer(); resolve() } }
+      this.#byteWaiters.push(waiter)
+    })
+  }
+
+  /** The first reader never waits: it always finishes, and frees room for the others. */
+  #fitsReading (ticket: Ticket, n: number): boolean {
+    return this.#readingBytes + n <= this.#limits.maxReadingBytes || this.#readers.values().next().value === ticket
+  }
+
+  #wakeByteWaiters (): void {
+    while (this.#byteWaiters.length > 0) {
+      // The first reader jumps the queue; otherwise first come first served.
+      const first = this.#readers.values().next().value
+      let at = this.#byteWaiters.findIndex((w) => w.ticket === first)
+      if (at === -1) at = 0
+      const w = this.#byteWaiters[at]
+      if (!this.#fitsReading(w.ticket, w.bytes)) return
+      this.#byteWaiters.splice(at, 1)
+      this.#readingBytes += w.bytes
+      w.ticket.readBytes += w.bytes
+      w.grant()
+    }
+  }
+
+  #org (orgId: string): OrgState {
+    let org = this.#orgs.get(orgId)
+    if (org === undefined) {
+      org = { tickets: 0, reading: 0, bytes: 0, waiting: [] }
+      this.#orgs.set(orgId, org)
+    }
+    return org
+  }
+
+  #forgetIfIdle (orgId: string): void {
+    const org = this.#orgs.get(orgId)
+    if (org !== undefined && org.tickets === 0 && org.reading === 0 && org.waiting.length === 0) this.#orgs.delete(orgId)
   }
 
   #reject (code: RejectReason, message: string, retryAfter: number, headers: Record<string, string>): SluiceError {

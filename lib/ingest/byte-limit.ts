@@ -18,14 +18,16 @@ const describedKind = { raw: 'request body', decoded: 'decompressed request body
 export class ByteLimit extends Transform {
   readonly #limit: number
   readonly #kind: ByteLimitKind
-  readonly #onBytes: ((bytes: number) => void) | undefined
+  readonly #onBytes: ((bytes: number) => Promise<void> | undefined) | undefined
   #bytes = 0
 
   /**
    * `limit`: bytes that may pass (inclusive); one more fails the request. `onBytes` hears of
-   * every chunk that passes (its length), e.g. to count accepted bytes against a budget.
+   * every chunk that passes (its length), e.g. to count accepted bytes against a budget; when it
+   * returns a promise, the chunk waits for it (the stage reads no further: backpressure), and a
+   * rejection fails the stage.
    */
-  constructor (limit: number, kind: ByteLimitKind, onBytes?: (bytes: number) => void) {
+  constructor (limit: number, kind: ByteLimitKind, onBytes?: (bytes: number) => Promise<void> | undefined) {
     super()
     this.#limit = limit
     this.#kind = kind
@@ -44,8 +46,9 @@ export class ByteLimit extends Transform {
         `The ${describedKind[this.#kind]} is over the limit of ${formatBytes(this.#limit)}`))
       return
     }
-    this.#onBytes?.(chunk.length)
-    callback(null, chunk)
+    const room = this.#onBytes?.(chunk.length)
+    if (room === undefined) callback(null, chunk)
+    else room.then(() => { callback(null, chunk) }, callback)
   }
 }
 

@@ -7,6 +7,12 @@
 // batched, and parsed by the worker pool. All of the request's
 // rows go to the batch writer in one write, and the 200 is sent only once the insert holding them
 // has succeeded. A request that fails or is cut off before that point stores nothing.
+//
+// Slow and departed clients: the body must arrive at ingest.minBytesPerSecond (MinDataRate; 408
+// request_timeout, and the connection is closed). A client that leaves (its connection closes
+// before the answer: it gave up, or a timeout destroyed the socket) aborts the request's signal:
+// a wait for a reading slot ends, and rows not yet in an insert are dropped by the writer, so a
+// request whose client was told nothing, or 408, is not stored and then stored again on retry.
 import { pipeline } from 'node:stream/promises'
 import type { Duplex } from 'node:stream'
 import type { Piscina } from 'piscina'
@@ -26,6 +32,7 @@ import { createDecoder } from './decoder.ts'
 import { createLineSplitter } from './line-splitter.ts'
 import { LineBatcher } from './line-batcher.ts'
 import { WorkerDispatch } from './worker-dispatch.ts'
+import { MinDataRate } from '../limits/min-data-rate.ts'
 import { IngestSummary } from './ingest-summary.ts'
 import { randomSeqBase } from './parse-task.ts'
 import { IdempotencyCache } from './idempotency.ts'
@@ -123,10 +130,35 @@ async function ingestBody (
   ctx: RequestContext, deps: IngestRouteDeps, ticket: AdmissionTicket, decoder: Duplex | null,
   retentionDays: number, orgId: string, streamName: string,
 ): Promise<StoredAnswer> {
+  const { res } = ctx
+  const left = new AbortController()
+  const onClose = (): void => {
+    if (!res.writableFinished) left.abort(new ClientLeftError())
+  }
+  res.once('close', onClose)
+  try {
+    return await readAndStore(ctx, deps, ticket, decoder, retentionDays, orgId, streamName, left.signal)
+  } finally {
+    res.off('close', onClose)
+  }
+}
+
+/** The reason a request's signal aborts when its client has gone: no one to answer, nothing to store. */
+class ClientLeftError extends Error {
+  constructor () {
+    super('the client closed the connection before its answer')
+    this.name = 'AbortError'
+  }
+}
+
+async function readAndStore (
+  ctx: RequestContext, deps: IngestRouteDeps, ticket: AdmissionTicket, decoder: Duplex | null,
+  retentionDays: number, orgId: string, streamName: string, signal: AbortSignal,
+): Promise<StoredAnswer> {
   const { req } = ctx
   const { config, metrics } = deps
   try {
-    await ticket.startReading()
+    await ticket.startReading(signal)
   } catch (err) {
     decoder?.destroy()
     throw err
@@ -134,7 +166,7 @@ async function ingestBody (
   const summary = new IngestSummary()
   // Decoded bytes count into the ticket as they pass (accepted, not yet committed). Without a
   // decoder the wire bytes are the decoded bytes: one stage counts them against both limits.
-  const countBytes = (n: number): void => { ticket.addBytes(n) }
+  const countBytes = (n: number): Promise<void> | undefined => ticket.addBytes(n)
   const rawIsLower = config.maxRawBytes <= config.maxDecodedBytes
   const decoded = decoder || !rawIsLower
     ? new ByteLimit(config.maxDecodedBytes, 'decoded', countBytes)
@@ -150,8 +182,16 @@ async function ingestBody (
     live,
   })
   const [framer, splitter, lastBatch] = createLineSplitter({ batcher, maxLineBytes: config.maxLineBytes })
-  if (decoder) await pipeline(req, new ByteLimit(config.maxRawBytes, 'raw'), decoder, decoded, framer, splitter, lastBatch, dispatch)
-  else await pipeline(req, decoded, framer, splitter, lastBatch, dispatch)
+  const stages: Duplex[] = []
+  if (config.minBytesPerSecond > 0) {
+    const rate = new MinDataRate({
+      minBytesPerSecond: config.minBytesPerSecond, graceMs: config.minRateGraceMs, onBehind: () => { ticket.reportBehind() },
+    })
+    ticket.setRateProbe({ isBehind: () => rate.budget.isBehind, cut: () => { rate.cut() } })
+    stages.push(rate)
+  }
+  if (decoder) stages.push(new ByteLimit(config.maxRawBytes, 'raw'), decoder)
+  await pipeline([req, ...stages, decoded, framer, splitter, lastBatch, dispatch])
 
   if (!batcher.sawLine) throw new SluiceError('empty_body', 'The body holds no lines: send one JSON object per line')
   for (const [code, n] of summary.failedByCode) metrics.linesFailed.inc({ code }, n)
@@ -162,7 +202,7 @@ async function ingestBody (
 
   const chunks = summary.rowChunks()
   ticket.releaseBytes() // from here the writer counts them
-  await deps.writer.write(chunks, summary.ingested, { arrivedAt: ctx.startedAt })
+  await deps.writer.write(chunks, summary.ingested, { arrivedAt: ctx.startedAt, signal })
   metrics.linesIngested.inc(undefined, summary.ingested)
   metrics.bytesIngested.inc(undefined, decoded.bytes)
   if (live) deps.tailHub.publish(orgId, streamName, live, summary.live.filter((x) => x !== undefined))

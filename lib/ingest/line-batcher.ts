@@ -2,12 +2,16 @@
 //
 // Contract: add() takes the body's lines in order, as latin1 text (one character per raw byte) or
 // as a FailedLine, and returns a LineBatch whenever the next line would take the batch being
-// filled past `taskBytes`; flush() returns the last one. A batch holds consecutive lines, each
+// filled past `taskBytes`; addBlankLines(n) takes a run of n blank lines at once (the framer's
+// cheap form of a run of LFs); flush() returns the last one. A batch holds consecutive lines, each
 // followed by '\n', in an exact-size ArrayBuffer of its own, ready to be transferred; a line longer
 // than taskBytes gets a batch of its own, short ones are never sent one per task. Lines are
 // numbered from 1 and every line keeps its number: a blank line (only spaces, tabs or CRs) is
 // written empty, and a failed line is written empty and reported through `onFailure`, so the
-// worker skips both without counting them. `lineCount` and `sawLine` tell the route how many lines
+// worker skips both without counting them. A batch starts at a line with content: blank and
+// failed lines before it are not written at all (the next batch's firstLine skips them), so a
+// body of blank lines ships nothing to the workers, and a run of blank lines costs at most the
+// room left in the batch being filled. `lineCount` and `sawLine` tell the route how many lines
 // the body had and whether any was not blank (none: 400 empty_body).
 import type { LineFailure, LineFailureCode, ParseTask } from './parse-task.ts'
 
@@ -48,6 +52,8 @@ export class LineBatcher {
   #lines: string[] = []
   #bytes = 0
   #firstLine = 1
+  /** Lines in the batch being filled (an entry of #lines may hold a run of blank ones). */
+  #batchLines = 0
   #lineCount = 0
   #sawLine = false
 
@@ -77,11 +83,31 @@ export class LineBatcher {
       this.#sawLine = true
       text = line
     }
+    // Nothing for a worker before the batch's first line with content.
+    if (text.length === 0 && this.#lines.length === 0) return undefined
     const full = this.#bytes + text.length + 1 > this.#taskBytes && this.#lines.length > 0 ? this.#take() : undefined
     if (this.#lines.length === 0) this.#firstLine = number
     this.#lines.push(text)
+    this.#batchLines++
     this.#bytes += text.length + 1
     return full
+  }
+
+  /**
+   * Adds `count` blank lines. Inside a batch with content they are written (empty lines keep the
+   * numbers of the lines after them) while they fit; a run that does not closes the batch, and
+   * the rest of the run is skipped: the next batch starts after it.
+   */
+  addBlankLines (count: number): LineBatch | undefined {
+    if (count <= 0) return undefined
+    this.#lineCount += count
+    if (this.#lines.length === 0) return undefined
+    if (this.#bytes + count > this.#taskBytes) return this.#take()
+    // One entry of count - 1 LFs: join('\n') puts the count-th LF after it.
+    this.#lines.push('\n'.repeat(count - 1))
+    this.#batchLines += count
+    this.#bytes += count
+    return undefined
   }
 
   /** Returns the batch being filled, if it holds any line. */
@@ -90,12 +116,13 @@ export class LineBatcher {
   }
 
   #take (): LineBatch {
-    const lineCount = this.#lines.length
     this.#lines.push('') // so that join() ends the last line with '\n' too
     const input = new ArrayBuffer(this.#bytes)
+    const lineCount = this.#batchLines
     Buffer.from(input).write(this.#lines.join('\n'), 'latin1')
     const batch: LineBatch = { input, firstLine: this.#firstLine, lineCount }
     this.#lines = []
+    this.#batchLines = 0
     this.#bytes = 0
     return batch
   }

@@ -4,7 +4,8 @@
 // Contract: bytes in; LineBatch objects out (line-batcher.ts), holding every line of the body in
 // order, numbered from 1. Lines stay raw bytes: they are never decoded as UTF-8 on the main thread,
 // so the worker can tell invalid UTF-8 apart. A leading BOM is dropped; a line ends at LF, and a
-// CR before that LF (or before the end of the body) is removed; blank lines keep their numbers; the
+// CR before that LF (or before the end of the body) is removed; blank lines keep their numbers (a
+// run of them arrives from the framer as one marker line, see line-framer.ts); the
 // last line may lack its LF. A line over maxLineBytes fails alone with line_too_long, and a JSON
 // array body (line-framer.ts) yields one line per element. Failures reach the batcher's
 // onFailure; its lineCount and sawLine are final once this stream has ended.
@@ -18,7 +19,7 @@
 import { Transform } from 'node:stream'
 import type { TransformCallback } from 'node:stream'
 import split2 from 'split2'
-import { LineFramer, firstMarker, framingFailures } from './line-framer.ts'
+import { LineFramer, blankRunMarker, firstMarker, framingFailures } from './line-framer.ts'
 import type { FailedLine, LineBatch, LineBatcher } from './line-batcher.ts'
 
 export interface LineSplitterOptions {
@@ -41,6 +42,7 @@ export function createLineSplitter (options: LineSplitterOptions): [LineFramer, 
   function addLine (text: string): LineBatch | undefined {
     let length = text.length
     if (length === 0) return batcher.add(text)
+    if (text.charCodeAt(0) === blankRunMarker) return batcher.addBlankLines(Number(text.slice(1)))
     const last = text.charCodeAt(length - 1)
     if (last === CR) length--
     else if (last >= firstMarker) return batcher.add(framingFailures[last - firstMarker])

@@ -1,6 +1,8 @@
 // Runs a body through the ingest framing stage (line-splitter.ts with its line-batcher.ts) and
 // returns what the workers would receive, after checking the batch contract on every batch:
-// exact-size ArrayBuffers, every line ended by '\n', line numbers contiguous from 1.
+// exact-size ArrayBuffers, every line ended by '\n', line numbers increasing from 1. Lines that
+// no batch holds (blank and failed lines before a batch's first line with content, which the
+// batcher does not ship) come out as empty lines.
 import { Readable, Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { createLineSplitter } from '../../lib/ingest/line-splitter.ts'
@@ -40,7 +42,8 @@ export async function frameBody (body: Array<Buffer | string> | AsyncIterable<Bu
   const raw: Buffer[] = []
   for (const batch of batches) {
     if (!(batch.input instanceof ArrayBuffer)) throw new Error('input is not an ArrayBuffer')
-    if (batch.firstLine !== raw.length + 1) throw new Error(`batch starts at line ${batch.firstLine}, expected ${raw.length + 1}`)
+    if (batch.firstLine < raw.length + 1) throw new Error(`batch starts at line ${batch.firstLine}, after line ${raw.length}`)
+    while (raw.length + 1 < batch.firstLine) raw.push(Buffer.alloc(0))
     const bytes = Buffer.from(batch.input)
     if (bytes.length === 0 || bytes[bytes.length - 1] !== 0x0a) throw new Error('batch does not end with a newline')
     let start = 0
@@ -50,7 +53,8 @@ export async function frameBody (body: Array<Buffer | string> | AsyncIterable<Bu
     }
     if (raw.length !== batch.firstLine + batch.lineCount - 1) throw new Error('lineCount does not match the batch')
   }
-  if (raw.length !== batcher.lineCount) throw new Error(`lineCount ${batcher.lineCount}, batches hold ${raw.length}`)
+  if (raw.length > batcher.lineCount) throw new Error(`lineCount ${batcher.lineCount}, batches hold ${raw.length}`)
+  while (raw.length < batcher.lineCount) raw.push(Buffer.alloc(0))
   return { lines: raw.map((line) => line.toString('utf8')), raw, failures, batches, lineCount: batcher.lineCount, sawLine: batcher.sawLine }
 }
 

@@ -104,3 +104,18 @@ t.test('a JSON array body: element k is line k', async (t) => {
   t.same(rows.map((e) => e.path).sort(), ['/x', '/y'])
   t.equal(JSON.parse(rows.find((e) => e.path === '/x')!.attrs).msg, 'has ] and } and " inside')
 })
+
+t.test('blank-line bombs: megabytes of blank lines and one line is 1 ingested; blank lines alone are 400 empty_body', async (t) => {
+  const MiB = 1024 * 1024
+  const blanks = Buffer.alloc(24 * MiB, '\n')
+  const before = await countEvents(tgt)
+  const one = await postIngest(tgt, gzipSync(Buffer.concat([blanks, Buffer.from('{"path":"/among-blanks"}\n'), blanks])), { 'content-encoding': 'gzip' })
+  t.equal(one.status, 200)
+  t.equal(one.body.ingested, 1)
+  t.equal(one.body.failed, 0)
+  t.equal(await countEvents(tgt), before + 1)
+  const none = await postIngest(tgt, gzipSync(Buffer.concat([blanks, blanks])), { 'content-encoding': 'gzip' })
+  t.equal(none.status, 400)
+  t.equal(none.body.error, 'empty_body')
+  t.equal(await countEvents(tgt), before + 1)
+})

@@ -105,3 +105,20 @@ t.test('sawLine tells an empty body from one with lines', async (t) => {
   const tooLong = await frameBody(['x'.repeat(20)], { maxLineBytes: 8 })
   t.equal(tooLong.sawLine, true, 'a body whose only line is too long has a line')
 })
+
+t.test('blank lines before a batch\'s first real line are not shipped; runs inside a batch keep numbers', async (t) => {
+  const batcher = new LineBatcher({ taskBytes: 64, onFailure: () => {} })
+  t.equal(batcher.add(''), undefined)
+  t.equal(batcher.addBlankLines(1000), undefined)
+  t.equal(batcher.flush(), undefined, 'blank lines alone make no batch')
+  t.equal(batcher.lineCount, 1001)
+  t.equal(batcher.add('{"a":1}'), undefined) // line 1002, 8 bytes
+  t.equal(batcher.addBlankLines(3), undefined) // lines 1003-1005, 3 bytes
+  t.equal(batcher.add('{"b":2}'), undefined) // line 1006
+  const full = batcher.addBlankLines(100) // does not fit: closes the batch, the run is skipped
+  t.same(full && [full.firstLine, full.lineCount, Buffer.from(full.input).toString()], [1002, 5, '{"a":1}\n\n\n\n{"b":2}\n'])
+  batcher.add('{"c":3}')
+  const last = batcher.flush()
+  t.same(last && [last.firstLine, last.lineCount], [1107, 1], 'the next batch starts after the run')
+  t.equal(batcher.lineCount, 1107)
+})

@@ -216,3 +216,46 @@ t.test('past a line\'s worth of leading whitespace a body is NDJSON, so little i
 t.test('a body whose first non-blank byte is not [ is NDJSON even if [ comes later', async (t) => {
   t.same((await frameBody(['{"a":[1]}\n[{"b":2}]\n'])).lines, ['{"a":[1]}', '[{"b":2}]'])
 })
+
+t.test('runs of blank lines keep every number, cut at any place, next to cut lines too', async (t) => {
+  const long = 'z'.repeat(40) // over maxLineBytes 16 below: a cut line right before a run
+  const body = Buffer.from(['{"a":1}', '\n'.repeat(63), '{"b":2}', '\n'.repeat(64), '{"c":3}', '\n'.repeat(65),
+    long, '\n'.repeat(5000), '{"d":4}', '\r\n'.repeat(70), '\n'.repeat(70_000), 'tail'].join('\n'))
+  const expected = body.toString('latin1').split('\n').map((line) => line.endsWith('\r') ? line.slice(0, -1) : line)
+  const want = expected.map((line) => line === long ? '' : line)
+  for (const pieces of [[body], slices(body, 4096), slices(body, 7), cutAt(body, 100), cutAt(body, 5200)]) {
+    const framed = await frameBody(pieces, { maxLineBytes: 16 })
+    t.equal(framed.lineCount, expected.length)
+    t.same(framed.lines, want)
+    t.same(framed.failures.map((f) => [f.line, f.code]), [[expected.indexOf(long) + 1, 'line_too_long']])
+  }
+})
+
+t.test('a body of blank lines ships no task; one line among megabytes of them ships a small one', async (t) => {
+  // Counted without frameBody, which would hold every one of the 8 M lines.
+  const { Readable, Writable } = await import('node:stream')
+  const { pipeline } = await import('node:stream/promises')
+  const { createLineSplitter } = await import('../../lib/ingest/line-splitter.ts')
+  const { LineBatcher } = await import('../../lib/ingest/line-batcher.ts')
+  const MiB = 1024 * 1024
+  async function frame (chunks: Buffer[]) {
+    const batcher = new LineBatcher({ onFailure: () => {} })
+    const batches: Array<{ firstLine: number, lineCount: number, bytes: number }> = []
+    await pipeline(Readable.from(chunks, { objectMode: false }), ...createLineSplitter({ batcher }), new Writable({
+      objectMode: true,
+      write (batch, _encoding, callback) { batches.push({ firstLine: batch.firstLine, lineCount: batch.lineCount, bytes: batch.input.byteLength }); callback() },
+    }))
+    return { batcher, batches }
+  }
+  const blanks = Buffer.alloc(8 * MiB, '\n')
+  const none = await frame([blanks, blanks])
+  t.equal(none.batcher.lineCount, 16 * MiB)
+  t.equal(none.batcher.sawLine, false)
+  t.same(none.batches, [], 'no task for blank lines')
+  const one = await frame([blanks, Buffer.from('{"a":1}\n'), blanks])
+  t.equal(one.batcher.lineCount, 16 * MiB + 1)
+  t.equal(one.batcher.sawLine, true)
+  t.equal(one.batches.length, 1)
+  t.equal(one.batches[0].firstLine, 8 * MiB + 1, 'the line keeps its number')
+  t.ok(one.batches[0].bytes <= 120 * 1024, `its task is at most taskBytes (${one.batches[0].bytes} bytes)`)
+})

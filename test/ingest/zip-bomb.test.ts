@@ -58,3 +58,31 @@ for (const [encoding, createCompressor] of bombs) {
     t.comment(`${encoding}: ${member.length} bytes a member; stopped after ${elapsedMs.toFixed(0)} ms, RSS +${grownMiB.toFixed(1)} MiB`)
   })
 }
+
+t.test('concurrent bombs through the server: the decoded bytes being read are bounded server-wide', async (t) => {
+  // Bombs of small JSON lines: every decoded byte becomes lines, tasks and rows (about three
+  // times its size) until the request's 413, so eight at once held eight limits' worth of them.
+  const { startServer } = await import('../helpers/server.ts')
+  const { createIngestTarget, postIngest } = await import('../helpers/ingest.ts')
+  const limit = 16 * MiB
+  const bombs = 16
+  const s = await startServer(t, { ingest: { maxDecodedBytes: limit }, limits: { concurrentRequests: 64, maxReadingBytes: 8 * MiB } })
+  const tgt = await createIngestTarget(s, 'bombs')
+  const line = Buffer.from('{"path":"/bomb","status":200}\n')
+  const block = Buffer.alloc(MiB)
+  for (let at = 0; at < MiB; at += line.length) line.copy(block, at)
+  const bomb = zlib.gzipSync(Buffer.concat(Array.from({ length: 256 }, () => block)))
+  const warm = await postIngest(tgt, bomb, { 'content-encoding': 'gzip' }) // JIT and pools warm
+  t.equal(warm.status, 413)
+  const baseline = process.memoryUsage.rss()
+  let peak = baseline
+  const sampler = setInterval(() => { peak = Math.max(peak, process.memoryUsage.rss()) }, 5)
+  const answers = await Promise.all(Array.from({ length: bombs }, () => postIngest(tgt, bomb, { 'content-encoding': 'gzip' })))
+  clearInterval(sampler)
+  t.same([...new Set(answers.map((a) => `${a.status} ${a.body.error}`))], ['413 payload_too_large'])
+  const grownMiB = (peak - baseline) / MiB
+  t.ok(grownMiB < 150, `RSS grew by ${grownMiB.toFixed(0)} MiB with ${bombs} bombs at once`)
+  t.equal(s.app.admission.readingBytes, 0, 'every reading byte is handed back')
+  t.equal(s.app.admission.uncommittedBytes, 0)
+  t.comment(`${bombs} concurrent ${bomb.length}-byte JSON-line bombs (256 MiB each), decoded limit ${limit / MiB} MiB: RSS +${grownMiB.toFixed(0)} MiB`)
+})
