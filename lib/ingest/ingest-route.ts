@@ -174,11 +174,12 @@ async function readAndStore (
   const batcher = new LineBatcher({ taskBytes: config.taskBytes, onFailure: (f) => { summary.addFailure(f) } })
   const receivedAt = ctx.receivedAt
   const live = deps.tailHub.liveRequestFor(orgId, streamName)
+  const seqBase = randomSeqBase()
   const dispatch = new WorkerDispatch(deps.pool, summary, {
     orgId, stream: streamName, receivedAt,
     minTs: receivedAt - retentionDays * 86_400_000,
     maxTs: receivedAt + maxFutureMs,
-    seqBase: randomSeqBase(),
+    seqBase,
     live,
   })
   const [framer, splitter, lastBatch] = createLineSplitter({ batcher, maxLineBytes: config.maxLineBytes })
@@ -202,7 +203,8 @@ async function readAndStore (
 
   const chunks = summary.rowChunks()
   ticket.releaseBytes() // from here the writer counts them
-  await deps.writer.write(chunks, summary.ingested, { arrivedAt: ctx.startedAt, signal })
+  // The identity lets the writer find the rows again after an insert whose outcome is unknown.
+  await deps.writer.write(chunks, summary.ingested, { arrivedAt: ctx.startedAt, signal, identity: { orgId, stream: streamName, seqBase } })
   metrics.linesIngested.inc(undefined, summary.ingested)
   metrics.bytesIngested.inc(undefined, decoded.bytes)
   if (live) deps.tailHub.publish(orgId, streamName, live, summary.live.filter((x) => x !== undefined))
