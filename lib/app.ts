@@ -142,6 +142,7 @@ export async function createApp (config: Config, log: Logger, options: AppOption
       attemptTimeoutMs: config.writer.attemptTimeoutMs,
       maxPendingBytes: config.limits.maxUncommittedBytes,
       onInsert: (stats) => {
+        admission.writerProgressed() // declared below; inserts start only once requests arrive
         if (stats.ok) {
           metrics.batchRows.observe(stats.rows)
           metrics.insertSeconds.observe(stats.durationMs / 1000)

@@ -388,7 +388,7 @@ export class Admission {
 
   #takeReadingBytes (ticket: Ticket, n: number, headers: Record<string, string>): Promise<void> | undefined {
     const first = this.#readers.values().next().value === ticket
-    if (first || (this.#readingBytes + n <= this.#limits.maxReadingBytes && this.#byteWaiters.length === 0)) {
+    if (first || (this.#byteWaiters.length === 0 && this.#roomToRead(n))) {
       this.#readingBytes += n
       ticket.readBytes += n
       return undefined
@@ -405,7 +405,21 @@ export class Admission {
 
   /** The first reader never waits: it always finishes, and frees room for the others. */
   #fitsReading (ticket: Ticket, n: number): boolean {
-    return this.#readingBytes + n <= this.#limits.maxReadingBytes || this.#readers.values().next().value === ticket
+    return this.#roomToRead(n) || this.#readers.values().next().value === ticket
+  }
+
+  /**
+   * Room for `n` more decoded bytes: within maxReadingBytes, and the writer is not holding writes
+   * for want of room. Bodies read while the writer is full would only wait as parsed rows, in
+   * memory, for their turn: under overload that doubled the bytes held (bench/README.md).
+   */
+  #roomToRead (n: number): boolean {
+    return this.#readingBytes + n <= this.#limits.maxReadingBytes && !this.#options.writerNeedsDrain()
+  }
+
+  /** The writer finished an insert: bodies that waited for it to make room may read on. */
+  writerProgressed (): void {
+    this.#wakeByteWaiters()
   }
 
   #wakeByteWaiters (): void {

@@ -198,10 +198,10 @@ function peakRssBytes (pid: number): number {
  * so that the server-wide ones (uncommitted bytes, reading slots, the writer's queue) are what
  * push back. Reports the offered/stored ratio and Sluice's peak RSS.
  */
-export async function overloadedSluice (o: { clickhouseUrl: string, durationMs: number, shape: LoadShape }): Promise<ScenarioResult & { peakRssBytes: number, offeredPerStored: number }> {
+export async function overloadedSluice (o: { clickhouseUrl: string, durationMs: number, shape: LoadShape, limits?: Record<string, number> }): Promise<ScenarioResult & { peakRssBytes: number, offeredPerStored: number }> {
   const sluice = await startSluiceProcess({
     clickhouseUrl: o.clickhouseUrl,
-    config: { limits: { concurrentRequests: 100_000, requestsPerMinute: 10_000_000 } },
+    config: { limits: { concurrentRequests: 100_000, requestsPerMinute: 10_000_000, ...o.limits } },
   })
   const checker = checkerClient(o.clickhouseUrl, sluice.database)
   try {
