@@ -76,12 +76,21 @@ t.test('concurrent bombs through the server: the decoded bytes being read are bo
   t.equal(warm.status, 413)
   const baseline = process.memoryUsage.rss()
   let peak = baseline
-  const sampler = setInterval(() => { peak = Math.max(peak, process.memoryUsage.rss()) }, 5)
+  let peakReading = 0
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, process.memoryUsage.rss())
+    peakReading = Math.max(peakReading, s.app.admission.readingBytes)
+  }, 5)
   const answers = await Promise.all(Array.from({ length: bombs }, () => postIngest(tgt, bomb, { 'content-encoding': 'gzip' })))
   clearInterval(sampler)
   t.same([...new Set(answers.map((a) => `${a.status} ${a.body.error}`))], ['413 payload_too_large'])
   const grownMiB = (peak - baseline) / MiB
-  t.ok(grownMiB < 150, `RSS grew by ${grownMiB.toFixed(0)} MiB with ${bombs} bombs at once`)
+  // The bound itself, deterministic: maxReadingBytes, plus the longest reader's body, which never
+  // waits. RSS (this process's, test client included, and at the mercy of when the GC runs while
+  // other test files share the cores) is reported, not asserted: alone it grows by ~50 MiB here,
+  // against ~440 MiB without the bound.
+  t.ok(peakReading <= 8 * MiB + limit, `decoded bytes being read peaked at ${(peakReading / MiB).toFixed(1)} MiB`)
+  t.ok(peakReading > 0, 'the sampler saw the bombs being read')
   t.equal(s.app.admission.readingBytes, 0, 'every reading byte is handed back')
   t.equal(s.app.admission.uncommittedBytes, 0)
   t.comment(`${bombs} concurrent ${bomb.length}-byte JSON-line bombs (256 MiB each), decoded limit ${limit / MiB} MiB: RSS +${grownMiB.toFixed(0)} MiB`)
