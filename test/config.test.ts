@@ -98,6 +98,16 @@ t.test('the service refuses to start on a bad value', async (t) => {
   t.match(r.stderr, /did not start/)
 })
 
+t.test('the service refuses to start on a misspelt key in its config file', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'sluice-cfg-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const file = join(dir, 'sluice.json')
+  await writeFile(file, JSON.stringify({ tail: { maxPerOrgs: 3 } }))
+  const r = spawnSync(process.execPath, ['lib/main.ts'], { env: { ...process.env, SLUICE_CONFIG: file }, encoding: 'utf8' })
+  t.equal(r.status, 78)
+  t.ok(r.stderr.includes(`unknown setting "tail.maxPerOrgs" in ${file} (did you mean "tail.maxPerOrg"?)`))
+})
+
 t.test('an unknown key in a config file is refused with its name and source', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'sluice-cfg-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
