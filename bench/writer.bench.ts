@@ -10,7 +10,8 @@ import { randomBytes } from 'node:crypto'
 import { parseArgs } from 'node:util'
 import { cpus } from 'node:os'
 import { createClickHouse } from '../lib/storage/clickhouse.ts'
-import { createBatchWriter } from '../lib/storage/batch-writer.ts'
+import { createBatchWriter, writerSettings } from '../lib/storage/batch-writer.ts'
+import { loadConfig } from '../lib/config.ts'
 import type { InsertStats } from '../lib/storage/batch-writer.ts'
 import { migration as eventsMigration } from '../lib/storage/migrations/002_events.ts'
 import { eventColumns } from '../lib/ingest/parse-task.ts'
@@ -94,6 +95,7 @@ async function compareBodies (): Promise<void> {
 async function runWriters (): Promise<void> {
   const inserts: InsertStats[] = []
   const writer = createBatchWriter({
+    ...writerSettings(loadConfig({ env: {} })), // the server's defaults, as the service runs them
     clickhouse, table: 'events', columns: eventColumns, format: 'RowBinary', maxBatchRows,
     log: createLogger({ level: 'warn', fd: 2 }),
     onInsert: (s) => { inserts.push(s) },

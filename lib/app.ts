@@ -25,7 +25,7 @@ import { registerIngestTokenRoutes } from './streams/ingest-tokens-route.ts'
 import { registerTokenRoutes } from './auth/tokens-route.ts'
 import { registerOrgRoutes } from './accounts/orgs-route.ts'
 import { Piscina } from 'piscina'
-import { createBatchWriter } from './storage/batch-writer.ts'
+import { createBatchWriter, writerSettings } from './storage/batch-writer.ts'
 import type { BatchWriter } from './storage/batch-writer.ts'
 import { eventColumns } from './ingest/parse-task.ts'
 import { Admission } from './ingest/admission.ts'
@@ -135,12 +135,7 @@ export async function createApp (config: Config, log: Logger, options: AppOption
     })
     const writer = createBatchWriter({
       clickhouse, table: 'events', columns: eventColumns, format: 'RowBinary', log: log.child({ component: 'writer' }),
-      maxBatchRows: config.writer.maxBatchRows,
-      flushIntervalMs: config.writer.flushIntervalMs,
-      minInsertIntervalMs: config.writer.minInsertIntervalMs,
-      retryTimeoutMs: config.writer.retryTimeoutMs,
-      attemptTimeoutMs: config.writer.attemptTimeoutMs,
-      maxPendingBytes: config.limits.maxUncommittedBytes,
+      ...writerSettings(config),
       onInsert: (stats) => {
         admission.writerProgressed() // declared below; inserts start only once requests arrive
         if (stats.ok) {

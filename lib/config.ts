@@ -1,11 +1,16 @@
-// Configuration: config/default.json, then an optional file named by SLUICE_CONFIG, then
-// environment variables. loadConfig() validates everything, collects every problem with where
-// the value came from, throws once (ConfigError), and returns a frozen object. Only lib/main.ts
-// and the CLI read process.env; they pass it in here.
+// Configuration: the defaults of lib/config-schema.ts, then config/default.json, then an optional
+// file named by SLUICE_CONFIG, then environment variables, then `overrides` from code. Every
+// setting (path, type, env variable, default, description) is written once, in
+// lib/config-schema.ts; the Config interface below gives the code its types and is held equal
+// to that table by test/config.test.ts. loadConfig() validates everything, refuses keys the table
+// does not know (a misspelt key in a file would otherwise be silently ignored), collects every
+// problem with where the value came from, throws once (ConfigError), and returns a frozen object.
+// Only lib/main.ts and the CLI read process.env; they pass it in here.
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
-import { logLevels } from './logger.ts'
 import type { LogLevel } from './logger.ts'
+import { defaultValues, perOrgSettings, settings } from './config-schema.ts'
+import type { Setting, SettingPath } from './config-schema.ts'
 
 export interface OrgLimits {
   /** Ingest requests per minute per org. */
@@ -113,6 +118,20 @@ export interface Config {
   }
 }
 
+/**
+ * The dotted paths of an object type's leaves; a map with an index signature (limits.orgs) is
+ * one leaf, as it is one setting.
+ */
+type LeafPaths<T, P extends string = ''> = {
+  [K in keyof T & string]: T[K] extends object
+    ? (string extends keyof T[K] ? `${P}${K}` : LeafPaths<T[K], `${P}${K}.`>)
+    : `${P}${K}`
+}[keyof T & string]
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
+type Assert<T extends true> = T
+/** Fails the typecheck when lib/config-schema.ts and the Config interface name different settings. */
+export type ConfigMatchesSchema = Assert<Same<LeafPaths<Config>, SettingPath>>
+
 export class ConfigError extends Error {
   readonly problems: string[]
   constructor (problems: string[]) {
@@ -121,58 +140,6 @@ export class ConfigError extends Error {
     this.problems = problems
   }
 }
-
-type Kind = 'string' | 'nullableString' | 'port' | 'positiveInt' | 'nonNegativeInt' | 'logLevel'
-
-interface Field {
-  path: string
-  kind: Kind
-  env?: string
-}
-
-// Every leaf of Config, its kind and the environment variable that may set it.
-const fields: Field[] = [
-  { path: 'server.host', kind: 'string', env: 'SLUICE_HOST' },
-  { path: 'server.port', kind: 'port', env: 'SLUICE_PORT' },
-  { path: 'server.headersTimeoutMs', kind: 'positiveInt', env: 'SLUICE_HEADERS_TIMEOUT_MS' },
-  { path: 'server.requestTimeoutMs', kind: 'positiveInt', env: 'SLUICE_REQUEST_TIMEOUT_MS' },
-  { path: 'server.keepAliveTimeoutMs', kind: 'positiveInt', env: 'SLUICE_KEEP_ALIVE_TIMEOUT_MS' },
-  { path: 'server.shutdownTimeoutMs', kind: 'positiveInt', env: 'SLUICE_SHUTDOWN_TIMEOUT_MS' },
-  { path: 'clickhouse.url', kind: 'nullableString', env: 'CLICKHOUSE_URL' },
-  { path: 'clickhouse.user', kind: 'string', env: 'CLICKHOUSE_USER' },
-  { path: 'clickhouse.password', kind: 'string', env: 'CLICKHOUSE_PASSWORD' },
-  { path: 'clickhouse.database', kind: 'string', env: 'CLICKHOUSE_DATABASE' },
-  { path: 'clickhouse.requestTimeoutMs', kind: 'positiveInt', env: 'CLICKHOUSE_REQUEST_TIMEOUT_MS' },
-  { path: 'clickhouse.binary', kind: 'nullableString', env: 'CLICKHOUSE_BINARY' },
-  { path: 'clickhouse.startTimeoutMs', kind: 'positiveInt' },
-  { path: 'dataDir', kind: 'string', env: 'SLUICE_DATA_DIR' },
-  { path: 'bootstrapToken', kind: 'nullableString', env: 'SLUICE_BOOTSTRAP_TOKEN' },
-  { path: 'log.level', kind: 'logLevel', env: 'SLUICE_LOG_LEVEL' },
-  { path: 'metadata.refreshIntervalMs', kind: 'positiveInt', env: 'SLUICE_METADATA_REFRESH_MS' },
-  { path: 'tokens.defaultIngestTtlS', kind: 'positiveInt' },
-  { path: 'tokens.defaultPatTtlS', kind: 'nonNegativeInt' },
-  { path: 'ingest.maxRawBytes', kind: 'positiveInt', env: 'SLUICE_MAX_RAW_BYTES' },
-  { path: 'ingest.maxDecodedBytes', kind: 'positiveInt', env: 'SLUICE_MAX_DECODED_BYTES' },
-  { path: 'ingest.maxLineBytes', kind: 'positiveInt', env: 'SLUICE_MAX_LINE_BYTES' },
-  { path: 'ingest.taskBytes', kind: 'positiveInt' },
-  { path: 'ingest.workers', kind: 'positiveInt', env: 'SLUICE_WORKERS' },
-  { path: 'ingest.minBytesPerSecond', kind: 'nonNegativeInt', env: 'SLUICE_MIN_BYTES_PER_SECOND' },
-  { path: 'ingest.minRateGraceMs', kind: 'positiveInt' },
-  { path: 'writer.maxBatchRows', kind: 'positiveInt' },
-  { path: 'writer.flushIntervalMs', kind: 'positiveInt', env: 'SLUICE_FLUSH_INTERVAL_MS' },
-  { path: 'writer.minInsertIntervalMs', kind: 'nonNegativeInt' },
-  { path: 'writer.retryTimeoutMs', kind: 'positiveInt' },
-  { path: 'writer.attemptTimeoutMs', kind: 'positiveInt' },
-  { path: 'tail.maxPerOrg', kind: 'positiveInt', env: 'SLUICE_MAX_TAILS_PER_ORG' },
-  { path: 'tail.maxBufferedBytes', kind: 'positiveInt' },
-  { path: 'tail.eventsPerSecond', kind: 'positiveInt' },
-  { path: 'limits.requestsPerMinute', kind: 'positiveInt', env: 'SLUICE_REQUESTS_PER_MINUTE' },
-  { path: 'limits.concurrentRequests', kind: 'positiveInt', env: 'SLUICE_CONCURRENT_REQUESTS' },
-  { path: 'limits.maxUncommittedBytes', kind: 'positiveInt', env: 'SLUICE_MAX_UNCOMMITTED_BYTES' },
-  { path: 'limits.maxReadingRequests', kind: 'positiveInt', env: 'SLUICE_MAX_READING_REQUESTS' },
-  { path: 'limits.maxReadingWaitMs', kind: 'positiveInt' },
-  { path: 'limits.maxReadingBytes', kind: 'positiveInt', env: 'SLUICE_MAX_READING_BYTES' },
-]
 
 const defaultConfigFile = new URL('../config/default.json', import.meta.url)
 
@@ -199,32 +166,6 @@ function setPath (obj: Json, path: string, value: unknown): void {
     cur = cur[key] as Json
   }
   cur[keys[keys.length - 1]] = value
-}
-
-function parseValue (kind: Kind, raw: unknown, fromEnv: boolean): { value?: unknown, problem?: string } {
-  switch (kind) {
-    case 'string':
-      return typeof raw === 'string' ? { value: raw } : { problem: 'must be a string' }
-    case 'nullableString':
-      if (raw === null || raw === '') return { value: null }
-      return typeof raw === 'string' ? { value: raw } : { problem: 'must be a string or null' }
-    case 'logLevel':
-      return typeof raw === 'string' && (logLevels as readonly string[]).includes(raw)
-        ? { value: raw }
-        : { problem: `must be one of ${logLevels.join(', ')}` }
-    case 'port':
-    case 'positiveInt':
-    case 'nonNegativeInt': {
-      const n = fromEnv && typeof raw === 'string' && /^-?\d+$/.test(raw.trim()) ? Number(raw) : raw
-      const min = kind === 'positiveInt' ? 1 : 0
-      const max = kind === 'port' ? 65535 : Number.MAX_SAFE_INTEGER
-      if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max) {
-        const what = kind === 'port' ? 'a port number 0-65535' : kind === 'positiveInt' ? 'a positive integer' : 'a non-negative integer'
-        return { problem: `must be ${what}` }
-      }
-      return { value: n }
-    }
-  }
 }
 
 function describe (raw: unknown): string {
@@ -279,79 +220,162 @@ function deepFreeze<T> (obj: T): T {
   return obj
 }
 
+
 const tokenPattern = /^slp_[0-9A-Za-z]{36}$/
+const identifierPattern = /^[A-Za-z_][A-Za-z0-9_]*$/
+
+/** Reads one value of a setting from a layer; env values are strings, so numbers are parsed there. */
+function parseValue (setting: Setting, raw: unknown, fromEnv: boolean): { value?: unknown, problem?: string } {
+  switch (setting.type) {
+    case 'string':
+      return typeof raw === 'string' ? { value: raw } : { problem: 'must be a string' }
+    case 'nullableString':
+      if (raw === null || raw === '') return { value: null }
+      return typeof raw === 'string' ? { value: raw } : { problem: 'must be a string or null' }
+    case 'enum': {
+      const values = setting.values ?? []
+      return typeof raw === 'string' && values.includes(raw) ? { value: raw } : { problem: `must be one of ${values.join(', ')}` }
+    }
+    case 'httpUrl': {
+      if (raw === null || raw === '') return { value: null }
+      let ok = false
+      try {
+        const protocol = typeof raw === 'string' ? new URL(raw).protocol : ''
+        ok = protocol === 'http:' || protocol === 'https:'
+      } catch { /* not a URL: reported below */ }
+      return ok ? { value: raw } : { problem: 'must be an http(s) URL' }
+    }
+    case 'identifier':
+      return typeof raw === 'string' && identifierPattern.test(raw) ? { value: raw } : { problem: 'must be a plain identifier' }
+    case 'slpToken':
+      if (raw === null || raw === '') return { value: null }
+      return typeof raw === 'string' && tokenPattern.test(raw) ? { value: raw } : { problem: 'must be a well-formed slp_ token: slp_ then 36 base62 characters' }
+    case 'port':
+    case 'positiveInt':
+    case 'nonNegativeInt': {
+      const n = fromEnv && typeof raw === 'string' && /^-?\d+$/.test(raw.trim()) ? Number(raw) : raw
+      const min = setting.type === 'positiveInt' ? 1 : 0
+      const max = setting.type === 'port' ? 65535 : Number.MAX_SAFE_INTEGER
+      if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max) {
+        const what = setting.type === 'port' ? 'a port number 0-65535' : setting.type === 'positiveInt' ? 'a positive integer' : 'a non-negative integer'
+        return { problem: `must be ${what}` }
+      }
+      return { value: n }
+    }
+    case 'orgLimits':
+      // Checked key by key in checkOrgLimits; never set from one string.
+      return { problem: 'can only be set in a config file' }
+  }
+}
+
+function problemOf (setting: Setting, problem: string, raw: unknown, source: string): string {
+  const got = setting.secret ? '' : `got ${describe(raw)} `
+  return `${setting.path} ${problem} (${got}from ${source})`
+}
+
+const settingsByPath: ReadonlyMap<string, Setting> = new Map(settings.map((s) => [s.path, s]))
+/** Paths of the objects that hold settings ('server', 'limits', ...). */
+const groupPaths: ReadonlySet<string> = new Set(settings.flatMap((s) => {
+  const keys = s.path.split('.')
+  return keys.slice(0, -1).map((_, i) => keys.slice(0, i + 1).join('.'))
+}))
+
+/** Edit distance, to name the setting a misspelt key most likely meant. */
+function editDistance (a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i]
+    for (let j = 1; j <= b.length; j++) {
+      cur[j] = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1))
+    }
+    prev = cur
+  }
+  return prev[b.length]
+}
+
+function suggestionFor (path: string, candidates: Iterable<string>): string {
+  let best: string | undefined
+  let bestDistance = Infinity
+  for (const candidate of candidates) {
+    const d = editDistance(path.toLowerCase(), candidate.toLowerCase())
+    if (d < bestDistance) { best = candidate; bestDistance = d }
+  }
+  // A few edits: a typo or a wrong case; further away it is more likely a setting we do not have.
+  return best !== undefined && bestDistance <= Math.max(2, Math.floor(path.length / 6)) ? ` (did you mean "${best}"?)` : ''
+}
+
+/**
+ * Refuses keys of a layer that name no setting, and objects where a value belongs (or the
+ * reverse), so that a misspelt key stops the start instead of leaving its default in force.
+ */
+function checkKeys (data: Json, prefix: string, source: string, problems: string[]): void {
+  for (const [key, value] of Object.entries(data)) {
+    const path = prefix === '' ? key : `${prefix}.${key}`
+    const setting = settingsByPath.get(path)
+    if (groupPaths.has(path)) {
+      if (isObject(value)) checkKeys(value, path, source, problems)
+      else problems.push(`${path} must be an object of settings (got ${describe(value)} from ${source})`)
+    } else if (setting?.type === 'orgLimits') {
+      checkOrgLimits(setting, value, source, problems)
+    } else if (setting === undefined) {
+      problems.push(`unknown setting "${path}" in ${source}${suggestionFor(path, [...settingsByPath.keys()])}`)
+    }
+  }
+}
+
+/** limits.orgs: org name -> object of the perOrg settings, each validated like its server-wide value. */
+function checkOrgLimits (setting: Setting, value: unknown, source: string, problems: string[]): void {
+  if (!isObject(value)) { problems.push(`${setting.path} must be an object (got ${describe(value)} from ${source})`); return }
+  const allowed = [...perOrgSettings.keys()]
+  for (const [name, limits] of Object.entries(value)) {
+    const orgPath = `${setting.path}.${name}`
+    if (!isObject(limits)) { problems.push(`${orgPath} must be an object (got ${describe(limits)} from ${source})`); continue }
+    for (const [key, raw] of Object.entries(limits)) {
+      const limit = perOrgSettings.get(key)
+      if (limit === undefined) {
+        problems.push(`unknown setting "${orgPath}.${key}" in ${source}: per-org limits are ${allowed.join(', ')}${suggestionFor(key, allowed)}`)
+        continue
+      }
+      const parsed = parseValue(limit, raw, false)
+      if (parsed.problem) problems.push(`${orgPath}.${key} ${parsed.problem} (got ${describe(raw)} from ${source})`)
+    }
+  }
+}
 
 export function loadConfig (options: LoadConfigOptions = {}): Config {
   const problems: string[] = []
   const env = options.env ?? {}
-  const defaults = readJsonFile(defaultConfigFile, problems)
   const file = options.file ?? env.SLUICE_CONFIG
-  const layers: Array<{ source: string, data: Json }> = [{ source: 'config/default.json', data: defaults }]
+  const layers: Array<{ source: string, data: Json }> = [{ source: 'config/default.json', data: readJsonFile(defaultConfigFile, problems) }]
   if (file) layers.push({ source: file, data: readJsonFile(file, problems) })
-  const overrides = options.overrides ?? {}
+  const overrides = { source: 'overrides', data: options.overrides ?? {} }
+  const fileLayers = [...layers, overrides]
+  for (const layer of fileLayers) checkKeys(layer.data, '', layer.source, problems)
 
-  const merged: Json = {}
-  for (const field of fields) {
-    let value: unknown
-    let found = false
-    for (const layer of layers) {
-      const raw = getPath(layer.data, field.path)
+  const merged = defaultValues()
+  for (const setting of settings) {
+    if (setting.type === 'orgLimits') continue
+    const candidates: Array<{ raw: unknown, source: string, fromEnv: boolean }> = []
+    for (const layer of layers) candidates.push({ raw: getPath(layer.data, setting.path), source: layer.source, fromEnv: false })
+    if (setting.env) candidates.push({ raw: env[setting.env], source: setting.env, fromEnv: true })
+    candidates.push({ raw: getPath(overrides.data, setting.path), source: overrides.source, fromEnv: false })
+    for (const { raw, source, fromEnv } of candidates) {
       if (raw === undefined) continue
-      const parsed = parseValue(field.kind, raw, false)
-      if (parsed.problem) problems.push(`${field.path} ${parsed.problem} (got ${describe(raw)} from ${layer.source})`)
-      else { value = parsed.value; found = true }
+      const parsed = parseValue(setting, raw, fromEnv)
+      if (parsed.problem) problems.push(problemOf(setting, parsed.problem, raw, source))
+      else setPath(merged, setting.path, parsed.value)
     }
-    const envRaw = field.env ? env[field.env] : undefined
-    if (field.env && envRaw !== undefined) {
-      const parsed = parseValue(field.kind, envRaw, true)
-      if (parsed.problem) problems.push(`${field.path} ${parsed.problem} (got ${describe(envRaw)} from ${field.env})`)
-      else { value = parsed.value; found = true }
-    }
-    const overridden = getPath(overrides, field.path)
-    if (overridden !== undefined) {
-      const parsed = parseValue(field.kind, overridden, false)
-      if (parsed.problem) problems.push(`${field.path} ${parsed.problem} (got ${describe(overridden)} from overrides)`)
-      else { value = parsed.value; found = true }
-    }
-    if (!found) problems.push(`${field.path} is missing (set it in config/default.json)`)
-    setPath(merged, field.path, value)
   }
 
-  // Per-org overrides: objects of partial OrgLimits, merged across files.
+  // Per-org overrides (validated by checkKeys above), merged across the layers org by org.
   let orgs: Json = {}
-  for (const layer of [...layers, { source: 'overrides', data: overrides }]) {
+  for (const layer of fileLayers) {
     const raw = getPath(layer.data, 'limits.orgs')
-    if (raw === undefined) continue
-    if (!isObject(raw)) { problems.push(`limits.orgs must be an object (from ${layer.source})`); continue }
-    orgs = deepMerge(orgs, raw)
-  }
-  for (const [name, limits] of Object.entries(orgs)) {
-    if (!isObject(limits)) { problems.push(`limits.orgs.${name} must be an object`); continue }
-    for (const [key, raw] of Object.entries(limits)) {
-      if (key !== 'requestsPerMinute' && key !== 'concurrentRequests') {
-        problems.push(`limits.orgs.${name}.${key} is not a known limit (requestsPerMinute, concurrentRequests)`)
-      } else if (parseValue('positiveInt', raw, false).problem) {
-        problems.push(`limits.orgs.${name}.${key} must be a positive integer (got ${describe(raw)})`)
-      }
-    }
+    if (isObject(raw)) orgs = deepMerge(orgs, raw)
   }
   setPath(merged, 'limits.orgs', orgs)
 
   const cfg = merged as unknown as Config
-  if (cfg.clickhouse.url !== null && cfg.clickhouse.url !== undefined) {
-    try {
-      const u = new URL(cfg.clickhouse.url)
-      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('protocol')
-    } catch {
-      problems.push(`clickhouse.url must be an http(s) URL (got ${describe(cfg.clickhouse.url)}${env.CLICKHOUSE_URL ? ' from CLICKHOUSE_URL' : ''})`)
-    }
-  }
-  if (typeof cfg.clickhouse.database === 'string' && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(cfg.clickhouse.database)) {
-    problems.push(`clickhouse.database must be a plain identifier (got ${describe(cfg.clickhouse.database)})`)
-  }
-  if (cfg.bootstrapToken && !tokenPattern.test(cfg.bootstrapToken)) {
-    problems.push('bootstrapToken must be a well-formed slp_ token (from SLUICE_BOOTSTRAP_TOKEN): slp_ then 36 base62 characters')
-  }
   if (cfg.ingest.maxDecodedBytes < cfg.ingest.maxLineBytes) {
     problems.push('ingest.maxDecodedBytes must be at least ingest.maxLineBytes')
   }

@@ -74,6 +74,7 @@ import type { SqlFragment } from './sql.ts'
 import { seqLineSpace } from '../ingest/parse-task.ts'
 import { SluiceError } from '../errors.ts'
 import type { Logger } from '../logger.ts'
+import type { Config } from '../config.ts'
 
 export interface InsertStats {
   /** Rows and bytes of the attempted insert. */
@@ -99,26 +100,29 @@ export interface BatchWriterOptions {
   /** ClickHouse input format of the rows; default TabSeparated. */
   format?: RowFormat
   log: Logger
+  // The options from here to maxPendingBytes are settings (writer.*, limits.maxUncommittedBytes):
+  // required, so that their one default is the config's (lib/config-schema.ts); writerSettings()
+  // below picks them from a Config.
   /**
-   * Rows per insert; default 100_000: ~20 MB at 200 B/row, ~100-150 ms to insert on 18.16
-   * (bench/writer.bench.ts), and below max_insert_block_size even without the per-insert setting.
+   * Rows per insert (writer.maxBatchRows; 100_000: ~20 MB at 200 B/row, ~100-150 ms to insert on
+   * 18.16, bench/writer.bench.ts, and below max_insert_block_size even without the per-insert setting).
    */
-  maxBatchRows?: number
+  maxBatchRows: number
   /** Bytes per insert; default 64 MiB, which bounds one insert's memory on both sides. */
   maxBatchBytes?: number
-  /** Milliseconds the oldest row waits for company, from its request's arrival, before it is sent; default 250. */
-  flushIntervalMs?: number
-  /** Milliseconds between the starts of two non-full inserts; default 200: at most 5 parts/s. */
-  minInsertIntervalMs?: number
-  /** Milliseconds a write is kept trying from when write() was called; default 10_000. */
-  retryTimeoutMs?: number
+  /** Milliseconds the oldest row waits for company, from its request's arrival, before it is sent (writer.flushIntervalMs). */
+  flushIntervalMs: number
+  /** Milliseconds between the starts of two non-full inserts (writer.minInsertIntervalMs; 200: at most 5 parts/s). */
+  minInsertIntervalMs: number
+  /** Milliseconds a write is kept trying from when write() was called (writer.retryTimeoutMs). */
+  retryTimeoutMs: number
   /**
-   * Milliseconds one insert attempt may take before it is aborted; default 5_000 (a full batch
-   * takes ~150 ms on 18.16). A write settles within retryTimeoutMs + attemptTimeoutMs.
+   * Milliseconds one insert attempt may take before it is aborted (writer.attemptTimeoutMs; a full
+   * batch takes ~150 ms on 18.16). A write settles within retryTimeoutMs + attemptTimeoutMs.
    */
-  attemptTimeoutMs?: number
-  /** Bytes waiting and in flight before writes are held; default 256 MiB (SPEC 6 server limit). */
-  maxPendingBytes?: number
+  attemptTimeoutMs: number
+  /** Bytes waiting and in flight before writes are held (limits.maxUncommittedBytes). */
+  maxPendingBytes: number
   /** Seconds sent as Retry-After with storage_unavailable; default 5, whole seconds >= 1. */
   retryAfterS?: number
   /** Called after every insert attempt, for metrics. Must not throw. */
@@ -127,16 +131,24 @@ export interface BatchWriterOptions {
   now?: () => number
 }
 
+// Defaults of the options that are not settings (no config value to disagree with).
 const defaults = {
-  maxBatchRows: 100_000,
   maxBatchBytes: 64 * 1024 * 1024,
-  flushIntervalMs: 250,
-  minInsertIntervalMs: 200,
-  retryTimeoutMs: 10_000,
-  attemptTimeoutMs: 5_000,
-  maxPendingBytes: 256 * 1024 * 1024,
   retryAfterS: 5,
 } as const
+
+/** The writer's settings, as BatchWriterOptions, from the one validated config. */
+export function writerSettings (config: Pick<Config, 'writer' | 'limits'>): Pick<BatchWriterOptions,
+  'maxBatchRows' | 'flushIntervalMs' | 'minInsertIntervalMs' | 'retryTimeoutMs' | 'attemptTimeoutMs' | 'maxPendingBytes'> {
+  return {
+    maxBatchRows: config.writer.maxBatchRows,
+    flushIntervalMs: config.writer.flushIntervalMs,
+    minInsertIntervalMs: config.writer.minInsertIntervalMs,
+    retryTimeoutMs: config.writer.retryTimeoutMs,
+    attemptTimeoutMs: config.writer.attemptTimeoutMs,
+    maxPendingBytes: config.limits.maxUncommittedBytes,
+  }
+}
 
 /** Formats whose rows a writer can concatenate from many writes into one insert body. */
 export type RowFormat = 'TabSeparated' | 'RowBinary'
@@ -323,18 +335,18 @@ export class BatchWriter {
     this.#format = options.format ?? 'TabSeparated'
     if (this.#format !== 'TabSeparated' && this.#format !== 'RowBinary') throw new TypeError(`format must be TabSeparated or RowBinary (got ${String(this.#format)})`)
     this.#statement = `INSERT INTO ${quoteIdentifier(options.table)} (${options.columns.map(quoteIdentifier).join(', ')}) FORMAT ${this.#format}`
-    this.#maxBatchRows = positiveInteger('maxBatchRows', options.maxBatchRows ?? defaults.maxBatchRows)
+    this.#maxBatchRows = positiveInteger('maxBatchRows', options.maxBatchRows)
     this.#maxBatchBytes = positiveInteger('maxBatchBytes', options.maxBatchBytes ?? defaults.maxBatchBytes)
-    this.#flushIntervalMs = nonNegative('flushIntervalMs', options.flushIntervalMs ?? defaults.flushIntervalMs)
-    this.#minInsertIntervalMs = nonNegative('minInsertIntervalMs', options.minInsertIntervalMs ?? defaults.minInsertIntervalMs)
-    this.#retryTimeoutMs = nonNegative('retryTimeoutMs', options.retryTimeoutMs ?? defaults.retryTimeoutMs)
-    this.#attemptTimeoutMs = positiveInteger('attemptTimeoutMs', options.attemptTimeoutMs ?? defaults.attemptTimeoutMs)
+    this.#flushIntervalMs = nonNegative('flushIntervalMs', options.flushIntervalMs)
+    this.#minInsertIntervalMs = nonNegative('minInsertIntervalMs', options.minInsertIntervalMs)
+    this.#retryTimeoutMs = nonNegative('retryTimeoutMs', options.retryTimeoutMs)
+    this.#attemptTimeoutMs = positiveInteger('attemptTimeoutMs', options.attemptTimeoutMs)
     // A fifth of an attempt (1 s of the default 5 s) for the check: a few small queries that take
     // milliseconds on an answering ClickHouse. An attempt shorter than a tenth (500 ms) would
     // mostly time out and only add unknown outcomes.
     this.#checkReserveMs = this.#attemptTimeoutMs / 5
     this.#minAttemptMs = this.#attemptTimeoutMs / 10
-    this.#maxPendingBytes = positiveInteger('maxPendingBytes', options.maxPendingBytes ?? defaults.maxPendingBytes)
+    this.#maxPendingBytes = positiveInteger('maxPendingBytes', options.maxPendingBytes)
     this.#retryAfterS = Math.max(1, Math.ceil(nonNegative('retryAfterS', options.retryAfterS ?? defaults.retryAfterS)))
     this.#onInsert = options.onInsert
     this.#now = options.now ?? (() => performance.now())

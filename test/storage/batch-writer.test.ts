@@ -6,7 +6,8 @@ import type { Test } from 'tap'
 import { createServer, request } from 'node:http'
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { createBatchWriter, classifyInsertError } from '../../lib/storage/batch-writer.ts'
+import { createBatchWriter, classifyInsertError, writerSettings } from '../../lib/storage/batch-writer.ts'
+import { loadConfig } from '../../lib/config.ts'
 import type { BatchWriterOptions, InsertStats } from '../../lib/storage/batch-writer.ts'
 import { createClickHouse, ClickHouseError, clickhouseCodes } from '../../lib/storage/clickhouse.ts'
 import type { ClickHouse } from '../../lib/storage/clickhouse.ts'
@@ -56,6 +57,9 @@ interface Harness {
 }
 
 /** The identity of rows made by eventRows(stream, n): org1, the stream, seq 0..n-1. */
+/** The writer's settings as the service configures them (config/default.json). */
+const settings = writerSettings(loadConfig({ env: {} }))
+
 function identityOf (stream: string) {
   return { orgId: 'org1', stream, seqBase: 0 }
 }
@@ -64,6 +68,7 @@ function startWriter (tt: Test, options: Partial<BatchWriterOptions> = {}): Harn
   const inserts: InsertStats[] = []
   const logLines: Array<Record<string, unknown>> = []
   const writer = createBatchWriter({
+    ...settings,
     clickhouse: db.clickhouse,
     table: 'events',
     columns: eventColumns,
@@ -427,8 +432,8 @@ t.test('write() argument checks', async (tt) => {
   await tt.rejects(tsv.write([Buffer.from('org1\tx')], 1), TypeError, 'a TabSeparated row without its newline')
   await tt.rejects(writer.write([eventRows('neg', 1)], -1), TypeError)
   tt.equal(inserts.length, 0)
-  tt.throws(() => createBatchWriter({ clickhouse: db.clickhouse, table: 'events; DROP', columns: eventColumns, log: createLogger({ level: 'silent' }) }), TypeError)
-  tt.throws(() => createBatchWriter({ clickhouse: db.clickhouse, table: 'events', columns: eventColumns, format: 'CSV' as 'RowBinary', log: createLogger({ level: 'silent' }) }), TypeError)
+  tt.throws(() => createBatchWriter({ ...settings, clickhouse: db.clickhouse, table: 'events; DROP', columns: eventColumns, log: createLogger({ level: 'silent' }) }), TypeError)
+  tt.throws(() => createBatchWriter({ ...settings, clickhouse: db.clickhouse, table: 'events', columns: eventColumns, format: 'CSV' as 'RowBinary', log: createLogger({ level: 'silent' }) }), TypeError)
 })
 
 t.test('errors are classified by numeric code', async (tt) => {

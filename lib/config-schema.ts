@@ -1,0 +1,136 @@
+// The one table of settings. Each setting is written here once: its JSON path, type (which is
+// also its validation), environment variable, default with unit, and the description the README
+// shows. lib/config.ts reads, layers and validates values from it; config/default.json and the
+// README's configuration table are held equal to it by test/config.test.ts (which prints the
+// table to paste when they differ). To add a setting: one row here, the field in the Config
+// interface (lib/config.ts), the value in config/default.json, the row in the README.
+import { logLevels } from './logger.ts'
+
+/**
+ * How a value is read and validated:
+ * - string: any string; nullableString: a string, or null / '' for none;
+ * - port: integer 0-65535; positiveInt: integer >= 1; nonNegativeInt: integer >= 0;
+ * - enum: one of `values`;
+ * - httpUrl: null / '' for none, or an http: or https: URL;
+ * - identifier: a plain SQL identifier ([A-Za-z_][A-Za-z0-9_]*);
+ * - slpToken: null / '' for none, or slp_ then 36 base62 characters;
+ * - orgLimits: a map of org name to an object of the settings marked perOrg (no env variable).
+ */
+export type SettingType =
+  | 'string' | 'nullableString' | 'port' | 'positiveInt' | 'nonNegativeInt' | 'enum'
+  | 'httpUrl' | 'identifier' | 'slpToken' | 'orgLimits'
+
+/** Units of numeric settings; the README's default column shows them after the value. */
+export type Unit = 'ms' | 's' | 'bytes' | 'bytes/s' | 'rows' | 'events/s' | 'requests/min' | 'requests' | 'threads' | 'tails'
+
+export interface Setting {
+  /** Dotted path in the config object and in JSON config files. */
+  path: string
+  type: SettingType
+  /** Environment variable that may set it; none for settings only a file may set. */
+  env?: string
+  default: string | number | null | Record<string, never>
+  /** Unit of a numeric value. */
+  unit?: Unit
+  /** The README's default column when the value alone would not say it (e.g. null: search PATH). */
+  shownDefault?: string
+  /** The README's meaning column. */
+  description: string
+  /** Allowed values of an enum. */
+  values?: readonly string[]
+  /** May also be set per org under limits.orgs.<org name>. */
+  perOrg?: boolean
+  /** Never repeated in a problem message (passwords, tokens). */
+  secret?: boolean
+}
+
+const table = [
+  { path: 'server.port', type: 'port', env: 'SLUICE_PORT', default: 8080, description: 'HTTP port' },
+  { path: 'server.host', type: 'string', env: 'SLUICE_HOST', default: '127.0.0.1', description: 'Address to listen on (`0.0.0.0` for all)' },
+  { path: 'server.headersTimeoutMs', type: 'positiveInt', env: 'SLUICE_HEADERS_TIMEOUT_MS', default: 10000, unit: 'ms', description: 'ms to receive request headers' },
+  { path: 'server.requestTimeoutMs', type: 'positiveInt', env: 'SLUICE_REQUEST_TIMEOUT_MS', default: 60000, unit: 'ms', description: 'ms to receive a whole request' },
+  { path: 'server.keepAliveTimeoutMs', type: 'positiveInt', env: 'SLUICE_KEEP_ALIVE_TIMEOUT_MS', default: 5000, unit: 'ms', description: 'ms an idle keep-alive connection stays open' },
+  { path: 'server.shutdownTimeoutMs', type: 'positiveInt', env: 'SLUICE_SHUTDOWN_TIMEOUT_MS', default: 30000, unit: 'ms', description: 'ms shutdown waits for requests in flight' },
+  { path: 'clickhouse.url', type: 'httpUrl', env: 'CLICKHOUSE_URL', default: null, description: 'ClickHouse HTTP URL; unset: Sluice runs its own' },
+  { path: 'clickhouse.user', type: 'string', env: 'CLICKHOUSE_USER', default: 'default', description: 'ClickHouse user' },
+  { path: 'clickhouse.password', type: 'string', env: 'CLICKHOUSE_PASSWORD', default: '', secret: true, description: 'ClickHouse password' },
+  { path: 'clickhouse.database', type: 'identifier', env: 'CLICKHOUSE_DATABASE', default: 'sluice', description: 'Database (created if missing)' },
+  { path: 'clickhouse.requestTimeoutMs', type: 'positiveInt', env: 'CLICKHOUSE_REQUEST_TIMEOUT_MS', default: 30000, unit: 'ms', description: 'ms per ClickHouse request' },
+  { path: 'clickhouse.binary', type: 'nullableString', env: 'CLICKHOUSE_BINARY', default: null, shownDefault: 'search `PATH`', description: 'Server binary for the managed ClickHouse' },
+  { path: 'clickhouse.startTimeoutMs', type: 'positiveInt', default: 30000, unit: 'ms', description: 'ms the managed ClickHouse has to answer after starting' },
+  { path: 'dataDir', type: 'string', env: 'SLUICE_DATA_DIR', default: './data', description: 'Managed ClickHouse data and `admin-token`' },
+  { path: 'bootstrapToken', type: 'slpToken', env: 'SLUICE_BOOTSTRAP_TOKEN', default: null, secret: true, description: 'An `slp_` token to install as admin PAT (automation)' },
+  { path: 'log.level', type: 'enum', values: logLevels, env: 'SLUICE_LOG_LEVEL', default: 'info', description: '`debug`, `info`, `warn`, `error`, `silent`' },
+  { path: 'metadata.refreshIntervalMs', type: 'positiveInt', env: 'SLUICE_METADATA_REFRESH_MS', default: 5000, unit: 'ms', description: 'ms between reloads of tokens and streams from ClickHouse (how soon other nodes see a revoke)' },
+  { path: 'tokens.defaultIngestTtlS', type: 'positiveInt', default: 15552000, unit: 's', description: 'Ingest token lifetime in s when `ttl` is not given (180 days)' },
+  { path: 'tokens.defaultPatTtlS', type: 'nonNegativeInt', default: 0, unit: 's', description: 'PAT lifetime in s when `ttl` is not given; 0: no expiry' },
+  { path: 'ingest.maxRawBytes', type: 'positiveInt', env: 'SLUICE_MAX_RAW_BYTES', default: 16777216, unit: 'bytes', description: 'Bytes on the wire per request (16 MiB)' },
+  { path: 'ingest.maxDecodedBytes', type: 'positiveInt', env: 'SLUICE_MAX_DECODED_BYTES', default: 67108864, unit: 'bytes', description: 'Bytes after decompression per request (64 MiB)' },
+  { path: 'ingest.maxLineBytes', type: 'positiveInt', env: 'SLUICE_MAX_LINE_BYTES', default: 262144, unit: 'bytes', description: 'Bytes per line (256 KiB); longer lines fail alone' },
+  { path: 'ingest.taskBytes', type: 'positiveInt', default: 122880, unit: 'bytes', description: "Bytes of lines per worker task (120 KiB: below V8's large-object size once joined)" },
+  { path: 'ingest.workers', type: 'positiveInt', env: 'SLUICE_WORKERS', default: 2, unit: 'threads', description: 'Parse worker threads' },
+  { path: 'ingest.minBytesPerSecond', type: 'nonNegativeInt', env: 'SLUICE_MIN_BYTES_PER_SECOND', default: 16384, unit: 'bytes/s', description: 'Bytes per second a body must average while the server waits for it (16 KiB/s); slower bodies get `408 request_timeout` and their connection is closed. Time the server itself is not reading (backpressure, the wait for a reading slot) does not count; 0: no minimum' },
+  { path: 'ingest.minRateGraceMs', type: 'positiveInt', default: 5000, unit: 'ms', description: 'ms a body may lag behind `ingest.minBytesPerSecond`: silence allowed at its start, and the most that sending faster earns in advance' },
+  { path: 'writer.maxBatchRows', type: 'positiveInt', default: 100000, unit: 'rows', description: "Rows per ClickHouse insert (a request's rows are never split)" },
+  { path: 'writer.flushIntervalMs', type: 'positiveInt', env: 'SLUICE_FLUSH_INTERVAL_MS', default: 250, unit: 'ms', description: "ms the oldest waiting row waits, counted from its request's arrival, before its batch is sent" },
+  { path: 'writer.minInsertIntervalMs', type: 'nonNegativeInt', default: 200, unit: 'ms', description: 'ms between two inserts at least (few parts at low load)' },
+  { path: 'writer.retryTimeoutMs', type: 'positiveInt', default: 10000, unit: 'ms', description: 'ms a failing insert is retried before its requests get 503' },
+  { path: 'writer.attemptTimeoutMs', type: 'positiveInt', default: 5000, unit: 'ms', description: 'ms one insert attempt may take before it is aborted; a request waits for storage at most `retryTimeoutMs` + this' },
+  { path: 'tail.maxPerOrg', type: 'positiveInt', env: 'SLUICE_MAX_TAILS_PER_ORG', default: 10, unit: 'tails', description: 'Live tails open at once per org' },
+  { path: 'tail.maxBufferedBytes', type: 'positiveInt', default: 1048576, unit: 'bytes', description: 'Bytes queued to one tail client before its events are dropped (and counted)' },
+  { path: 'tail.eventsPerSecond', type: 'positiveInt', default: 2000, unit: 'events/s', description: 'Events per second sent to one tail client at most; the rest are counted as dropped' },
+  { path: 'limits.requestsPerMinute', type: 'positiveInt', env: 'SLUICE_REQUESTS_PER_MINUTE', default: 3000, unit: 'requests/min', perOrg: true, description: 'Ingest requests per minute per org' },
+  { path: 'limits.concurrentRequests', type: 'positiveInt', env: 'SLUICE_CONCURRENT_REQUESTS', default: 32, unit: 'requests', perOrg: true, description: 'Ingest requests in progress per org' },
+  { path: 'limits.maxUncommittedBytes', type: 'positiveInt', env: 'SLUICE_MAX_UNCOMMITTED_BYTES', default: 67108864, unit: 'bytes', description: "Bytes accepted but not yet committed, per server (64 MiB; a request's Content-Length is reserved at admission). Shared fairly: an org within its share (the limit / orgs with requests in progress) is admitted even when others hold the rest, so the total can pass the limit by what orgs hold beyond their shares. Also the batch writer's bound on bytes waiting and in flight" },
+  { path: 'limits.maxReadingRequests', type: 'positiveInt', env: 'SLUICE_MAX_READING_REQUESTS', default: 64, unit: 'requests', description: "Ingest requests reading and parsing their bodies at once, per server; more wait their turn with their sockets paused, and a request waiting for its commit does not count. Bounds memory when thousands of clients upload at once (like VictoriaLogs' `-maxConcurrentInserts`). Shared fairly: while another org waits, an org holding its share (ceil(slots / orgs reading or waiting)) gets no freed slot, freed slots go to the waiting orgs in turn, and its bodies that lag `ingest.minBytesPerSecond` are cut at once (408)" },
+  { path: 'limits.maxReadingWaitMs', type: 'positiveInt', default: 10000, unit: 'ms', description: 'How long an admitted request waits for a reading slot (or for room under `limits.maxReadingBytes`) before its 429 `server_busy`' },
+  { path: 'limits.maxReadingBytes', type: 'positiveInt', env: 'SLUICE_MAX_READING_BYTES', default: 33554432, unit: 'bytes', description: "Decompressed bytes of the bodies being read at once, per server (32 MiB); a body that does not fit waits with its socket paused, except the one reading longest. Bounds memory under concurrent compression bombs: at most this plus one body's `ingest.maxDecodedBytes` are being turned into lines and rows at once" },
+  { path: 'limits.orgs', type: 'orgLimits', default: {}, description: 'Per-org overrides of `requestsPerMinute` and `concurrentRequests`' },
+] as const satisfies readonly Setting[]
+
+export const settings: readonly Setting[] = table
+
+/** Every setting's path, as a type: lib/config.ts checks at compile time that Config has exactly these leaves. */
+export type SettingPath = typeof table[number]['path']
+
+/** The settings that limits.orgs.<org name> may override, by their key there. */
+export const perOrgSettings: ReadonlyMap<string, Setting> = new Map(
+  settings.filter((s) => s.perOrg).map((s) => [s.path.slice(s.path.lastIndexOf('.') + 1), s]))
+
+/** The README's default column for a setting: the value in backquotes, then its unit. */
+function shownDefault (s: Setting): string {
+  if (s.shownDefault !== undefined) return s.shownDefault
+  if (s.default === null) return 'none'
+  if (s.default === '') return 'empty'
+  const value = '`' + (typeof s.default === 'object' ? JSON.stringify(s.default) : String(s.default)) + '`'
+  return s.unit ? `${value} ${s.unit}` : value
+}
+
+/** The README's configuration table, header included, one line per setting. */
+export function renderSettingsTable (): string {
+  const lines = [
+    '| Setting (JSON path) | Environment | Default | Meaning |',
+    '|---|---|---|---|',
+  ]
+  for (const s of settings) {
+    const path = s.type === 'orgLimits' ? `${s.path}.<org name>` : s.path
+    const env = s.env ? ` \`${s.env}\` ` : ' '
+    lines.push(`| \`${path}\` |${env}| ${shownDefault(s)} | ${s.description} |`)
+  }
+  return lines.join('\n')
+}
+
+/** The defaults as a config object (the shape of config/default.json). */
+export function defaultValues (): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  for (const s of settings) {
+    const keys = s.path.split('.')
+    let cur = out
+    for (const key of keys.slice(0, -1)) {
+      cur[key] ??= {}
+      cur = cur[key] as Record<string, unknown>
+    }
+    cur[keys[keys.length - 1]] = typeof s.default === 'object' && s.default !== null ? { ...s.default } : s.default
+  }
+  return out
+}
