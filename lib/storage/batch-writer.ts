@@ -117,7 +117,7 @@ export interface BatchWriterOptions {
    * takes ~150 ms on 18.16). A write settles within retryTimeoutMs + attemptTimeoutMs.
    */
   attemptTimeoutMs?: number
-  /** Bytes waiting and in flight before writes are held; default 256 MiB (SPEC 6 server limit). */
+  /** Bytes waiting and in flight before writes are held; default 256 MiB (docs/api.md section 6.8). */
   maxPendingBytes?: number
   /** Seconds sent as Retry-After with storage_unavailable; default 5, whole seconds >= 1. */
   retryAfterS?: number
