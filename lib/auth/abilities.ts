@@ -1,4 +1,4 @@
-// PAT abilities (SPEC.md section 3). `*` grants every ability inside the org but not
+// PAT abilities (docs/api.md section 3). `*` grants every ability inside the org but not
 // `orgs:admin`, which creates other orgs and is held only by the bootstrap admin.
 export const abilities = [
   'streams:create', 'streams:read', 'streams:update', 'streams:delete',

@@ -1,4 +1,4 @@
-// Authentication and authorization (SPEC.md section 4), in the order the spec gives:
+// Authentication and authorization (docs/api.md section 4), in the order given there:
 // header shape (401) → token checksum (403, no lookup) → known, not expired, not revoked (403)
 // → token kind for the route (403) → ability or stream (403). Resource existence (404) is the
 // route's job, after this.
@@ -15,8 +15,8 @@ export interface IngestPrincipal { kind: 'ingest', token: IngestTokenRecord, org
 
 // RFC 6750 b64token (token68) after a case-insensitive "Bearer" scheme.
 const bearerPattern = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i
-// RFC 7617 Basic credentials (base64 of "user:password"); the token is the password (SPEC.md
-// section 4 extension, for shippers that only do Basic: Elasticsearch and Loki clients).
+// RFC 7617 Basic credentials (base64 of "user:password"); the token is the password (docs/api.md
+// section 4, for shippers that only do Basic: Elasticsearch and Loki clients).
 const basicPattern = /^basic +([A-Za-z0-9+/]+=*) *$/i
 const malformed = 'Malformed Authorization header: send Authorization: Bearer <token> (or Basic with the token as the password)'
 
@@ -106,7 +106,7 @@ export class Authenticator {
     return { kind: 'ingest', token: tok, org }
   }
 
-  /** A PAT holding `ability`, or the 401/403 the spec prescribes. */
+  /** A PAT holding `ability`, or the 401/403 of docs/api.md section 4. */
   requirePat (req: IncomingMessage, ability: Ability): PatPrincipal {
     const principal = this.#resolve(req, 'pat', this.#now()) as PatPrincipal
     if (!hasAbility(principal.pat.abilities, ability)) {
@@ -115,7 +115,7 @@ export class Authenticator {
     return principal
   }
 
-  /** An ingest token for `stream`, or the 401/403 the spec prescribes. */
+  /** An ingest token for `stream`, or the 401/403 of docs/api.md section 4. */
   requireIngest (req: IncomingMessage, stream: string): IngestPrincipal {
     const principal = this.#resolve(req, 'ingest', this.#now()) as IngestPrincipal
     if (principal.token.stream !== stream) {

@@ -1,4 +1,4 @@
-// Token format (SPEC.md section 3): `slp_` (PAT) or `sli_` (ingest token), 30 random base62
+// Token format (docs/api.md section 3): `slp_` (PAT) or `sli_` (ingest token), 30 random base62
 // characters, then 6 base62 characters of the CRC-32 (IEEE) of those 30 characters, big-endian,
 // left-padded with '0'. 40 characters in all. The checksum lets us reject a mistyped or made-up
 // token without a storage lookup, and lets secret scanners recognise ours. Only the SHA-256 of

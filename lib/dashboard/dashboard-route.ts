@@ -1,6 +1,6 @@
 // The dashboard: GET / answers index.html and GET /assets/<file> the other files of public/ plus
 // uPlot from node_modules (as uplot.js and uplot.css). No authentication: the page itself asks for
-// a PAT and sends it on its API calls (SPEC.md sections 4 and 5).
+// a PAT and sends it on its API calls (docs/api.md sections 4 and 5).
 //
 // Contract: every file is read once, when the routes are registered, and served from memory; a
 // name that is not in that table is a 404, so no request path ever reaches the file system (a

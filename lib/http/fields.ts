@@ -30,7 +30,7 @@ export function optionalInteger (body: Body, key: string, min: number, max: numb
   return v
 }
 
-/** Stream and org names: `^[a-z0-9][a-z0-9_-]{0,62}$` (SPEC.md section 3). */
+/** Stream and org names: `^[a-z0-9][a-z0-9_-]{0,62}$` (docs/api.md section 3). */
 export const namePattern = /^[a-z0-9][a-z0-9_-]{0,62}$/
 
 export function requiredName (body: Body, key: string): string {

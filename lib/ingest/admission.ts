@@ -1,4 +1,4 @@
-// Admission control for ingest, decided before the body is read (SPEC.md section 6): the org's
+// Admission control for ingest, decided before the body is read (docs/api.md section 6.8): the org's
 // request rate, the org's concurrent requests, and the server's bytes accepted but not yet
 // committed. Refusals are 429 with Retry-After and the reason's code; every ingest response after
 // authentication carries the X-RateLimit-* headers.

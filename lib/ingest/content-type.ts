@@ -1,5 +1,5 @@
-// Which bodies the ingest endpoint reads: NDJSON (the seed's application/x-ndjson) and, for real
-// shippers, application/jsonl, application/x-jsonlines and application/json (SPEC.md section 6).
+// Which bodies the ingest endpoint reads: NDJSON (application/x-ndjson) and, for real
+// shippers, application/jsonl, application/x-jsonlines and application/json (docs/api.md section 6.2).
 // Parameters such as charset=utf-8 are ignored.
 import { SluiceError } from '../errors.ts'
 

@@ -1,4 +1,4 @@
-// Turns one parsed JSON line into an events row, by the rules of SPEC.md section 6. Pure and
+// Turns one parsed JSON line into an events row, by the rules of docs/api.md section 6.4. Pure and
 // synchronous: it runs in the parse workers once per line, so the happy path allocates little
 // beyond the row and its attrs text, and nothing JSON.parse can return makes it throw.
 //

@@ -1,4 +1,4 @@
-// POST /api/ingest/{streamId} (SPEC.md section 6).
+// POST /api/ingest/{streamId} (docs/api.md section 6).
 //
 // Before the body is read: auth (401/403) → stream exists (404) → org rate, org concurrency,
 // server queue (429) → content type and encoding (400). A request refused there stores nothing.

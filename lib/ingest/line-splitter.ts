@@ -1,5 +1,5 @@
 // Splits a decoded request body into its lines with split2 and packs them into worker tasks
-// (SPEC.md section 6, "Framing").
+// (docs/api.md section 6.3, "Framing").
 //
 // Contract: bytes in; LineBatch objects out (line-batcher.ts), holding every line of the body in
 // order, numbered from 1. Lines stay raw bytes: they are never decoded as UTF-8 on the main thread,
@@ -25,7 +25,7 @@ import type { FailedLine, LineBatch, LineBatcher } from './line-batcher.ts'
 export interface LineSplitterOptions {
   /** Receives the lines; the route reads its totals once the body has been read. */
   batcher: LineBatcher
-  /** Longest line accepted, in bytes, CR of CRLF excluded; default 256 KiB (SPEC.md section 6). */
+  /** Longest line accepted, in bytes, CR of CRLF excluded; default 256 KiB (docs/api.md section 6.5). */
   maxLineBytes?: number
 }
 

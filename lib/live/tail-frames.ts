@@ -7,7 +7,7 @@
 // path built, it is serializeTailEvent's string; for a row the line scanner read, it is written
 // straight from the scanner's byte spans, each string escaped as JSON.stringify escapes it
 // (`"`, `\` and the control characters; everything else, UTF-8 included, as it is: the scanner's
-// strings are valid UTF-8 without lone surrogates). test/live/tail-frames.test.ts holds the two
+// strings are valid UTF-8 without lone surrogates). test/ingest/line-scanner.test.ts holds the two
 // to the same bytes.
 import type { EventRow } from '../ingest/event-schema.ts'
 import { scannedStrings } from '../ingest/line-scanner.ts'

@@ -1,4 +1,4 @@
-// The `q` filter language of events, stats and tail (SPEC.md section 7), parsed into a flat list
+// The `q` filter language of events, stats and tail (docs/api.md section 7.2), parsed into a flat list
 // of terms that must all hold. filter-sql.ts compiles the list to a ClickHouse WHERE fragment and
 // filter-match.ts to a JS predicate for the live tail; both follow the semantics stated here.
 //

@@ -43,7 +43,7 @@ export const rawMaxRangeMs = hour
 export const minuteMaxRangeMs = 3 * day
 /** The most series points one request may ask for; Prometheus draws the same line at 11,000. */
 export const maxPoints = 11_000
-/** Default number of entries per top list, as the SPEC says. */
+/** Default number of entries per top list (docs/api.md section 7.4). */
 export const defaultTopN = 10
 /**
  * The most entries a top list may ask for. It is also how many of the busiest paths slowest_paths

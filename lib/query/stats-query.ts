@@ -1,4 +1,4 @@
-// Stats over one stream: a series per step, totals and top lists, in the SPEC's JSON shape.
+// Stats over one stream: a series per step, totals and top lists, in the shape of docs/api.md section 7.4.
 // stats-plan.ts picks the source, step and aligned range; this file writes the SQL and assembles
 // the answer.
 //

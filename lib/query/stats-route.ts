@@ -1,5 +1,5 @@
 // GET /api/streams/{stream}/stats?from&to&step&q&top: series, totals and top lists for a stream
-// (shape in SPEC.md section 7; which table answers is planned in stats-plan.ts).
+// (shape in docs/api.md section 7.4; which table answers is planned in stats-plan.ts).
 import type { Router } from '../http/router.ts'
 import { sendJson } from '../http/reply.ts'
 import type { Authenticator } from '../auth/authenticate.ts'

@@ -22,7 +22,7 @@ export interface TimeRangeInput {
   to?: string | null
 }
 
-/** 15 minutes: the SPEC's default range, "the last 15 minutes". */
+/** 15 minutes: the default range, "the last 15 minutes" (docs/api.md section 7.1). */
 export const defaultRangeMs = 15 * 60_000
 
 const unitMs: Readonly<Record<string, number>> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }

@@ -11,7 +11,7 @@ import { findStream } from './streams-route.ts'
 import type { AuditLog } from '../audit/audit-log.ts'
 import { auditContext } from '../audit/audit-route.ts'
 
-/** Bounds of an ingest token's `ttl`, seconds: one minute to ten years (SPEC.md section 5). */
+/** Bounds of an ingest token's `ttl`, seconds: one minute to ten years (docs/api.md section 5.2). */
 const minTtlS = 60
 const maxTtlS = 315_360_000
 

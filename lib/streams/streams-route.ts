@@ -1,4 +1,4 @@
-// Streams: create, list, get (with stats), patch, delete (SPEC.md section 5).
+// Streams: create, list, get (with stats), patch, delete (docs/api.md section 5.1).
 import type { Router } from '../http/router.ts'
 import type { RequestContext } from '../http/reply.ts'
 import { sendEmpty, sendJson, toRfc3339 } from '../http/reply.ts'

@@ -1,4 +1,4 @@
-// Every row of SPEC.md section 4, through the real server.
+// Every row of docs/api.md section 4, through the real server.
 import t from 'tap'
 import type { Test } from 'tap'
 import { startServer } from '../helpers/server.ts'

@@ -3,7 +3,7 @@
 // reference pads some string lengths, which ClickHouse reads as the same number) and, for the
 // live tail, the same EventRow and the same SSE frame bytes (TailFrameWriter#addScanned against
 // serializeTailEvent). Lines come from a seeded generator of the shapes shippers send and of the corner
-// cases of SPEC.md section 6, plus hand-picked ones; declining is always allowed, except for the
+// cases of docs/api.md section 6.4, plus hand-picked ones; declining is always allowed, except for the
 // common shapes listed at the end, which the fast path exists for.
 import t from 'tap'
 import type { Test } from 'tap'

@@ -1,5 +1,5 @@
 // The security matrix: every route of lib/app.ts x {own org, other org, no token, wrong token
-// kind, missing ability, expired, revoked}, each cell with the status and error code of SPEC.md
+// kind, missing ability, expired, revoked}, each cell with the status and error code of docs/api.md
 // section 4, and no row landing in another org. Plus: a revocation is honoured on the very next
 // request on the node that revoked.
 import t from 'tap'

@@ -1,5 +1,5 @@
 // Formatting numbers, sizes, durations and times for display, and editing the `q` filter text
-// (SPEC.md section 7) when a table row adds a `field:value` term.
+// (docs/api.md section 7.2) when a table row adds a `field:value` term.
 
 const integer = new Intl.NumberFormat(undefined, { maximumFractionDigits: 0 })
 const compact = new Intl.NumberFormat(undefined, { notation: 'compact', maximumFractionDigits: 1 })

@@ -30,7 +30,7 @@
 //   while current ClickHouse keeps it, so a declared column type would match only one of them.
 //   Absent fields become explicit conditions (ifNull, -If) instead.
 // - Status classes are 200-299 ... 500-599; an event without a status is in none of them. An
-//   error is status >= 400 (4xx and 5xx), as in the SPEC's example (error_rate 0.2 = one 4xx and
+//   error is status >= 400 (4xx and 5xx), as in docs/api.md section 7.4 (error_rate 0.2 = one 4xx and
 //   one 5xx in 10 events). Bytes are the events' `bytes` field; absent counts as 0.
 // - rt is in seconds. Digests are ClickHouse's t-digest (Float32 centroids) of the events that
 //   have an rt; `rt_n` counts those, so a reader tells "no rt" from an empty digest.
