@@ -245,7 +245,7 @@ t.test('the migration creates a table and a view per rollup', async (t) => {
   }
 })
 
-t.test('the answer has exactly the SPEC shape, numbers as numbers', async (t) => {
+t.test('the answer has exactly the documented shape (docs/api.md section 7.4), numbers as numbers', async (t) => {
   const got = await queryStats(clickhouse, { ...stream, from: day0, to: day0 + 48 * hour, stepMs: hour, source: 'events_1h' })
   const keys = (o: object) => Object.keys(o).sort()
   t.strictSame(keys(got), ['from', 'series', 'step_ms', 'to', 'top', 'totals'])
