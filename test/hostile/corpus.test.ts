@@ -4,8 +4,8 @@
 // management and query API input. The corpus is built from a seeded generator, so every run sends
 // the same bytes. Asserted over the run: every answer as expected (status, code, X-Request-Id),
 // no 5xx, the server still answers /healthz, every stream still lists (a stored hostile row must
-// not break reads), and the process's RSS grows by less than 50 MiB between a warm-up pass and the
-// end (server and workers run in this process).
+// not break reads), and the memory the process retains (heap and Buffers, after a GC) grows by
+// less than 50 MiB between a warm-up pass and the end (server and workers run in this process).
 //
 // Limits are lowered through config so that the size and bomb cases cost little: 1 MiB on the
 // wire, 2 MiB decoded, 1.5 s for headers, 8 s per request.
@@ -28,12 +28,14 @@ const maxRawBytes = 1 * MiB
 const maxDecodedBytes = 2 * MiB
 /** Requests in flight at once: enough to overlap the slow cases, few enough for 2 shared cores. */
 const concurrency = 8
-const maxRssGrowthBytes = 50 * MiB
+// Memory the process retains after the corpus, past a full warm-up pass and a GC: what the heap
+// and Buffers hold (a leak shows there) under 50 MiB, and RSS, which also carries the
+// allocator's retention and the test client and moves with what else shares the cores (alone
+// +16 MiB, in a parallel CI run up to +88), under a gross 150 MiB.
+const maxRetainedGrowthBytes = 50 * MiB
+const maxRssGrowthBytes = 150 * MiB
 
-/**
- * Cases whose expectation waits for a fix made alongside this suite (issue 13); the final report
- * lists them, and the assertion holds them to the issue's demand all the same.
- */
+/** Holes found by earlier hostile runs (issue 13) that some cases exist to keep closed. */
 type GuardedHole = 'depth-limit' | 'slow-client-408' | 'basic-auth' | 'blank-line-bound'
 
 interface Case {
@@ -600,12 +602,13 @@ async function runAll (url: string, cases: Case[]): Promise<Verdict[]> {
 setFlagsFromString('--expose-gc')
 const gc = runInNewContext('gc') as () => void
 
-async function settledRss (): Promise<number> {
+async function settledMemory (): Promise<{ rss: number, retained: number }> {
   for (let i = 0; i < 3; i++) {
     gc()
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
-  return process.memoryUsage().rss
+  const m = process.memoryUsage()
+  return { rss: m.rss, retained: m.heapUsed + m.external }
 }
 
 async function setUp (t: Test): Promise<{ server: TestServer, tokens: Tokens }> {
@@ -637,13 +640,13 @@ t.test('a generated corpus of hostile requests: each answered as documented, no 
   let started = performance.now()
   await runAll(server.url, cases.filter((c) => c.timeoutMs === undefined))
   t.comment(`warm-up pass: ${((performance.now() - started) / 1000).toFixed(1)} s`)
-  const before = await settledRss()
+  const before = await settledMemory()
 
   started = performance.now()
   const verdicts = await runAll(server.url, cases)
   t.comment(`measured pass: ${((performance.now() - started) / 1000).toFixed(1)} s`)
 
-  const after = await settledRss()
+  const after = await settledMemory()
   const problems = verdicts.filter((v) => v.problem !== null)
   const byKind = new Map<string, { cases: number, failed: number }>()
   for (const v of verdicts) {
@@ -661,12 +664,14 @@ t.test('a generated corpus of hostile requests: each answered as documented, no 
   for (const stream of ['corpus', 'bombs']) {
     for (const path of ['events?from=now-1h&limit=1000', 'events', 'events?q=host:ok&from=now-1h', 'stats?from=now-1h']) {
       const res = await server.api('GET', `/api/streams/${stream}/${path}`)
-      t.equal(res.status, 200, `${stream}/${path} answers 200${stream === 'bombs' ? ' (waits for depth-limit)' : ''}`)
+      t.equal(res.status, 200, `${stream}/${path} answers 200${stream === 'bombs' ? ' (guards: depth-limit)' : ''}`)
     }
   }
   const health = await server.api('GET', '/healthz', { token: null })
   t.equal(health.status, 200, 'the server still answers /healthz')
-  const growth = after - before
-  t.comment(`RSS ${(before / MiB).toFixed(1)} MiB before, ${(after / MiB).toFixed(1)} MiB after the corpus: ${(growth / MiB).toFixed(1)} MiB`)
+  const growth = after.rss - before.rss
+  const retained = after.retained - before.retained
+  t.comment(`RSS ${(before.rss / MiB).toFixed(1)} MiB before, ${(after.rss / MiB).toFixed(1)} MiB after the corpus: ${(growth / MiB).toFixed(1)} MiB`)
+  t.ok(retained < maxRetainedGrowthBytes, `heap and Buffers grew by ${(retained / MiB).toFixed(1)} MiB (< ${maxRetainedGrowthBytes / MiB} MiB)`)
   t.ok(growth < maxRssGrowthBytes, `RSS grew by ${(growth / MiB).toFixed(1)} MiB (< ${maxRssGrowthBytes / MiB} MiB)`)
 })
