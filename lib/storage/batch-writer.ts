@@ -23,10 +23,11 @@
 //   streaming of a batch into an insert opened before the batch is complete: a crash would
 //   store a part of it.)
 // - When: one insert is in flight at a time. A write that finds the writer idle (no insert in
-//   flight, no other write waiting or held) and no insert started within minInsertIntervalMs
-//   goes out at once, alone: a client sending one request at a time is not made to wait
-//   flushIntervalMs for company that is not coming. Otherwise (under load) writes wait and
-//   batch: the next insert starts as soon as the previous returned and either a full batch waits
+//   flight, no other write waiting or held) does not wait flushIntervalMs for company that is
+//   not coming (a client sending one request at a time): it goes out as soon as
+//   minInsertIntervalMs have passed since the previous insert started, at once when they have;
+//   writes arriving meanwhile go with it. Otherwise (under load) writes wait and batch as
+//   before: the next insert starts as soon as the previous returned and either a full batch waits
 //   (maxBatchRows or maxBatchBytes of rows, or half of maxPendingBytes, or writes held for want
 //   of room) or the oldest waiting row has waited flushIntervalMs and minInsertIntervalMs have
 //   passed since the previous insert started. So at most one insert per minInsertIntervalMs is
@@ -112,12 +113,12 @@ export interface BatchWriterOptions {
   maxBatchBytes?: number
   /**
    * Milliseconds the oldest row waits for company, from its request's arrival, before it is sent,
-   * when the writer is busy; default 250. A write to an idle writer goes at once.
+   * when the writer is busy; default 250. A write to an idle writer does not wait for company.
    */
   flushIntervalMs?: number
   /**
    * Milliseconds between the starts of two non-full inserts; default 200: at most 5 parts/s. A
-   * write to an idle writer goes at once only when no insert started within this interval.
+   * write to an idle writer waits only for this interval since the previous insert started.
    */
   minInsertIntervalMs?: number
   /** Milliseconds a write is kept trying from when write() was called; default 10_000. */
@@ -236,7 +237,7 @@ interface PendingWrite {
   /** now() when its request arrived: the flush interval counts from here. */
   arrivedAt: number
   identity: WriteIdentity | undefined
-  /** Written to an idle writer (see the contract, "When"): sent at once, without waiting for company. */
+  /** Written to an idle writer (see the contract, "When"): sent without waiting flushIntervalMs. */
   idle: boolean
   state: 'held' | 'waiting' | 'sending' | 'done'
   promise: Promise<void>
@@ -392,8 +393,7 @@ export class BatchWriter {
       seq: ++this.#seq, chunks, rows, bytes, calledAt,
       answerBy: calledAt + this.#retryTimeoutMs + this.#attemptTimeoutMs,
       arrivedAt: Math.min(options.arrivedAt ?? calledAt, calledAt), identity,
-      idle: this.#sending === null && this.#waiting.length === 0 && this.#held.length === 0 &&
-        calledAt - this.#lastInsertStartedAt >= this.#minInsertIntervalMs,
+      idle: this.#sending === null && this.#waiting.length === 0 && this.#held.length === 0,
       state: 'held', promise, resolve, reject, signal, onAbort: undefined,
     }
     if (signal !== undefined) {
@@ -513,11 +513,13 @@ export class BatchWriter {
     if (this.#waiting.length === 0) { this.#clearTimer(); return }
     const now = this.#now()
     let dueAt: number
-    // Idle, full, flushed, or memory filling up (then waiting longer for company only risks holding).
-    if (this.#waiting[0].idle || this.#waiting[0].seq <= this.#flushThroughSeq || this.#waitingRows >= this.#maxBatchRows ||
+    // Full, flushed, or memory filling up (then waiting longer for company only risks holding).
+    if (this.#waiting[0].seq <= this.#flushThroughSeq || this.#waitingRows >= this.#maxBatchRows ||
         this.#waitingBytes >= this.#maxBatchBytes || this.#held.length > 0 ||
         this.#waitingBytes + this.#sendingBytes >= this.#maxPendingBytes / 2) {
       dueAt = now
+    } else if (this.#waiting[0].idle) {
+      dueAt = this.#lastInsertStartedAt + this.#minInsertIntervalMs // -Infinity before the first insert
     } else {
       dueAt = Math.max(this.#waitingSince + this.#flushIntervalMs, this.#lastInsertStartedAt + this.#minInsertIntervalMs)
     }

@@ -238,34 +238,34 @@ t.test('minInsertIntervalMs spaces small inserts', async (tt) => {
 })
 
 t.test('idle writer: a lone write goes at once; under load writes wait and batch (injected clock)', async (tt) => {
-  // The clock stands still unless the test moves it: a write that resolves went out without
-  // waiting for flushIntervalMs (10 minutes on the real timers).
+  // The clock stands still unless the test moves it, and the intervals are long (flushIntervalMs
+  // 10 minutes, minInsertIntervalMs 1 minute on the real timers): a write that resolves went out
+  // without waiting for either.
   let clock = 1_000
-  const { writer, inserts } = startWriter(tt, { flushIntervalMs: 600_000, minInsertIntervalMs: 200, now: () => clock })
+  const { writer, inserts } = startWriter(tt, {
+    flushIntervalMs: 600_000, minInsertIntervalMs: 60_000, retryTimeoutMs: 3_600_000, now: () => clock, // no deadline passes as the clock jumps
+  })
 
   await writer.write([eventRows('idle-1', 10)], 10)
   tt.equal(await countRows('idle-1'), 10, 'an idle writer sent a lone write at once')
   tt.same(inserts.map((s) => s.writes), [1])
 
-  // An insert started at clock 1_000; within minInsertIntervalMs a write waits, whatever else.
-  clock = 1_100
+  // An insert started at clock 1_000; within minInsertIntervalMs a write waits.
+  clock = 31_000
   let withinDone = false
   const within = writer.write([eventRows('idle-2', 2)], 2).then(() => { withinDone = true })
   await new Promise((resolve) => setTimeout(resolve, 50))
   tt.equal(inserts.length, 1, 'a write within minInsertIntervalMs of the last insert start waits')
   tt.notOk(withinDone)
-  // Past minInsertIntervalMs, but a write is waiting: the writer is not idle, this one joins it.
-  clock = 1_300
+  // Once minInsertIntervalMs have passed it goes, long before flushIntervalMs, with what came meanwhile.
+  clock = 61_500
   const joining = writer.write([eventRows('idle-3', 3)], 3)
-  await new Promise((resolve) => setTimeout(resolve, 50))
-  tt.equal(inserts.length, 1, 'a write that finds another waiting waits with it')
-  await writer.flush()
   await Promise.all([within, joining])
   tt.same(inserts.map((s) => s.rows), [10, 5], 'the two waiting writes went in one insert')
 
   // Idle again, minInsertIntervalMs after the last start: at once. Writes arriving while it is
-  // in flight wait for it and then for company, together.
-  clock = 2_000
+  // in flight wait for it and then for company (flushIntervalMs), together.
+  clock = 200_000
   const alone = writer.write([eventRows('idle-4', 1)], 1)
   const second = writer.write([eventRows('idle-5', 4)], 4)
   const third = writer.write([eventRows('idle-6', 6)], 6)
