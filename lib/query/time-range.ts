@@ -2,8 +2,9 @@
 //
 // Contract:
 // - Each accepts RFC 3339 (`2025-11-21T10:00:00Z`, `2025-11-21T12:00:00.250+02:00`; fractions past
-//   milliseconds are truncated), epoch milliseconds (`1763700000000`), `now`, or `now-<n><unit>`
-//   with unit s, m, h or d (`now-15m`, `now-24h`, `now-7d`).
+//   milliseconds are truncated), epoch milliseconds (`1763700000000`), `now`, `now-<n><unit>` or
+//   `now+<n><unit>` with unit s, m, h or d (`now-15m`, `now-24h`, `now-7d`, `now+1d`): events may
+//   carry a ts up to two days ahead, which a `to=now` would hide.
 // - Absent (undefined or null) `to` is now; absent `from` is 15 minutes before `to` (not before
 //   the epoch). An empty string is a value, and not a valid one.
 // - The range is half-open [from, to) and from < to; times before the epoch are refused.
@@ -26,7 +27,7 @@ export interface TimeRangeInput {
 export const defaultRangeMs = 15 * 60_000
 
 const unitMs: Readonly<Record<string, number>> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
-const relativePattern = /^now(?:-([0-9]{1,9})([smhd]))?$/
+const relativePattern = /^now(?:([+-])([0-9]{1,9})([smhd]))?$/
 const epochPattern = /^[0-9]{1,16}$/
 // RFC 3339 section 5.6: full-date "T" full-time, with "t"/"z" allowed lower case (section 5.6 note).
 const rfc3339Pattern = /^([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]+))?(?:([Zz])|([+-])([0-9]{2}):([0-9]{2}))$/
@@ -59,14 +60,14 @@ export function parseTime (name: string, text: string, now: number): number {
   let value: number | null = null
   const relative = relativePattern.exec(text)
   if (relative) {
-    value = relative[1] === undefined ? now : now - Number(relative[1]) * unitMs[relative[2]]
+    value = relative[1] === undefined ? now : now + (relative[1] === '-' ? -1 : 1) * Number(relative[2]) * unitMs[relative[3]]
   } else if (epochPattern.test(text)) {
     value = Number(text)
   } else {
     value = parseRfc3339(text)
   }
   if (value === null || !Number.isSafeInteger(value)) {
-    throw new SluiceError('invalid_query', `${name}: expected RFC 3339, epoch milliseconds, now or now-<n><s|m|h|d> (got ${JSON.stringify(text)})`)
+    throw new SluiceError('invalid_query', `${name}: expected RFC 3339, epoch milliseconds, now or now±<n><s|m|h|d> (got ${JSON.stringify(text)})`)
   }
   if (value < 0) throw new SluiceError('invalid_query', `${name}: ${JSON.stringify(text)} is before 1970-01-01T00:00:00Z`)
   return value

@@ -22,13 +22,18 @@
 //   cases rows are stored at least once; a resolved write is never missing rows. (Hence also no
 //   streaming of a batch into an insert opened before the batch is complete: a crash would
 //   store a part of it.)
-// - When: one insert is in flight at a time. The next one starts as soon as the previous returned
-//   and either a full batch waits (maxBatchRows or maxBatchBytes of rows, or half of
-//   maxPendingBytes, or writes held for want of room) or the oldest waiting row has waited
-//   flushIntervalMs and minInsertIntervalMs have passed since the previous insert started. A
-//   row's wait counts from its request's arrival (write()'s `arrivedAt`), not from write(): the
-//   reading and parsing before write() are part of it, so the interval bounds what a row waits
-//   in all. flush() and close() send at once.
+// - When: one insert is in flight at a time. A write that finds the writer idle (no insert in
+//   flight, no other write waiting or held) does not wait flushIntervalMs for company that is
+//   not coming (a client sending one request at a time): it goes out as soon as
+//   minInsertIntervalMs have passed since the previous insert started, at once when they have;
+//   writes arriving meanwhile go with it. Otherwise (under load) writes wait and batch as
+//   before: the next insert starts as soon as the previous returned and either a full batch waits
+//   (maxBatchRows or maxBatchBytes of rows, or half of maxPendingBytes, or writes held for want
+//   of room) or the oldest waiting row has waited flushIntervalMs and minInsertIntervalMs have
+//   passed since the previous insert started. So at most one insert per minInsertIntervalMs is
+//   not full, idle or not. A row's wait counts from its request's arrival (write()'s
+//   `arrivedAt`), not from write(): the reading and parsing before write() are part of it, so
+//   the interval bounds what a row waits in all. flush() and close() send at once.
 // - Bounded wait: every write settles within retryTimeoutMs + attemptTimeoutMs of write(),
 //   whatever ClickHouse does (down, hung, SIGSTOPped, a stalled disk). Each insert attempt
 //   carries an AbortSignal that fires attemptTimeoutMs after it started, or earlier so that the
@@ -110,9 +115,15 @@ export interface BatchWriterOptions {
   maxBatchRows: number
   /** Bytes per insert; default 64 MiB, which bounds one insert's memory on both sides. */
   maxBatchBytes?: number
-  /** Milliseconds the oldest row waits for company, from its request's arrival, before it is sent (writer.flushIntervalMs). */
+  /**
+   * Milliseconds the oldest row waits for company, from its request's arrival, before it is sent,
+   * when the writer is busy (writer.flushIntervalMs). A write to an idle writer does not wait for company.
+   */
   flushIntervalMs: number
-  /** Milliseconds between the starts of two non-full inserts (writer.minInsertIntervalMs; 200: at most 5 parts/s). */
+  /**
+   * Milliseconds between the starts of two non-full inserts (writer.minInsertIntervalMs; 200: at
+   * most 5 parts/s). A write to an idle writer waits only for this interval since the previous insert started.
+   */
   minInsertIntervalMs: number
   /** Milliseconds a write is kept trying from when write() was called (writer.retryTimeoutMs). */
   retryTimeoutMs: number
@@ -238,6 +249,8 @@ interface PendingWrite {
   /** now() when its request arrived: the flush interval counts from here. */
   arrivedAt: number
   identity: WriteIdentity | undefined
+  /** Written to an idle writer (see the contract, "When"): sent without waiting flushIntervalMs. */
+  idle: boolean
   state: 'held' | 'waiting' | 'sending' | 'done'
   promise: Promise<void>
   resolve: () => void
@@ -392,6 +405,7 @@ export class BatchWriter {
       seq: ++this.#seq, chunks, rows, bytes, calledAt,
       answerBy: calledAt + this.#retryTimeoutMs + this.#attemptTimeoutMs,
       arrivedAt: Math.min(options.arrivedAt ?? calledAt, calledAt), identity,
+      idle: this.#sending === null && this.#waiting.length === 0 && this.#held.length === 0,
       state: 'held', promise, resolve, reject, signal, onAbort: undefined,
     }
     if (signal !== undefined) {
@@ -516,6 +530,8 @@ export class BatchWriter {
         this.#waitingBytes >= this.#maxBatchBytes || this.#held.length > 0 ||
         this.#waitingBytes + this.#sendingBytes >= this.#maxPendingBytes / 2) {
       dueAt = now
+    } else if (this.#waiting[0].idle) {
+      dueAt = this.#lastInsertStartedAt + this.#minInsertIntervalMs // -Infinity before the first insert
     } else {
       dueAt = Math.max(this.#waitingSince + this.#flushIntervalMs, this.#lastInsertStartedAt + this.#minInsertIntervalMs)
     }

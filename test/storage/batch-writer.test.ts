@@ -81,6 +81,18 @@ function startWriter (tt: Test, options: Partial<BatchWriterOptions> = {}): Harn
   return { writer, inserts, logLines }
 }
 
+/**
+ * Makes the writer busy: one insert that starts minInsertIntervalMs, so that the next writes wait
+ * for company instead of going at once (a write to an idle writer goes alone, at once).
+ */
+async function startBusyWriter (tt: Test, options: Partial<BatchWriterOptions> = {}): Promise<Harness> {
+  const harness = startWriter(tt, options)
+  const primer = options.format === 'TabSeparated' ? tsvRows('busy-primer', 1) : eventRows('busy-primer', 1)
+  await harness.writer.write([primer], 1)
+  harness.inserts.length = 0
+  return harness
+}
+
 function listen (tt: Test, server: Server): Promise<number> {
   tt.teardown(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()) }))
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)))
@@ -117,15 +129,16 @@ async function startFlakyProxy (tt: Test, failures: number, fail: (res: import('
   return { url: `http://127.0.0.1:${port}`, state }
 }
 
-t.test('concurrent writes coalesce into one insert; each resolves with its rows queryable', async (tt) => {
+t.test('concurrent writes coalesce: the first goes alone at once, the others in one insert; each resolves with its rows queryable', async (tt) => {
   const { writer, inserts } = startWriter(tt, { flushIntervalMs: 50, minInsertIntervalMs: 0 })
   const writes = Array.from({ length: 50 }, (_, i) => {
     const stream = `coalesce-${i}`
     return writer.write([eventRows(stream, 10)], 10).then(() => countRows(stream))
   })
   tt.same(await Promise.all(writes), Array(50).fill(10), 'every write sees its 10 rows once resolved')
-  tt.equal(inserts.length, 1, 'one insert for 50 writes')
-  tt.match(inserts[0], { rows: 500, writes: 50, ok: true, attempt: 1 })
+  tt.equal(inserts.length, 2, 'two inserts for 50 writes')
+  tt.match(inserts[0], { rows: 10, writes: 1, ok: true, attempt: 1 }, 'the first found the writer idle')
+  tt.match(inserts[1], { rows: 490, writes: 49, ok: true, attempt: 1 }, 'the others waited for it and went together')
   tt.equal(writer.pendingRows, 0)
   tt.equal(writer.pendingBytes, 0)
 })
@@ -185,30 +198,33 @@ t.test('size trigger: a full batch goes without waiting for the interval', async
   tt.equal(await countRows('size-2'), 150)
 })
 
-t.test('time trigger: a lone row waits flushIntervalMs for company, then goes', async (tt) => {
+t.test('time trigger: a row that finds an insert in flight waits flushIntervalMs for company, then goes', async (tt) => {
   const { writer, inserts } = startWriter(tt, { flushIntervalMs: 150, minInsertIntervalMs: 0 })
   const started = performance.now()
-  const first = writer.write([eventRows('time-1', 1)], 1)
+  const first = writer.write([eventRows('time-1', 1)], 1) // idle writer: at once
   const second = writer.write([eventRows('time-2', 1)], 1)
-  await Promise.all([first, second])
+  const third = writer.write([eventRows('time-3', 1)], 1)
+  await Promise.all([first, second, third])
   const elapsed = performance.now() - started
   tt.ok(elapsed >= 145, `waited ${Math.round(elapsed)} ms`)
   tt.ok(elapsed < 5_000)
-  tt.equal(inserts.length, 1, 'the second write kept the first company')
+  tt.same(inserts.map((s) => s.writes), [1, 2], 'the third write kept the second company')
 })
 
 t.test('time trigger: the wait counts from the request\'s arrival, the earliest of the waiting writes', async (tt) => {
   const { writer, inserts } = startWriter(tt, { flushIntervalMs: 600_000, minInsertIntervalMs: 0 })
   let firstDone = false
+  const inFlight = writer.write([eventRows('arrival-0', 1)], 1) // idle writer: at once
   const first = writer.write([eventRows('arrival-1', 2)], 2, { arrivedAt: performance.now() }).then(() => { firstDone = true })
+  await inFlight
   await new Promise((resolve) => setImmediate(resolve))
-  tt.equal(inserts.length, 0, 'a row that just arrived waits for company')
+  tt.equal(inserts.length, 1, 'a row that just arrived while an insert was in flight waits for company')
   tt.notOk(firstDone)
   // Written later, but its request arrived longer ago than the interval: the batch is due.
   const second = writer.write([eventRows('arrival-2', 3)], 3, { arrivedAt: performance.now() - 600_000 })
   await Promise.all([first, second])
-  tt.equal(inserts.length, 1, 'both went in one insert')
-  tt.equal(inserts[0].rows, 5)
+  tt.equal(inserts.length, 2, 'both went in one insert')
+  tt.equal(inserts[1].rows, 5)
   tt.equal(await countRows('arrival-1'), 2)
   tt.equal(await countRows('arrival-2'), 3)
   // An arrival "after" the call counts from the call: the row is not held past the interval.
@@ -226,8 +242,52 @@ t.test('minInsertIntervalMs spaces small inserts', async (tt) => {
   tt.ok(starts[1] - starts[0] >= 295, `second insert started ${Math.round(starts[1] - starts[0])} ms after the first`)
 })
 
+t.test('idle writer: a lone write goes at once; under load writes wait and batch (injected clock)', async (tt) => {
+  // The clock stands still unless the test moves it, and the intervals are long (flushIntervalMs
+  // 10 minutes, minInsertIntervalMs 1 minute on the real timers): a write that resolves went out
+  // without waiting for either.
+  let clock = 1_000
+  const { writer, inserts } = startWriter(tt, {
+    flushIntervalMs: 600_000, minInsertIntervalMs: 60_000, retryTimeoutMs: 3_600_000, now: () => clock, // no deadline passes as the clock jumps
+  })
+
+  await writer.write([eventRows('idle-1', 10)], 10)
+  tt.equal(await countRows('idle-1'), 10, 'an idle writer sent a lone write at once')
+  tt.same(inserts.map((s) => s.writes), [1])
+
+  // An insert started at clock 1_000; within minInsertIntervalMs a write waits.
+  clock = 31_000
+  let withinDone = false
+  const within = writer.write([eventRows('idle-2', 2)], 2).then(() => { withinDone = true })
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  tt.equal(inserts.length, 1, 'a write within minInsertIntervalMs of the last insert start waits')
+  tt.notOk(withinDone)
+  // Once minInsertIntervalMs have passed it goes, long before flushIntervalMs, with what came meanwhile.
+  clock = 61_500
+  const joining = writer.write([eventRows('idle-3', 3)], 3)
+  await Promise.all([within, joining])
+  tt.same(inserts.map((s) => s.rows), [10, 5], 'the two waiting writes went in one insert')
+
+  // Idle again, minInsertIntervalMs after the last start: at once. Writes arriving while it is
+  // in flight wait for it and then for company (flushIntervalMs), together.
+  clock = 200_000
+  const alone = writer.write([eventRows('idle-4', 1)], 1)
+  const second = writer.write([eventRows('idle-5', 4)], 4)
+  const third = writer.write([eventRows('idle-6', 6)], 6)
+  let laterDone = false
+  const later = Promise.all([second, third]).then(() => { laterDone = true })
+  await alone
+  tt.equal(await countRows('idle-4'), 1, 'the lone write went at once')
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  tt.notOk(laterDone, 'the writes that arrived while it was in flight wait for company')
+  tt.equal(inserts.length, 3)
+  await writer.flush()
+  await later
+  tt.same(inserts.map((s) => [s.writes, s.rows]), [[1, 10], [2, 5], [1, 1], [2, 10]], 'and went in one insert')
+})
+
 t.test('flush() sends what waits now and resolves once it is committed', async (tt) => {
-  const { writer, inserts } = startWriter(tt, { flushIntervalMs: 600_000, minInsertIntervalMs: 600_000 })
+  const { writer, inserts } = await startBusyWriter(tt, { flushIntervalMs: 600_000, minInsertIntervalMs: 600_000 })
   let resolved = false
   const rows = eventRows('flush', 7)
   const write = writer.write([rows], 7).then(() => { resolved = true })
@@ -244,7 +304,7 @@ t.test('flush() sends what waits now and resolves once it is committed', async (
 })
 
 t.test('close() stores what was accepted, then refuses writes with shutting_down', async (tt) => {
-  const { writer } = startWriter(tt, { flushIntervalMs: 600_000, minInsertIntervalMs: 600_000 })
+  const { writer } = await startBusyWriter(tt, { flushIntervalMs: 600_000, minInsertIntervalMs: 600_000 })
   const accepted = writer.write([eventRows('close', 3)], 3)
   const closing = writer.close()
   await tt.rejects(writer.write([eventRows('close-late', 1)], 1), { code: 'shutting_down', retryAfter: 1 })
@@ -363,7 +423,7 @@ t.test('a stall shorter than the deadline: the aborted insert is checked once Cl
 })
 
 t.test('a malformed write fails alone (internal_error); its batch mates are stored', async (tt) => {
-  const { writer, inserts, logLines } = startWriter(tt, { format: 'TabSeparated', flushIntervalMs: 600_000, minInsertIntervalMs: 600_000 })
+  const { writer, inserts, logLines } = await startBusyWriter(tt, { format: 'TabSeparated', flushIntervalMs: 600_000, minInsertIntervalMs: 600_000 })
   const good1 = writer.write([tsvRows('mal-good-1', 3)], 3)
   const bad = writer.write([Buffer.from('org1\tmal-bad\tnot-a-number\n')], 1)
   const good2 = writer.write([tsvRows('mal-good-2', 4)], 4)
@@ -380,7 +440,7 @@ t.test('a malformed write fails alone (internal_error); its batch mates are stor
 })
 
 t.test('RowBinary: a write cut inside a row fails alone; its batch mates are stored', async (tt) => {
-  const { writer, inserts } = startWriter(tt, { flushIntervalMs: 600_000, minInsertIntervalMs: 600_000 })
+  const { writer, inserts } = await startBusyWriter(tt, { flushIntervalMs: 600_000, minInsertIntervalMs: 600_000 })
   const good1 = writer.write([eventRows('rb-good-1', 3)], 3)
   const good2 = writer.write([eventRows('rb-good-2', 4)], 4)
   const cut = eventRows('rb-cut', 2)
@@ -397,7 +457,7 @@ t.test('RowBinary: a write cut inside a row fails alone; its batch mates are sto
 })
 
 t.test('an aborted write leaves the queue before its insert starts', async (tt) => {
-  const { writer, inserts } = startWriter(tt, { flushIntervalMs: 600_000, minInsertIntervalMs: 600_000 })
+  const { writer, inserts } = await startBusyWriter(tt, { flushIntervalMs: 600_000, minInsertIntervalMs: 600_000 })
   const ac = new AbortController()
   const aborted = writer.write([eventRows('aborted', 5)], 5, { signal: ac.signal })
   const kept = writer.write([eventRows('kept', 2)], 2)
