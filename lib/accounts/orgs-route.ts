@@ -7,7 +7,7 @@ import type { Authenticator } from '../auth/authenticate.ts'
 import type { Accounts } from './accounts.ts'
 import { orgView, userView } from './views.ts'
 import type { AuditLog } from '../audit/audit-log.ts'
-import { auditContext } from '../audit/audit-route.ts'
+import { auditContext } from '../audit/audit-log.ts'
 
 export function registerOrgRoutes (router: Router, deps: { auth: Authenticator, accounts: Accounts, audit: AuditLog }): void {
   const { auth, accounts, audit } = deps

@@ -18,6 +18,7 @@
 import { randomUUID } from 'node:crypto'
 import type { ClickHouse } from '../storage/clickhouse.ts'
 import type { Logger } from '../logger.ts'
+import type { RequestContext } from '../http/reply.ts'
 import { sql } from '../storage/sql.ts'
 
 export const auditActions = [
@@ -171,5 +172,20 @@ export class AuditLog {
       details: JSON.parse(String(r.details)) as Record<string, unknown>,
     }))
     return { rows, more: found.length > limit }
+  }
+}
+
+/** The acting PAT of a change, as the authenticator resolves it (lib/auth/authenticate.ts PatPrincipal). */
+export interface AuditActor {
+  org: { id: string }
+  user: { id: string }
+  pat: { id: string }
+}
+
+/** The who, when and where of a change made through `ctx` by `principal`, for AuditLog#record. */
+export function auditContext (ctx: RequestContext, principal: AuditActor): Pick<AuditEntry, 'orgId' | 'actorUserId' | 'actorTokenId' | 'requestId' | 'source'> {
+  return {
+    orgId: principal.org.id, actorUserId: principal.user.id, actorTokenId: principal.pat.id,
+    requestId: ctx.requestId, source: ctx.req.socket.remoteAddress ?? '',
   }
 }

@@ -9,7 +9,7 @@ import type { Accounts } from '../accounts/accounts.ts'
 import { patView } from '../accounts/views.ts'
 import { coversAbilities, isAbility, abilities as knownAbilities } from './abilities.ts'
 import type { AuditLog } from '../audit/audit-log.ts'
-import { auditContext } from '../audit/audit-route.ts'
+import { auditContext } from '../audit/audit-log.ts'
 
 const maxTtlS = 315_360_000
 

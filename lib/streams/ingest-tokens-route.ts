@@ -9,7 +9,7 @@ import type { Accounts } from '../accounts/accounts.ts'
 import { ingestTokenView } from '../accounts/views.ts'
 import { findStream } from './streams-route.ts'
 import type { AuditLog } from '../audit/audit-log.ts'
-import { auditContext } from '../audit/audit-route.ts'
+import { auditContext } from '../audit/audit-log.ts'
 
 /** Bounds of an ingest token's `ttl`, seconds: one minute to ten years (docs/api.md section 5.2). */
 const minTtlS = 60

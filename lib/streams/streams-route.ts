@@ -13,7 +13,7 @@ import type { MetadataStore, StreamRecord } from '../storage/metadata-store.ts'
 import type { ClickHouse } from '../storage/clickhouse.ts'
 import { sql } from '../storage/sql.ts'
 import type { AuditLog } from '../audit/audit-log.ts'
-import { auditContext } from '../audit/audit-route.ts'
+import { auditContext } from '../audit/audit-log.ts'
 
 export interface StreamRoutesDeps {
   auth: Authenticator
