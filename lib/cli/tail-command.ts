@@ -3,6 +3,7 @@
 // are skipped; dropped counts go to stderr.
 import { request } from 'undici'
 import { CliError } from './api-client.ts'
+import { SseParser } from '../live/sse-parser.ts'
 
 export interface TailOptions {
   baseUrl: string
@@ -27,17 +28,10 @@ export async function tailCommand (options: TailOptions): Promise<void> {
     const body = await res.body.json().catch(() => ({})) as { error?: string, message?: string }
     throw new CliError(body.error ?? 'http_error', body.message ?? `HTTP ${res.statusCode}`, res.statusCode)
   }
-  let buffer = ''
-  for await (const chunk of res.body) {
-    buffer += (chunk as Buffer).toString('utf8')
-    let sep
-    while ((sep = buffer.indexOf('\n\n')) >= 0) {
-      const frame = buffer.slice(0, sep)
-      buffer = buffer.slice(sep + 2)
-      const event = /^event: (.*)$/m.exec(frame)?.[1]
-      const data = /^data: (.*)$/m.exec(frame)?.[1]
-      if (event === 'event' && data) options.out(options.json ? data : formatEvent(JSON.parse(data)))
-      else if (event === 'dropped' && data) options.err(`(${JSON.parse(data).count} events dropped)`)
-    }
-  }
+  // The parser decodes the bytes itself, so a character split across two chunks stays whole.
+  const parser = new SseParser((event, data) => {
+    if (event === 'event') options.out(options.json ? data : formatEvent(JSON.parse(data)))
+    else if (event === 'dropped') options.err(`(${JSON.parse(data).count} events dropped)`)
+  })
+  for await (const chunk of res.body) parser.push(chunk as Buffer)
 }

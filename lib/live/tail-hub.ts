@@ -22,6 +22,7 @@ import type { ServerResponse } from 'node:http'
 import { SluiceError } from '../errors.ts'
 import type { LiveOutput, LiveRequest } from '../ingest/parse-task.ts'
 import { LiveStats } from './live-stats.ts'
+import { sseComment, sseEvent, sseOpening, writeSseEvent } from './sse-writer.ts'
 
 export interface TailHubOptions {
   maxTailsPerOrg?: number
@@ -58,6 +59,9 @@ interface StartCharge { tail: StreamTail, period: number, charged: number[] }
 
 /** Weight of the newest request in the moving average of matches per request. */
 const averageWeight = 0.25
+
+/** How long a client that lost its tail waits before reconnecting (the SSE `retry:` field), ms. */
+const reconnectMs = 2000
 
 /** Filters a task can carry: one bit each in a 32-bit mask. */
 const maxFilters = 31
@@ -123,7 +127,7 @@ export class TailHub {
     this.#eventsPerSecond = options.eventsPerSecond ?? 2000
     this.#timers = [
       setInterval(() => this.#emitStats(), options.statsIntervalMs ?? 1000),
-      setInterval(() => this.#broadcast(': heartbeat\n\n'), options.heartbeatMs ?? 15_000),
+      setInterval(() => this.#broadcast(sseComment('heartbeat')), options.heartbeatMs ?? 15_000),
     ]
     for (const timer of this.#timers) timer.unref()
   }
@@ -149,10 +153,10 @@ export class TailHub {
     this.#clientCount++
 
     res.writeHead(200, tailResponseHeaders)
-    res.write('retry: 2000\n: connected\n\n')
+    res.write(sseOpening(reconnectMs, 'connected'))
     res.on('drain', () => {
       if (client.dropped > 0) {
-        res.write(`event: dropped\ndata: {"count":${client.dropped}}\n\n`)
+        writeSseEvent(res, 'dropped', `{"count":${client.dropped}}`)
         client.dropped = 0
       }
     })
@@ -225,7 +229,7 @@ export class TailHub {
         this.#writeWhatFits(client, outputs, bit)
       }
       if (client.dropped > 0 && drained) {
-        client.res.write(`event: dropped\ndata: {"count":${client.dropped}}\n\n`)
+        writeSseEvent(client.res, 'dropped', `{"count":${client.dropped}}`)
         client.dropped = 0
       }
     }
@@ -266,7 +270,7 @@ export class TailHub {
   #emitStats (): void {
     const t = Date.now()
     for (const tail of this.#streams.values()) {
-      const text = 'event: stats\ndata: ' + JSON.stringify(tail.stats.snapshot(t)) + '\n\n'
+      const text = sseEvent('stats', JSON.stringify(tail.stats.snapshot(t)))
       tail.stats = new LiveStats()
       tail.allowance.clear()
       tail.period++

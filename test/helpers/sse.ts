@@ -1,6 +1,9 @@
-// A small SSE reader for tests: connects with a PAT and collects frames as {event, data}.
+// A small SSE reader for tests: connects with a PAT and collects frames as {event, data}, each
+// comment line as {event: 'comment', data: its text}. Frames are parsed by the one SSE parser
+// (lib/live/sse-parser.ts), fed the de-chunked body bytes as they arrive.
 import { connect } from 'node:net'
 import type { Socket } from 'node:net'
+import { SseParser } from '../../lib/live/sse-parser.ts'
 
 export interface SseFrame { event: string, data: string }
 
@@ -21,50 +24,41 @@ export async function openSse (baseUrl: string, path: string, token: string): Pr
   socket.write(`GET ${path} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${token}\r\nAccept: text/event-stream\r\n\r\n`)
   const frames: SseFrame[] = []
   const waiters: Array<() => void> = []
-  let buffer = ''
+  const parser = new SseParser(
+    (event, data) => { frames.push({ event, data }) },
+    (text) => { frames.push({ event: 'comment', data: text }) },
+  )
   let headerDone = false
   let status = 0
   let chunked = false
-  let raw = ''
+  // Bytes received and not yet parsed: the head, or a chunk not complete yet.
+  let raw: Buffer = Buffer.alloc(0)
   const statusReady = new Promise<void>((resolve) => {
     socket.on('data', (chunk: Buffer) => {
-      raw += chunk.toString('utf8')
+      raw = raw.length === 0 ? chunk : Buffer.concat([raw, chunk])
       if (!headerDone) {
         const end = raw.indexOf('\r\n\r\n')
         if (end < 0) return
-        const head = raw.slice(0, end)
+        const head = raw.subarray(0, end).toString('latin1')
         status = Number(head.split(' ')[1])
         chunked = /transfer-encoding: chunked/i.test(head)
-        raw = raw.slice(end + 4)
+        raw = raw.subarray(end + 4)
         headerDone = true
         resolve()
       }
-      // De-chunk whatever complete chunks arrived.
+      // De-chunk whatever complete chunks arrived; sizes count bytes, so this works on bytes.
       if (chunked) {
         for (;;) {
           const lineEnd = raw.indexOf('\r\n')
           if (lineEnd < 0) break
-          const size = parseInt(raw.slice(0, lineEnd), 16)
+          const size = parseInt(raw.subarray(0, lineEnd).toString('latin1'), 16)
           if (raw.length < lineEnd + 2 + size + 2) break
-          buffer += raw.slice(lineEnd + 2, lineEnd + 2 + size)
-          raw = raw.slice(lineEnd + 2 + size + 2)
+          parser.push(raw.subarray(lineEnd + 2, lineEnd + 2 + size))
+          raw = raw.subarray(lineEnd + 2 + size + 2)
         }
       } else {
-        buffer += raw
-        raw = ''
-      }
-      let sep
-      while ((sep = buffer.indexOf('\n\n')) >= 0) {
-        const block = buffer.slice(0, sep)
-        buffer = buffer.slice(sep + 2)
-        let event = 'message'
-        const data: string[] = []
-        for (const line of block.split('\n')) {
-          if (line.startsWith('event: ')) event = line.slice(7)
-          else if (line.startsWith('data: ')) data.push(line.slice(6))
-          else if (line.startsWith(':')) event = 'comment'
-        }
-        frames.push({ event, data: data.join('\n') })
+        parser.push(raw)
+        raw = Buffer.alloc(0)
       }
       for (const w of waiters.splice(0)) w()
     })

@@ -1,7 +1,10 @@
 // Talking to the Sluice API from the page: JSON requests with the PAT, errors as ApiError (the
 // server's {"error", "message", "request_id"}) or NetworkError (no answer), and the live tail read
-// through fetch() with a small Server-Sent Events parser, since EventSource cannot send an
-// Authorization header.
+// through fetch() with the Server-Sent Events parser of sse-parser.js (shared with the CLI and the
+// tests), since EventSource cannot send an Authorization header.
+import { SseParser } from './sse-parser.js'
+
+export { SseParser }
 
 export class ApiError extends Error {
   constructor (status, code, message, requestId, retryAfterS) {
@@ -81,7 +84,8 @@ export function createApi (getToken) {
       const res = await send(path, { signal, accept: 'text/event-stream' })
       onOpen?.()
       const parser = new SseParser(onMessage)
-      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader()
+      // Bytes go to the parser as they come: it decodes them with a streaming TextDecoder.
+      const reader = res.body.getReader()
       try {
         for (;;) {
           const { value, done } = await reader.read()
@@ -96,59 +100,6 @@ export function createApi (getToken) {
         reader.releaseLock()
       }
     },
-  }
-}
-
-/**
- * The text/event-stream format (WHATWG HTML, "Parsing an event stream"): lines end in CR, LF or
- * CRLF (a CRLF may be split across chunks); `field: value` with one optional space after the
- * colon; several data lines join with LF; a blank line dispatches; lines starting with ':' are
- * comments. id and retry are not needed here and are ignored.
- */
-export class SseParser {
-  #onMessage
-  #buffer = ''
-  #skipLf = false
-  #type = ''
-  #data = []
-
-  constructor (onMessage) {
-    this.#onMessage = onMessage
-  }
-
-  push (text) {
-    let start = 0
-    let i = 0
-    if (this.#skipLf && text[0] === '\n') { start = i = 1 }
-    this.#skipLf = false
-    for (; i < text.length; i++) {
-      const ch = text[i]
-      if (ch !== '\n' && ch !== '\r') continue
-      this.#line(this.#buffer + text.slice(start, i))
-      this.#buffer = ''
-      if (ch === '\r') {
-        if (i + 1 === text.length) this.#skipLf = true
-        else if (text[i + 1] === '\n') i++
-      }
-      start = i + 1
-    }
-    this.#buffer += text.slice(start)
-  }
-
-  #line (line) {
-    if (line === '') {
-      if (this.#data.length > 0) this.#onMessage(this.#type || 'message', this.#data.join('\n'))
-      this.#type = ''
-      this.#data = []
-      return
-    }
-    if (line[0] === ':') return
-    const colon = line.indexOf(':')
-    const field = colon === -1 ? line : line.slice(0, colon)
-    let value = colon === -1 ? '' : line.slice(colon + 1)
-    if (value[0] === ' ') value = value.slice(1)
-    if (field === 'event') this.#type = value
-    else if (field === 'data') this.#data.push(value)
   }
 }
 
