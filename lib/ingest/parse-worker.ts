@@ -20,7 +20,8 @@ import { EventRowWriter } from './row-serializer.ts'
 import { LineScanner, blankLine, scannedRow } from './line-scanner.ts'
 import { LiveCollector } from '../live/live-collector.ts'
 import { maxListedFailures } from './parse-task.ts'
-import type { LineFailure, LineFailureCode, LiveOutput, ParseResult, ParseTask } from './parse-task.ts'
+import type { LineFailure, LineFailureCode, ParseResult, ParseTask } from './parse-task.ts'
+import type { LiveOutput } from '../live/live-protocol.ts'
 
 const newline = 10
 
