@@ -4,7 +4,7 @@ import type { Router } from '../http/router.ts'
 import type { IncomingMessage } from 'node:http'
 import { sendJson, toRfc3339 } from '../http/reply.ts'
 import { SluiceError } from '../errors.ts'
-import { integerParam } from '../query/read-request.ts'
+import { integerParam } from '../http/query-params.ts'
 import type { AuditLog, AuditRow } from './audit-log.ts'
 
 export const defaultAuditLimit = 100

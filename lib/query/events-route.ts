@@ -6,7 +6,8 @@ import type { Authenticator } from '../auth/authenticate.ts'
 import type { Accounts } from '../accounts/accounts.ts'
 import type { ClickHouse } from '../storage/clickhouse.ts'
 import { filterToSql } from './filter-sql.ts'
-import { integerParam, readRequest } from './read-request.ts'
+import { readRequest } from './read-request.ts'
+import { integerParam } from '../http/query-params.ts'
 import { defaultEventsLimit, maxEventsLimit, queryEvents } from './events-query.ts'
 
 export function registerEventsRoute (router: Router, deps: { auth: Authenticator, accounts: Accounts, clickhouse: ClickHouse }): void {

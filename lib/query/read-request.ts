@@ -2,7 +2,6 @@
 // caller's org, the time range and the parsed `q`, plus bounded integer parameters. Shared by the
 // events and stats routes so both answer bad input with the same 400 invalid_query.
 import type { RequestContext } from '../http/reply.ts'
-import { SluiceError } from '../errors.ts'
 import type { Authenticator } from '../auth/authenticate.ts'
 import type { Accounts } from '../accounts/accounts.ts'
 import type { StreamRecord } from '../storage/metadata-store.ts'
@@ -31,15 +30,4 @@ export function readRequest (ctx: RequestContext, auth: Authenticator, accounts:
     filter: parseFilter(params.get('q') ?? ''),
     params,
   }
-}
-
-/** An optional integer parameter within [min, max]; absent gives `fallback`. */
-export function integerParam (params: URLSearchParams, name: string, min: number, max: number, fallback: number): number {
-  const raw = params.get(name)
-  if (raw === null) return fallback
-  const n = Number(raw)
-  if (!/^\d+$/.test(raw) || n < min || n > max) {
-    throw new SluiceError('invalid_query', `${name} must be an integer ${min}-${max}`, { details: { parameter: name } })
-  }
-  return n
 }

@@ -1,13 +1,15 @@
-// The caller's own PATs: create (abilities at most the caller's own), list, revoke.
+// The caller's own PATs: create (abilities at most the caller's own), list, revoke. Issuing a
+// token is account management, so this route lives with the accounts and uses lib/auth (token
+// format, abilities, the authenticator) from below; lib/auth imports nothing from here.
 import type { Router } from '../http/router.ts'
 import { sendEmpty, sendJson, toRfc3339 } from '../http/reply.ts'
 import { readJsonBody } from '../http/json-body.ts'
 import { allowOnly, optionalInteger, optionalString } from '../http/fields.ts'
 import { SluiceError } from '../errors.ts'
-import type { Authenticator } from './authenticate.ts'
-import type { Accounts } from '../accounts/accounts.ts'
-import { patView } from '../accounts/views.ts'
-import { coversAbilities, isAbility, abilities as knownAbilities } from './abilities.ts'
+import type { Authenticator } from '../auth/authenticate.ts'
+import type { Accounts } from './accounts.ts'
+import { patView } from './views.ts'
+import { coversAbilities, isAbility, abilities as knownAbilities } from '../auth/abilities.ts'
 import type { AuditLog } from '../audit/audit-log.ts'
 import { auditContext } from '../audit/audit-log.ts'
 
