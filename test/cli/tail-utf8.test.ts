@@ -8,6 +8,7 @@ import type { AddressInfo, Socket } from 'node:net'
 import { startServer } from '../helpers/server.ts'
 import { createIngestTarget, postIngest } from '../helpers/ingest.ts'
 import { tailCommand } from '../../lib/cli/tail-command.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 
 const message = 'héllo — 日本語 🎉'
 
@@ -53,11 +54,11 @@ t.test('tail --json and the formatted line: multibyte characters cut across chun
     out: (line) => outputs[mode].push(line),
     err: () => {},
   }).catch((err: Error & { code?: string }) => err))
-  for (const deadline = Date.now() + 5000; s.app.tailHub.clientCount < 2 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 10))
+  await waitFor(() => s.app.tailHub.clientCount >= 2, { what: 'both tails to connect', timeoutMs: 5000 })
   t.equal(s.app.tailHub.clientCount, 2, 'both tails connected through the proxy')
   const r = await postIngest(tgt, JSON.stringify({ log: message, path: '/日本', status: 200 }) + '\n')
   t.equal(r.status, 200)
-  for (const deadline = Date.now() + 10_000; (outputs.json.length === 0 || outputs.text.length === 0) && Date.now() < deadline;) await new Promise((r2) => setTimeout(r2, 20))
+  await waitFor(() => outputs.json.length > 0 && outputs.text.length > 0, { what: 'both tails to print the event', intervalMs: 20 })
   t.ok(proxy.received() > 100, `the answer went through one byte per write (${proxy.received()} writes)`)
   t.equal(outputs.json.length, 1)
   const event = JSON.parse(outputs.json[0])

@@ -11,6 +11,7 @@ import { startManagedClickHouse } from '../../lib/storage/managed-clickhouse.ts'
 import type { ManagedClickHouse } from '../../lib/storage/managed-clickhouse.ts'
 import { check, checkerClient, createStream, runLoad, sleep, startSluiceProcess } from './harness.ts'
 import type { CheckResult, LoadResult, SluiceProcess } from './harness.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 
 export interface ScenarioResult extends CheckResult {
   scenario: string
@@ -143,12 +144,11 @@ export async function killedManagedClickHouse (o: { kills: number, betweenMs: nu
           const before = chPid()
           process.kill(before, 'SIGKILL')
           // Restarted once a new pid answers: the pid file changes at the spawn, the ping follows.
-          for (;;) {
-            await sleep(200)
+          await waitFor(async () => {
             let now = before
             try { now = chPid() } catch {}
-            if (now !== before && await checker.ping()) break
-          }
+            return now !== before && await checker.ping()
+          }, { what: 'the managed ClickHouse to be restarted', timeoutMs: 60_000, intervalMs: 200 })
           await sleep(o.betweenMs)
         }
       }, o.afterMs ?? 3_000)

@@ -11,16 +11,10 @@ import { startServer } from '../helpers/server.ts'
 import type { TestServer } from '../helpers/server.ts'
 import { countEvents, createIngestTarget } from '../helpers/ingest.ts'
 import { runNormalTraffic, startSlowloris } from '../helpers/slowloris.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 
 function connections (s: TestServer): Promise<number> {
   return new Promise((resolve, reject) => s.app.http.server.getConnections((err, n) => err ? reject(err) : resolve(n)))
-}
-
-async function until (check: () => Promise<boolean> | boolean, what: string): Promise<void> {
-  for (const deadline = Date.now() + 10_000; !(await check());) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
 }
 
 t.test('slow headers and bodies from one org do not starve another org', async (t) => {
@@ -42,7 +36,7 @@ t.test('slow headers and bodies from one org do not starve another org', async (
     bodyClients: 12, headerClients: 12, byteIntervalMs: 100,
   })
   // Let the attack take every reading slot before normal traffic starts.
-  await until(() => s.app.admission.readingRequests === 4, 'the attack to hold the reading slots')
+  await waitFor(() => s.app.admission.readingRequests === 4, { what: 'the attack to hold the reading slots' })
   const traffic = await runNormalTraffic({ url: s.url, stream: 'normal', token: normal.token },
     { concurrency: 4, durationMs: 4000, body: '{"path":"/normal","status":200}\n'.repeat(20) })
   const stats = await attack.stop()
@@ -54,8 +48,8 @@ t.test('slow headers and bodies from one org do not starve another org', async (
   t.notOk(stats.answers.has(200), 'no slow body was stored')
   t.ok(stats.closedByServer >= 24, `the server closed the slow connections itself (${stats.closedByServer})`)
 
-  await until(async () => (await connections(s)) <= baseline, 'the sockets to be back to the baseline')
-  await until(() => s.app.http.inFlight === 0, 'no request in flight')
+  await waitFor(async () => (await connections(s)) <= baseline, { what: 'the sockets to be back to the baseline' })
+  await waitFor(() => s.app.http.inFlight === 0, { what: 'no request in flight' })
   t.equal(s.app.admission.readingRequests, 0, 'reading slots back')
   t.equal(s.app.admission.waitingRequests, 0)
   t.equal(s.app.admission.readingBytes, 0)

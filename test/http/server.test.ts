@@ -6,6 +6,7 @@ import { connect } from 'node:net'
 import { startServer } from '../helpers/server.ts'
 import { createTestDatabase } from '../helpers/clickhouse.ts'
 import type { TestServer } from '../helpers/server.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 
 let s: TestServer
 t.before(async () => { s = await startServer(t) })
@@ -70,7 +71,7 @@ t.test('shutdown: requests in flight finish, new ones get 503 shutting_down with
     method: 'POST', body, headers: { authorization: `Bearer ${tok}`, 'content-type': 'application/x-ndjson' },
   })
   // Wait until the server has the request.
-  for (const deadline = Date.now() + 5000; own.app.http.inFlight === 0 && Date.now() < deadline;) await new Promise((r) => setImmediate(r))
+  await waitFor(() => own.app.http.inFlight > 0, { what: 'the server to hold the request', timeoutMs: 5000 })
   t.equal(own.app.http.inFlight, 1)
   const closing = own.app.close()
   // A new request on a fresh connection is refused (the listener is closed) or answered 503.

@@ -6,6 +6,7 @@ import { request } from 'undici'
 import { startServer } from '../helpers/server.ts'
 import { countEvents, createIngestTarget, postIngest } from '../helpers/ingest.ts'
 import type { IngestTarget } from '../helpers/ingest.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 
 /** Starts a request whose body stays open until `finish()`; resolves once the server holds it. */
 async function openRequest (tgt: IngestTarget, first: string) {
@@ -21,13 +22,6 @@ async function openRequest (tgt: IngestTarget, first: string) {
       const r = await response
       return { status: r.statusCode, body: await r.body.json() as any }
     },
-  }
-}
-
-async function until (check: () => boolean, what: string): Promise<void> {
-  for (const deadline = Date.now() + 5000; !check();) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 5))
   }
 }
 
@@ -61,7 +55,7 @@ t.test('too_many_concurrent_requests: past the org\'s requests in progress', asy
   const s = await startServer(t, { limits: { concurrentRequests: 1 } })
   const tgt = await createIngestTarget(s, 'conc')
   const held = await openRequest(tgt, '{"path":"/held"}\n')
-  await until(() => s.app.http.inFlight === 1, 'the first request')
+  await waitFor(() => s.app.http.inFlight === 1, { what: 'the first request' })
   const r = await postIngest(tgt, '{"path":"/second"}\n')
   t.equal(r.status, 429)
   t.equal(r.body.error, 'too_many_concurrent_requests')
@@ -76,7 +70,7 @@ t.test('server_busy: past the server\'s uncommitted bytes', async (t) => {
   const s = await startServer(t, { limits: { maxUncommittedBytes: 1000 } })
   const tgt = await createIngestTarget(s, 'busy')
   const held = await openRequest(tgt, `{"path":"/held","pad":"${'x'.repeat(1200)}"}\n`)
-  await until(() => s.app.admission.uncommittedBytes >= 1000, 'the bytes to be counted')
+  await waitFor(() => s.app.admission.uncommittedBytes >= 1000, { what: 'the bytes to be counted' })
   const r = await postIngest(tgt, '{"path":"/second"}\n')
   t.equal(r.status, 429)
   t.equal(r.body.error, 'server_busy')
@@ -90,9 +84,9 @@ t.test('past the server\'s reading requests, a request waits for a slot', async 
   const s = await startServer(t, { limits: { maxReadingRequests: 1 } })
   const tgt = await createIngestTarget(s, 'reading')
   const held = await openRequest(tgt, '{"path":"/held"}\n')
-  await until(() => s.app.admission.readingRequests === 1, 'the first body to be reading')
+  await waitFor(() => s.app.admission.readingRequests === 1, { what: 'the first body to be reading' })
   const second = postIngest(tgt, '{"path":"/second"}\n')
-  await until(() => s.app.admission.waitingRequests === 1, 'the second request to wait')
+  await waitFor(() => s.app.admission.waitingRequests === 1, { what: 'the second request to wait' })
   const metrics = await (await request(`${s.url}/metrics`)).body.text()
   t.match(metrics, /^sluice_ingest_reading_requests 1$/m)
   t.match(metrics, /^sluice_ingest_waiting_requests 1$/m)
@@ -107,7 +101,7 @@ t.test('server_busy: a request that waits too long for a reading slot', async (t
   const s = await startServer(t, { limits: { maxReadingRequests: 1, maxReadingWaitMs: 300 } })
   const tgt = await createIngestTarget(s, 'waited')
   const held = await openRequest(tgt, '{"path":"/held"}\n')
-  await until(() => s.app.admission.readingRequests === 1, 'the first body to be reading')
+  await waitFor(() => s.app.admission.readingRequests === 1, { what: 'the first body to be reading' })
   // Its body still coming when the 429 is sent: it is drained, not cut off.
   const waiting = await openRequest(tgt, '{"path":"/second"}\n')
   const r = await waiting.response
@@ -126,18 +120,18 @@ t.test('a client that gives up while waiting for a reading slot frees everything
   const s = await startServer(t, { limits: { maxReadingRequests: 1, concurrentRequests: 2 } })
   const tgt = await createIngestTarget(s, 'gaveup')
   const held = await openRequest(tgt, '{"path":"/held"}\n')
-  await until(() => s.app.admission.readingRequests === 1, 'the first body to be reading')
+  await waitFor(() => s.app.admission.readingRequests === 1, { what: 'the first body to be reading' })
   const abort = new AbortController()
   const body = new Readable({ read () {} })
   body.push('{"path":"/gone"}\n')
   const gone = request(`${s.url}/api/ingest/${tgt.stream}`, {
     method: 'POST', body, signal: abort.signal, headers: { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/x-ndjson' },
   }).catch((err: Error) => err)
-  await until(() => s.app.admission.waitingRequests === 1, 'the second request to wait')
+  await waitFor(() => s.app.admission.waitingRequests === 1, { what: 'the second request to wait' })
   abort.abort()
   t.ok(await gone instanceof Error, 'the client went away')
   t.equal((await held.finish()).status, 200)
-  await until(() => s.app.admission.readingRequests === 0 && s.app.admission.waitingRequests === 0, 'the slots to be free')
+  await waitFor(() => s.app.admission.readingRequests === 0 && s.app.admission.waitingRequests === 0, { what: 'the slots to be free' })
   // Both org concurrency slots are free again: two requests at once are admitted.
   const [a, b] = await Promise.all([postIngest(tgt, '{"path":"/a"}\n'), postIngest(tgt, '{"path":"/b"}\n')])
   t.same([a.status, b.status], [200, 200])
@@ -149,7 +143,7 @@ t.test('a request waiting for its commit holds no reading slot', async (t) => {
   const s = await startServer(t, { limits: { maxReadingRequests: 1 }, writer: { flushIntervalMs: 1500, minInsertIntervalMs: 0 } })
   const tgt = await createIngestTarget(s, 'committing')
   const first = postIngest(tgt, '{"path":"/first"}\n')
-  await until(() => s.app.writer.pendingRows === 1, 'the first request to reach the writer')
+  await waitFor(() => s.app.writer.pendingRows === 1, { what: 'the first request to reach the writer' })
   t.equal(s.app.admission.readingRequests, 0)
   const second = await postIngest(tgt, '{"path":"/second"}\n')
   t.equal(second.status, 200, 'read while the first waits for its commit')
@@ -177,7 +171,7 @@ t.test('a declared Content-Length is reserved at admission', async (t) => {
   const held = request(`${s.url}/api/ingest/${tgt.stream}`, {
     method: 'POST', body, headers: { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/x-ndjson', 'content-length': '2000' },
   })
-  await until(() => s.app.admission.uncommittedBytes >= 2000, 'the reservation')
+  await waitFor(() => s.app.admission.uncommittedBytes >= 2000, { what: 'the reservation' })
   const refused = await postIngest(tgt, `{"pad":"${'y'.repeat(1100)}"}\n`)
   t.equal(refused.status, 429, 'a second 1,100-byte body does not fit the 3,000-byte budget')
   t.equal(refused.body.error, 'server_busy')

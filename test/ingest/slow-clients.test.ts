@@ -10,13 +10,7 @@ import { startServer } from '../helpers/server.ts'
 import type { TestServer } from '../helpers/server.ts'
 import { countEvents, createIngestTarget, postIngest } from '../helpers/ingest.ts'
 import type { IngestTarget } from '../helpers/ingest.ts'
-
-async function until (check: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  for (const deadline = Date.now() + 10_000; !(await check());) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-}
+import { waitFor } from '../helpers/wait-for.ts'
 
 function connections (s: TestServer): Promise<number> {
   return new Promise((resolve, reject) => s.app.http.server.getConnections((err, n) => err ? reject(err) : resolve(n)))
@@ -43,11 +37,11 @@ t.test('a body slower than the minimum rate gets 408 and is destroyed; nothing i
   const body = line.repeat(10)
   const up = openUpload(tgt, body.length)
   up.socket.write(body.slice(0, 20))
-  await until(() => up.answer().length > 0, 'the answer')
+  await waitFor(() => up.answer().length > 0, { what: 'the answer' })
   t.match(up.answer(), /^HTTP\/1\.1 408 /)
   t.match(up.answer(), /"error":"request_timeout"/)
   t.match(up.answer(), /connection: close/i)
-  await until(async () => (await connections(s)) === 0, 'the server to drop the connection')
+  await waitFor(async () => (await connections(s)) === 0, { what: 'the server to drop the connection' })
   up.socket.write(body.slice(20)) // the rest comes after the 408: it goes nowhere
   t.equal(s.app.admission.readingRequests, 0)
   t.equal(s.app.admission.uncommittedBytes, 0)
@@ -67,14 +61,14 @@ t.test("node's request timeout mid-body: 408, the half-open peer's connection de
   const body = line.repeat(3)
   const up = openUpload(tgt, body.length)
   up.socket.write(body.slice(0, 30))
-  await until(() => s.app.admission.readingRequests === 1, 'the body to be read')
-  await until(() => up.answer().length > 0, 'the answer')
+  await waitFor(() => s.app.admission.readingRequests === 1, { what: 'the body to be read' })
+  await waitFor(() => up.answer().length > 0, { what: 'the answer' })
   t.match(up.answer(), /^HTTP\/1\.1 408 /)
   t.match(up.answer(), /"error":"request_timeout"/)
-  await until(async () => (await connections(s)) === 0, 'the server to destroy the connection though the peer keeps its side open')
+  await waitFor(async () => (await connections(s)) === 0, { what: 'the server to destroy the connection though the peer keeps its side open' })
   t.ok(up.ended(), 'the peer saw the end')
   up.socket.write(body.slice(30))
-  await until(() => s.app.admission.readingRequests === 0 && s.app.http.inFlight === 0, 'the request to be gone')
+  await waitFor(() => s.app.admission.readingRequests === 0 && s.app.http.inFlight === 0, { what: 'the request to be gone' })
   t.equal(s.app.admission.uncommittedBytes, 0)
   await s.app.writer.flush()
   t.equal(await countEvents(tgt), 0, 'the cut request stored nothing')
@@ -88,9 +82,9 @@ t.test('headers that never finish: 408, and the half-open connection is destroye
   socket.on('data', (d) => { got += d })
   socket.on('error', () => {})
   socket.write('POST /api/ingest/x HTTP/1.1\r\nHost: x\r\n')
-  await until(() => got.length > 0, 'the answer')
+  await waitFor(() => got.length > 0, { what: 'the answer' })
   t.match(got, /^HTTP\/1\.1 408 /)
-  await until(async () => (await connections(s)) === 0, 'the fd to be released')
+  await waitFor(async () => (await connections(s)) === 0, { what: 'the fd to be released' })
   socket.destroy()
 })
 
@@ -105,10 +99,10 @@ t.test('a client that leaves before its insert starts: its rows are dropped', as
     method: 'POST', body: line.repeat(5), signal: left.signal,
     headers: { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/x-ndjson' },
   }).then(() => 'answered', () => 'gave up')
-  await until(() => s.app.writer.pendingRows === 5, 'the rows to wait in the writer')
+  await waitFor(() => s.app.writer.pendingRows === 5, { what: 'the rows to wait in the writer' })
   left.abort()
   t.equal(await answer, 'gave up')
-  await until(() => s.app.writer.pendingRows === 0, 'the rows to be dropped')
+  await waitFor(() => s.app.writer.pendingRows === 0, { what: 'the rows to be dropped' })
   await s.app.writer.flush()
   t.equal(await countEvents(tgt), 1, 'nothing stored for a client that was never answered (the first request\'s row only)')
   t.equal(s.app.admission.uncommittedBytes, 0)

@@ -6,6 +6,7 @@ import type { TestServer } from '../helpers/server.ts'
 import { createIngestTarget, postIngest } from '../helpers/ingest.ts'
 import type { IngestTarget } from '../helpers/ingest.ts'
 import { openSse } from '../helpers/sse.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 
 let s: TestServer
 let tgt: IngestTarget
@@ -60,25 +61,27 @@ t.test('a client that does not read gets a dropped count', async (t) => {
 })
 
 t.test('the per-org tail limit answers 429 too_many_tails; bad filters 400', async (t) => {
-  const open = await Promise.all([1, 2, 3].map(() => openSse(s.url, '/api/streams/live/tail', s.adminToken)))
+  // A server of its own: no tail of another test, closed or closing, counts against the limit.
+  const own = await startServer(t, { tail: { maxPerOrg: 3 } })
+  await own.api('POST', '/api/streams', { body: { name: 'live' } })
+  const open = await Promise.all([1, 2, 3].map(() => openSse(own.url, '/api/streams/live/tail', own.adminToken)))
   t.teardown(() => { for (const c of open) c.close() })
   t.same(open.map((c) => c.status), [200, 200, 200])
-  const over = await s.api('GET', '/api/streams/live/tail')
+  const over = await own.api('GET', '/api/streams/live/tail')
   t.equal(over.status, 429)
   t.equal(over.body.error, 'too_many_tails')
   t.ok(Number(over.headers['retry-after']) >= 1)
   open[0].close()
-  let status = 0
-  for (const deadline = Date.now() + 5000; Date.now() < deadline && status !== 200;) {
-    const again = await openSse(s.url, '/api/streams/live/tail', s.adminToken)
-    status = again.status
-    open.push(again)
-  }
-  t.equal(status, 200, 'a closed tail frees its slot')
-  const bad = await s.api('GET', '/api/streams/live/tail?q=' + encodeURIComponent('hots:x'))
+  const again = await waitFor(async () => {
+    const tail = await openSse(own.url, '/api/streams/live/tail', own.adminToken)
+    open.push(tail)
+    return tail.status
+  }, { until: (status) => status === 200, what: 'the closed tail\'s slot to be free', timeoutMs: 5000 })
+  t.equal(again, 200, 'a closed tail frees its slot')
+  const bad = await own.api('GET', '/api/streams/live/tail?q=' + encodeURIComponent('hots:x'))
   t.equal(bad.status, 400)
   t.equal(bad.body.error, 'invalid_query')
-  t.equal((await s.api('GET', '/api/streams/nope/tail')).status, 404)
+  t.equal((await own.api('GET', '/api/streams/nope/tail')).status, 404)
 })
 
 t.test('shutdown ends the tails', async (t) => {

@@ -6,6 +6,7 @@ import { createIngestTarget } from '../helpers/ingest.ts'
 import { enforceRetention } from '../../lib/storage/retention.ts'
 import { createLogger } from '../../lib/logger.ts'
 import { eventColumns } from '../../lib/ingest/parse-task.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 
 const day = 86_400_000
 
@@ -27,19 +28,12 @@ t.test('old partitions are dropped and short-retention streams trimmed', async (
   const result = await enforceRetention(s.app.clickhouse, s.app.store, now, createLogger({ level: 'silent' }))
   t.ok(result.droppedPartitions >= 1, `dropped ${result.droppedPartitions} partitions`)
   t.equal(result.deletedStreams, 1)
-  let seqs: number[] = []
-  for (const deadline = Date.now() + 20_000; Date.now() < deadline;) {
-    seqs = (await s.app.clickhouse.query<{ seq: number }>(`SELECT seq FROM events WHERE org_id = '${org}' ORDER BY seq`)).map((r) => r.seq)
-    if (seqs.length === 2) break
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
+  // The deletions run as mutations in the background: poll for their result.
+  const seqs = await waitFor(async () => (await s.app.clickhouse.query<{ seq: number }>(`SELECT seq FROM events WHERE org_id = '${org}' ORDER BY seq`)).map((r) => r.seq),
+    { until: (got) => got.length === 2, what: 'two events left', timeoutMs: 20_000, intervalMs: 100 })
   t.same(seqs, [2, 4])
-  let rolled = -1
-  for (const deadline = Date.now() + 20_000; Date.now() < deadline;) {
-    rolled = (await s.app.clickhouse.query<{ n: number }>(`SELECT sum(n) AS n FROM events_1h WHERE org_id = '${org}' AND stream = 'keep1'`))[0].n
-    if (rolled === 1) break
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
+  const rolled = await waitFor(async () => Number((await s.app.clickhouse.query<{ n: number }>(`SELECT sum(n) AS n FROM events_1h WHERE org_id = '${org}' AND stream = 'keep1'`))[0].n),
+    { until: (n) => n === 1, what: 'one event left in the rollup', timeoutMs: 20_000, intervalMs: 100 })
   t.equal(rolled, 1, 'the rollups lose the same old events')
   const again = await enforceRetention(s.app.clickhouse, s.app.store, now, createLogger({ level: 'silent' }))
   t.same(again, { droppedPartitions: 0, deletedStreams: 0 }, 'a second run has nothing to do')

@@ -2,6 +2,7 @@
 import t from 'tap'
 import { startServer } from '../helpers/server.ts'
 import type { TestServer } from '../helpers/server.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 
 let clock = Date.now()
 let s: TestServer
@@ -94,14 +95,10 @@ t.test('a revoke on one node applies on another within the refresh interval', as
   const other = await startServer(t, { metadata: { refreshIntervalMs: 100 } }, { database: s.database })
   const issued = (await s.api('POST', '/api/streams/app/ingest-token', { body: {} })).body
   // The second node learns of the new token at its next refresh.
-  let status = 0
-  for (const deadline = Date.now() + 5000; Date.now() < deadline && status !== 200;) {
-    status = (await other.api('POST', '/api/ingest/app', { token: issued.token, body: '{}\n', headers: ndjson })).status
-  }
-  t.equal(status, 200, 'node 2 accepts the token issued on node 1')
+  const ingestOnOther = async (): Promise<number> => (await other.api('POST', '/api/ingest/app', { token: issued.token, body: '{}\n', headers: ndjson })).status
+  const accepted = await waitFor(ingestOnOther, { until: (status) => status === 200, what: 'node 2 to learn the token', timeoutMs: 5000 })
+  t.equal(accepted, 200, 'node 2 accepts the token issued on node 1')
   await s.api('DELETE', `/api/streams/app/ingest-tokens/${issued.id}`)
-  for (const deadline = Date.now() + 5000; Date.now() < deadline && status !== 403;) {
-    status = (await other.api('POST', '/api/ingest/app', { token: issued.token, body: '{}\n', headers: ndjson })).status
-  }
-  t.equal(status, 403, 'node 2 refuses it after the revoke')
+  const refused = await waitFor(ingestOnOther, { until: (status) => status === 403, what: 'node 2 to learn the revoke', timeoutMs: 5000 })
+  t.equal(refused, 403, 'node 2 refuses it after the revoke')
 })

@@ -7,6 +7,7 @@ import { startServer } from '../helpers/server.ts'
 import type { TestServer } from '../helpers/server.ts'
 import { createIngestTarget, postIngest } from '../helpers/ingest.ts'
 import { streamDataTables } from '../../lib/storage/metadata-store.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 
 let s: TestServer
 t.before(async () => { s = await startServer(t) })
@@ -84,7 +85,7 @@ t.test('a deleted stream\'s data does not come back under a stream created again
   await check('right after the DELETE')
 
   // Once the deletion's mutations are done, the rollups no longer hold the old rows, and stats read them again.
-  while (!s.app.store.rollupsPurged(s.app.store.orgByName('default')!.id, 'phoenix')) await new Promise((resolve) => setTimeout(resolve, 50))
+  await waitFor(() => s.app.store.rollupsPurged(s.app.store.orgByName('default')!.id, 'phoenix'), { what: 'the deletion\'s mutations to finish', timeoutMs: 60_000, intervalMs: 50 })
   for (const table of streamDataTables) {
     const column = table === 'events_by_path_1h' ? 'value' : table === 'events' ? 'path' : null
     if (column === null) continue

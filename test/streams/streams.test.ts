@@ -2,6 +2,7 @@
 import t from 'tap'
 import { startServer } from '../helpers/server.ts'
 import type { TestServer } from '../helpers/server.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 
 let s: TestServer
 t.before(async () => { s = await startServer(t) })
@@ -92,12 +93,7 @@ t.test('delete removes the stream, its tokens and its data', async (t) => {
   // The same name can be created again, empty.
   t.equal((await s.api('POST', '/api/streams', { body: { name: 'doomed' } })).status, 201)
   // The old events go with a background mutation; poll for it rather than sleeping.
-  const deadline = Date.now() + 20_000
-  let events = -1
-  while (Date.now() < deadline) {
-    events = (await s.api('GET', '/api/streams/doomed')).body.stats.events
-    if (events === 0) break
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
+  const events = await waitFor(async () => (await s.api('GET', '/api/streams/doomed')).body.stats.events as number,
+    { until: (n) => n === 0, what: 'the old events to be deleted', timeoutMs: 20_000, intervalMs: 100 })
   t.equal(events, 0, 'the old stream\'s events are gone')
 })
