@@ -140,6 +140,20 @@ export interface BatchWriterOptions {
   onInsert?: (stats: InsertStats) => void
   /** Monotonic clock in milliseconds for the deadlines; default performance.now. */
   now?: () => number
+  /**
+   * Runs `fn` after `ms` (on the `now` clock) and returns its cancel: the flush and insert-interval
+   * schedule, the retry backoff, the attempt deadline and the outcome check's polls all wait
+   * through it, so a test driving `now` drives them too. Default: setTimeout.
+   */
+  setTimer?: (fn: () => void, ms: number) => CancelTimer
+}
+
+/** Cancels a timer set with BatchWriterOptions.setTimer. */
+export type CancelTimer = () => void
+
+function realTimer (fn: () => void, ms: number): CancelTimer {
+  const timer = setTimeout(fn, Math.max(0, ms))
+  return () => { clearTimeout(timer) }
 }
 
 // Defaults of the options that are not settings (no config value to disagree with).
@@ -295,9 +309,6 @@ function sumRows (writes: readonly PendingWrite[]): number {
   return rows
 }
 
-function sleep (ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)))
-}
 
 export class BatchWriter {
   readonly #clickhouse: ClickHouse
@@ -319,6 +330,7 @@ export class BatchWriter {
   readonly #retryAfterS: number
   readonly #onInsert: ((stats: InsertStats) => void) | undefined
   readonly #now: () => number
+  readonly #setTimer: (fn: () => void, ms: number) => CancelTimer
 
   #held: PendingWrite[] = []
   #waiting: PendingWrite[] = []
@@ -334,9 +346,9 @@ export class BatchWriter {
   #seq = 0
   #flushThroughSeq = 0
   #lastInsertStartedAt = -Infinity
-  #timer: NodeJS.Timeout | undefined
+  #timer: CancelTimer | undefined
   #timerDueAt = 0
-  #expiryTimer: NodeJS.Timeout | undefined
+  #expiryTimer: CancelTimer | undefined
   #expiryDueAt = Infinity
   #closing: Promise<void> | undefined
 
@@ -363,6 +375,7 @@ export class BatchWriter {
     this.#retryAfterS = Math.max(1, Math.ceil(nonNegative('retryAfterS', options.retryAfterS ?? defaults.retryAfterS)))
     this.#onInsert = options.onInsert
     this.#now = options.now ?? (() => performance.now())
+    this.#setTimer = options.setTimer ?? realTimer
   }
 
   /** Bytes handed to write() and not yet settled: held, waiting and in flight. */
@@ -509,11 +522,11 @@ export class BatchWriter {
     if (this.#expiryTimer !== undefined && this.#expiryDueAt === next) return
     this.#clearExpiryTimer()
     this.#expiryDueAt = next
-    this.#expiryTimer = setTimeout(() => { this.#expiryTimer = undefined; this.#expiryDueAt = Infinity; this.#schedule() }, Math.ceil(next - now))
+    this.#expiryTimer = this.#setTimer(() => { this.#expiryTimer = undefined; this.#expiryDueAt = Infinity; this.#schedule() }, Math.ceil(next - now))
   }
 
   #clearExpiryTimer (): void {
-    if (this.#expiryTimer !== undefined) clearTimeout(this.#expiryTimer)
+    this.#expiryTimer?.()
     this.#expiryTimer = undefined
     this.#expiryDueAt = Infinity
   }
@@ -541,12 +554,16 @@ export class BatchWriter {
     } else if (this.#timer === undefined || this.#timerDueAt !== dueAt) {
       this.#clearTimer()
       this.#timerDueAt = dueAt
-      this.#timer = setTimeout(() => { this.#timer = undefined; this.#schedule() }, Math.ceil(dueAt - now))
+      this.#timer = this.#setTimer(() => { this.#timer = undefined; this.#schedule() }, Math.ceil(dueAt - now))
     }
   }
 
+  #sleep (ms: number): Promise<void> {
+    return new Promise((resolve) => { this.#setTimer(resolve, Math.max(0, ms)) })
+  }
+
   #clearTimer (): void {
-    if (this.#timer !== undefined) clearTimeout(this.#timer)
+    this.#timer?.()
     this.#timer = undefined
   }
 
@@ -657,7 +674,7 @@ export class BatchWriter {
         return
       }
       this.#log.warn('ClickHouse insert failed; retrying', { table: this.#table, rows: sumRows(pending), attempt, delayMs: Math.round(delayMs), err: result.err })
-      await sleep(delayMs)
+      await this.#sleep(delayMs)
     }
   }
 
@@ -679,7 +696,7 @@ export class BatchWriter {
     }
     const startedAt = this.#now()
     const controller = new AbortController()
-    const timer = setTimeout(() => {
+    const cancelAbort = this.#setTimer(() => {
       controller.abort(new ClickHouseError(`insert attempt timed out after ${Math.round(this.#now() - startedAt)} ms`, 0))
     }, Math.max(0, abortAt - startedAt))
     let failure: unknown
@@ -689,7 +706,7 @@ export class BatchWriter {
     } catch (err) {
       failure = err ?? new Error('insert failed')
     } finally {
-      clearTimeout(timer)
+      cancelAbort()
     }
     const ok = failure === undefined
     // An abort's error says "aborted"; what matters is that the request may have gone out.
@@ -715,7 +732,7 @@ export class BatchWriter {
         const signal = AbortSignal.timeout(Math.max(1, timeoutMs))
         await this.#clickhouse.command(sql`KILL QUERY WHERE query_id = ${queryId} SYNC`, { signal })
         const running = await this.#clickhouse.query<{ n: number }>(sql`SELECT count() AS n FROM system.processes WHERE query_id = ${queryId}`, { signal })
-        if (running[0].n > 0) { await sleep(checkPollMs); continue }
+        if (running[0].n > 0) { await this.#sleep(checkPollMs); continue }
         const counts = await this.#countRows(identified, signal)
         if (previous !== undefined && identified.every((w) => previous!.get(w) === counts.get(w))) {
           return writes.map((w) => {
@@ -726,7 +743,7 @@ export class BatchWriter {
         previous = counts
       } catch (err) {
         this.#log.debug('outcome check: ClickHouse did not answer', { table: this.#table, queryId, err })
-        await sleep(Math.min(checkPollMs, answerBy - this.#now()))
+        await this.#sleep(Math.min(checkPollMs, answerBy - this.#now()))
       }
     }
     return writes.map(() => 'unknown')

@@ -18,6 +18,8 @@ import { createLogger } from '../../lib/logger.ts'
 import { SluiceError } from '../../lib/errors.ts'
 import { createTestDatabase } from '../helpers/clickhouse.ts'
 import { startTcpProxy } from '../helpers/tcp-proxy.ts'
+import { ManualClock } from '../helpers/manual-clock.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 
 const db = await createTestDatabase(t, 'sluice_test_writer')
 for (const statement of eventsMigration.statements) await db.clickhouse.command(statement)
@@ -199,15 +201,20 @@ t.test('size trigger: a full batch goes without waiting for the interval', async
 })
 
 t.test('time trigger: a row that finds an insert in flight waits flushIntervalMs for company, then goes', async (tt) => {
-  const { writer, inserts } = startWriter(tt, { flushIntervalMs: 150, minInsertIntervalMs: 0 })
-  const started = performance.now()
+  const clock = new ManualClock()
+  const { writer, inserts } = startWriter(tt, { flushIntervalMs: 150, minInsertIntervalMs: 0, now: clock.now, setTimer: clock.setTimer })
   const first = writer.write([eventRows('time-1', 1)], 1) // idle writer: at once
-  const second = writer.write([eventRows('time-2', 1)], 1)
-  const third = writer.write([eventRows('time-3', 1)], 1)
-  await Promise.all([first, second, third])
-  const elapsed = performance.now() - started
-  tt.ok(elapsed >= 145, `waited ${Math.round(elapsed)} ms`)
-  tt.ok(elapsed < 5_000)
+  let laterDone = false
+  const later = Promise.all([writer.write([eventRows('time-2', 1)], 1), writer.write([eventRows('time-3', 1)], 1)])
+    .then(() => { laterDone = true })
+  await first
+  // Once the first insert has returned, the others are due flushIntervalMs after they arrived (at 0).
+  await waitFor(() => clock.dueTimes.includes(150), { what: 'a flush timer at 150 ms' })
+  clock.advanceTo(149)
+  tt.equal(inserts.length, 1, 'nothing more was sent before the interval')
+  tt.notOk(laterDone)
+  clock.advanceTo(150)
+  await later
   tt.same(inserts.map((s) => s.writes), [1, 2], 'the third write kept the second company')
 })
 
@@ -234,21 +241,27 @@ t.test('time trigger: the wait counts from the request\'s arrival, the earliest 
 })
 
 t.test('minInsertIntervalMs spaces small inserts', async (tt) => {
-  const { writer, inserts } = startWriter(tt, { flushIntervalMs: 0, minInsertIntervalMs: 300 })
-  const starts: number[] = []
-  const record = () => { const s = inserts.at(-1)!; starts.push(performance.now() - s.durationMs) }
-  await writer.write([eventRows('spaced-1', 1)], 1).then(record)
-  await writer.write([eventRows('spaced-2', 1)], 1).then(record)
-  tt.ok(starts[1] - starts[0] >= 295, `second insert started ${Math.round(starts[1] - starts[0])} ms after the first`)
+  const clock = new ManualClock()
+  const { writer, inserts } = startWriter(tt, { flushIntervalMs: 0, minInsertIntervalMs: 300, now: clock.now, setTimer: clock.setTimer })
+  await writer.write([eventRows('spaced-1', 1)], 1) // started at 0
+  let secondDone = false
+  const second = writer.write([eventRows('spaced-2', 1)], 1).then(() => { secondDone = true })
+  await waitFor(() => clock.dueTimes.includes(300), { what: 'the second insert due minInsertIntervalMs after the first started' })
+  clock.advanceTo(299)
+  tt.equal(inserts.length, 1)
+  tt.notOk(secondDone)
+  clock.advanceTo(300)
+  await second
+  tt.equal(inserts.length, 2)
 })
 
 t.test('idle writer: a lone write goes at once; under load writes wait and batch (injected clock)', async (tt) => {
   // The clock stands still unless the test moves it, and the intervals are long (flushIntervalMs
-  // 10 minutes, minInsertIntervalMs 1 minute on the real timers): a write that resolves went out
-  // without waiting for either.
-  let clock = 1_000
+  // 10 minutes, minInsertIntervalMs 1 minute): a write that resolves went out without waiting
+  // for either.
+  const clock = new ManualClock(1_000)
   const { writer, inserts } = startWriter(tt, {
-    flushIntervalMs: 600_000, minInsertIntervalMs: 60_000, retryTimeoutMs: 3_600_000, now: () => clock, // no deadline passes as the clock jumps
+    flushIntervalMs: 600_000, minInsertIntervalMs: 60_000, retryTimeoutMs: 3_600_000, now: clock.now, setTimer: clock.setTimer, // no deadline passes as the clock jumps
   })
 
   await writer.write([eventRows('idle-1', 10)], 10)
@@ -256,21 +269,22 @@ t.test('idle writer: a lone write goes at once; under load writes wait and batch
   tt.same(inserts.map((s) => s.writes), [1])
 
   // An insert started at clock 1_000; within minInsertIntervalMs a write waits.
-  clock = 31_000
+  clock.jumpTo(31_000)
   let withinDone = false
   const within = writer.write([eventRows('idle-2', 2)], 2).then(() => { withinDone = true })
-  await new Promise((resolve) => setTimeout(resolve, 50))
-  tt.equal(inserts.length, 1, 'a write within minInsertIntervalMs of the last insert start waits')
+  tt.equal(clock.nextDueAt, 61_000, 'a write within minInsertIntervalMs of the last insert start waits for it')
+  tt.equal(inserts.length, 1)
   tt.notOk(withinDone)
-  // Once minInsertIntervalMs have passed it goes, long before flushIntervalMs, with what came meanwhile.
-  clock = 61_500
+  // Once minInsertIntervalMs have passed it goes, long before flushIntervalMs, with what came
+  // meanwhile (here a write arriving before the late timer ran).
+  clock.jumpTo(61_500)
   const joining = writer.write([eventRows('idle-3', 3)], 3)
   await Promise.all([within, joining])
   tt.same(inserts.map((s) => s.rows), [10, 5], 'the two waiting writes went in one insert')
 
   // Idle again, minInsertIntervalMs after the last start: at once. Writes arriving while it is
   // in flight wait for it and then for company (flushIntervalMs), together.
-  clock = 200_000
+  clock.jumpTo(200_000)
   const alone = writer.write([eventRows('idle-4', 1)], 1)
   const second = writer.write([eventRows('idle-5', 4)], 4)
   const third = writer.write([eventRows('idle-6', 6)], 6)
@@ -278,8 +292,9 @@ t.test('idle writer: a lone write goes at once; under load writes wait and batch
   const later = Promise.all([second, third]).then(() => { laterDone = true })
   await alone
   tt.equal(await countRows('idle-4'), 1, 'the lone write went at once')
-  await new Promise((resolve) => setTimeout(resolve, 50))
-  tt.notOk(laterDone, 'the writes that arrived while it was in flight wait for company')
+  tt.equal(await waitFor(() => clock.nextDueAt, { until: (at) => at !== Infinity, what: 'the flush timer' }), 800_000,
+    'the writes that arrived while it was in flight wait flushIntervalMs for company')
+  tt.notOk(laterDone)
   tt.equal(inserts.length, 3)
   await writer.flush()
   await later
@@ -319,28 +334,38 @@ t.test('ClickHouse unreachable: retried with backoff, then storage_unavailable w
   const probe = createServer()
   const port = await new Promise<number>((resolve) => probe.listen(0, '127.0.0.1', () => resolve((probe.address() as AddressInfo).port)))
   await new Promise<void>((resolve) => probe.close(() => resolve())) // nothing listens there now
+  const clock = new ManualClock()
+  const retryTimeoutMs = 600
   const { writer, inserts, logLines } = startWriter(tt, {
-    clickhouse: clientFor(tt, `http://127.0.0.1:${port}`), retryTimeoutMs: 600, flushIntervalMs: 0,
+    clickhouse: clientFor(tt, `http://127.0.0.1:${port}`), retryTimeoutMs, flushIntervalMs: 0, now: clock.now, setTimer: clock.setTimer,
   })
-  const started = performance.now()
-  const err = await writer.write([eventRows('down', 5)], 5).then(() => null, (e: unknown) => e)
-  const elapsed = performance.now() - started
+  let settled = false
+  const result = writer.write([eventRows('down', 5)], 5).then(() => null, (e: unknown) => e).finally(() => { settled = true })
+  // Each attempt fails on the refused connection (real I/O, the clock stands still meanwhile);
+  // the backoff before the next one is a timer, run here. The attempt's own deadline is a timer
+  // too, but past the retry budget (attemptTimeoutMs later), so it never runs.
+  while (!settled) {
+    const backoff = await waitFor(() => settled ? Infinity : clock.nextDueAt, { until: (at) => at < retryTimeoutMs || settled, what: 'a backoff timer or the answer' })
+    if (!settled) clock.advanceTo(backoff)
+  }
+  const err = await result
   tt.ok(err instanceof SluiceError)
   tt.match(err, { code: 'storage_unavailable', status: 503 })
   const retryAfter = (err as SluiceError).retryAfter!
   tt.ok(Number.isInteger(retryAfter) && retryAfter >= 1, `Retry-After ${retryAfter}`)
   tt.ok(inserts.length >= 2, `${inserts.length} attempts`)
   tt.ok(inserts.every((s) => !s.ok))
-  tt.ok(elapsed < 600 + 2_000, `gave up after ${Math.round(elapsed)} ms`)
+  tt.ok(clock.now() < retryTimeoutMs, `gave up at ${clock.now()} ms, within the retry budget on its own clock`)
   tt.ok(logLines.some((l) => l.level === 'error' && l.msg === 'ClickHouse insert failed past its retries'))
   tt.equal(writer.pendingRows, 0)
 })
 
 t.test('unknown table: not retried, storage_unavailable at once', async (tt) => {
-  const { writer, inserts, logLines } = startWriter(tt, { table: 'no_such_table', retryTimeoutMs: 30_000, flushIntervalMs: 0 })
-  const started = performance.now()
+  // The clock never moves: the answer comes without any backoff or timer having run.
+  const clock = new ManualClock()
+  const { writer, inserts, logLines } = startWriter(tt, { table: 'no_such_table', retryTimeoutMs: 30_000, flushIntervalMs: 0, now: clock.now, setTimer: clock.setTimer })
   await tt.rejects(writer.write([eventRows('nowhere', 2)], 2), { code: 'storage_unavailable' })
-  tt.ok(performance.now() - started < 5_000)
+  tt.equal(clock.now(), 0)
   tt.equal(inserts.length, 1, 'one attempt')
   tt.ok(logLines.some((l) => l.level === 'error' && l.msg === 'ClickHouse refused the insert; not retried'))
 })
