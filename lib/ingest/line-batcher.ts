@@ -11,7 +11,7 @@
 // worker skips both without counting them. A batch starts at a line with content: blank and
 // failed lines before it are not written at all (the next batch's firstLine skips them), so a
 // body of blank lines ships nothing to the workers, and a run of blank lines costs at most the
-// room left in the batch being filled. `lineCount` and `sawLine` tell the route how many lines
+// room left in the batch being filled. `lineCount` and `sawLine` tell the pipeline how many lines
 // the body had and whether any was not blank (none: 400 empty_body).
 import type { LineFailure, LineFailureCode, ParseTask } from './parse-task.ts'
 

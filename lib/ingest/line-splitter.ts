@@ -23,7 +23,7 @@ import { LineFramer, blankRunMarker, firstMarker, framingFailures } from './line
 import type { FailedLine, LineBatch, LineBatcher } from './line-batcher.ts'
 
 export interface LineSplitterOptions {
-  /** Receives the lines; the route reads its totals once the body has been read. */
+  /** Receives the lines; the pipeline (ingest-pipeline.ts) reads its totals once the body has been read. */
   batcher: LineBatcher
   /** Longest line accepted, in bytes, CR of CRLF excluded; default 256 KiB (docs/api.md section 6.5). */
   maxLineBytes?: number
