@@ -21,6 +21,9 @@ import { LineScanner, blankLine, scannedRow } from './line-scanner.ts'
 import { LiveCollector } from '../live/live-collector.ts'
 import { maxListedFailures } from './parse-task.ts'
 import type { LineFailure, LineFailureCode, LiveOutput, ParseResult, ParseTask } from './parse-task.ts'
+import type { BodyResult, BodyTask } from '../inputs/body-task.ts'
+import { decodeBody } from '../inputs/decode-body.ts'
+import { referenceEvent } from '../inputs/reference-event.ts'
 
 const newline = 10
 
@@ -62,7 +65,7 @@ class TaskOutput {
   readonly #failures: LineFailure[] = []
   readonly #failureCounts: Partial<Record<LineFailureCode, number>> = {}
 
-  constructor (task: ParseTask) {
+  constructor (task: Omit<ParseTask, 'firstLine'>) {
     // RowBinary rows come out about the size of the JSON lines (1.04x on bench/payload.ts); 1/8
     // more spares most tasks a regrowth.
     this.#rows = new EventRowWriter(task.orgId, task.stream, task.receivedAt, Math.ceil(task.input.byteLength * 1.125))
@@ -89,6 +92,11 @@ class TaskOutput {
       this.fail(line, 'invalid_json', (err as SyntaxError).message)
       return
     }
+    this.addEvent(value, line, size)
+  }
+
+  /** Stores one parsed event (a JSON line's value, or a record of a whole-body input). */
+  addEvent (value: unknown, line: number, size: number): void {
     const row = normalizeEvent(value, this.bounds)
     if (row instanceof EventRejection) {
       this.fail(line, row.code, row.message)
@@ -165,5 +173,19 @@ export default function parseTask (task: ParseTask): ParseResult {
   const bytes = Buffer.from(task.input)
   if (isUtf8(bytes)) parseValidBytes(output, bytes, task.firstLine)
   else parseLineByLine(output, bytes, task.firstLine)
+  return move(output.finish()) as MovableParseResult
+}
+
+/**
+ * Whole-body inputs (OTLP, Loki; lib/inputs/body-task.ts), run by name ('parseBody'): the body is
+ * decoded and each record stored through addEvent, the path of a JSON line.
+ */
+export function parseBody (task: BodyTask): BodyResult {
+  const output = new TaskOutput(task)
+  const invalid = decodeBody(task, {
+    add: (event, record, size) => { output.addEvent(referenceEvent(event), record, size) },
+    fail: (record, code, message) => { output.fail(record, code, message) },
+  })
+  if (invalid !== null) return invalid
   return move(output.finish()) as MovableParseResult
 }
