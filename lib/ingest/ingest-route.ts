@@ -13,6 +13,9 @@
 // before the answer: it gave up, or a timeout destroyed the socket) aborts the request's signal:
 // a wait for a reading slot ends, and rows not yet in an insert are dropped by the writer, so a
 // request whose client was told nothing, or 408, is not stored and then stored again on retry.
+//
+// Whole-body inputs (OTLP, Loki: lib/inputs/) enter through ingestBody(): the same admission,
+// limits, decoder and writer, with the decoded body parsed by one worker task instead of lines.
 import { pipeline } from 'node:stream/promises'
 import type { Duplex } from 'node:stream'
 import type { Piscina } from 'piscina'
@@ -39,6 +42,9 @@ import { IdempotencyCache } from './idempotency.ts'
 import type { StoredAnswer } from './idempotency.ts'
 import type { Admission, AdmissionTicket } from './admission.ts'
 import type { TailHub } from '../live/tail-hub.ts'
+import type { OrgRecord, StreamRecord } from '../storage/metadata-store.ts'
+import type { BodyFormat } from '../inputs/body-task.ts'
+import { WholeBody } from '../inputs/whole-body.ts'
 
 export interface IngestRouteDeps {
   config: Config['ingest']
@@ -65,24 +71,7 @@ async function handleIngest (ctx: RequestContext, deps: IngestRouteDeps): Promis
   const streamId = ctx.params.streamId
   const { org, token } = deps.auth.requireIngest(req, streamId)
   const stream = findStream(deps.store, org.id, streamId)
-
-  // The declared size is reserved at admission; a body over the wire limit gets its 413 below, so
-  // it reserves no more than the limit. A refused request's body is drained by the server, not cut
-  // off: a client still uploading would otherwise see a reset instead of the 429's Retry-After.
-  const declared = Number(req.headers['content-length'])
-  const reserve = Number.isSafeInteger(declared) && declared > 0 ? Math.min(declared, deps.config.maxRawBytes) : 0
-  const ticket = deps.admission.admit(org.id, org.name, reserve)
-  try {
-    for (const [name, value] of Object.entries(ticket.headers)) res.setHeader(name, value)
-    checkContentType(req.headers['content-type'])
-    const decoder = createDecoder(req.headers['content-encoding'])
-    const length = Number(req.headers['content-length'])
-    if (length > deps.config.maxRawBytes) {
-      decoder?.destroy() // a zlib decoder holds its state from creation
-      res.setHeader('connection', 'close')
-      throw new SluiceError('payload_too_large', `The body is ${length} bytes; at most ${deps.config.maxRawBytes} are accepted`)
-    }
-
+  await admitted(ctx, deps, org, () => { checkContentType(req.headers['content-type']) }, async (ticket, decoder) => {
     const key = req.headers['idempotency-key']
     if (typeof key === 'string') {
       IdempotencyCache.validateKey(key)
@@ -100,7 +89,7 @@ async function handleIngest (ctx: RequestContext, deps: IngestRouteDeps): Promis
         }
         let stored: StoredAnswer | null = null
         try {
-          stored = await ingestBody(ctx, deps, ticket, decoder, stream.retentionDays, org.id, stream.name)
+          stored = await ingestLines(ctx, deps, ticket, decoder, stream, org.id)
         } catch (err) {
           const e = err as SluiceError
           // Client errors are final answers too; retryable ones (429, 5xx) are not kept.
@@ -114,7 +103,61 @@ async function handleIngest (ctx: RequestContext, deps: IngestRouteDeps): Promis
         return
       }
     }
-    await ingestBody(ctx, deps, ticket, decoder, stream.retentionDays, org.id, stream.name)
+    await ingestLines(ctx, deps, ticket, decoder, stream, org.id)
+  })
+}
+
+/** What a whole-body input's request stored: its summary, once its rows are committed. */
+export interface BodyOutcome {
+  summary: IngestSummary
+  /** Decoded bytes of the body. */
+  bytes: number
+}
+
+/**
+ * A whole-body input's request (OTLP, Loki: lib/inputs/body-task.ts) to `stream`, the caller
+ * having authenticated it: the same admission, limits, decoder and writer as the line path, with
+ * the body parsed by one worker task. Resolves once the rows are committed (nothing to commit
+ * when every record failed); the caller answers in its protocol's shape. `checkContent` throws
+ * the 400 for a content type the input does not take.
+ */
+export async function ingestBody (
+  ctx: RequestContext, deps: IngestRouteDeps, org: OrgRecord, stream: StreamRecord,
+  format: BodyFormat, checkContent: () => void,
+): Promise<BodyOutcome> {
+  let outcome: BodyOutcome | undefined
+  await admitted(ctx, deps, org, checkContent, async (ticket, decoder) => {
+    outcome = await whileConnected(ctx, (signal) => readAndStore(ctx, deps, ticket, decoder, stream.retentionDays, org.id, stream.name, signal, format))
+  })
+  return outcome!
+}
+
+/**
+ * Admission (429s with Retry-After), the content check and encoding (400), the wire-size check
+ * (413), then `run` with the request's ticket and decoder; the ticket is released after.
+ */
+async function admitted (
+  ctx: RequestContext, deps: IngestRouteDeps, org: OrgRecord, checkContent: () => void,
+  run: (ticket: AdmissionTicket, decoder: Duplex | null) => Promise<void>,
+): Promise<void> {
+  const { req, res } = ctx
+  // The declared size is reserved at admission; a body over the wire limit gets its 413 below, so
+  // it reserves no more than the limit. A refused request's body is drained by the server, not cut
+  // off: a client still uploading would otherwise see a reset instead of the 429's Retry-After.
+  const declared = Number(req.headers['content-length'])
+  const reserve = Number.isSafeInteger(declared) && declared > 0 ? Math.min(declared, deps.config.maxRawBytes) : 0
+  const ticket = deps.admission.admit(org.id, org.name, reserve)
+  try {
+    for (const [name, value] of Object.entries(ticket.headers)) res.setHeader(name, value)
+    checkContent()
+    const decoder = createDecoder(req.headers['content-encoding'])
+    const length = Number(req.headers['content-length'])
+    if (length > deps.config.maxRawBytes) {
+      decoder?.destroy() // a zlib decoder holds its state from creation
+      res.setHeader('connection', 'close')
+      throw new SluiceError('payload_too_large', `The body is ${length} bytes; at most ${deps.config.maxRawBytes} are accepted`)
+    }
+    await run(ticket, decoder)
   } catch (err) {
     // A body abandoned part-way is not worth reading on: the connection closes. One refused
     // before its first byte was read (a bad content type, the wait for a reading slot) is left
@@ -126,10 +169,19 @@ async function handleIngest (ctx: RequestContext, deps: IngestRouteDeps): Promis
   }
 }
 
-async function ingestBody (
+/** The line path: stores the body's lines and answers with the ingest summary (docs/api.md section 6.6). */
+async function ingestLines (
   ctx: RequestContext, deps: IngestRouteDeps, ticket: AdmissionTicket, decoder: Duplex | null,
-  retentionDays: number, orgId: string, streamName: string,
+  stream: StreamRecord, orgId: string,
 ): Promise<StoredAnswer> {
+  const { summary, bytes } = await whileConnected(ctx, (signal) => readAndStore(ctx, deps, ticket, decoder, stream.retentionDays, orgId, stream.name, signal, null))
+  const body = summary.toJson(bytes, ctx.requestId)
+  sendJson(ctx, 200, body)
+  return { status: 200, body }
+}
+
+/** Runs `work` with a signal that aborts when the client leaves before its answer. */
+async function whileConnected<T> (ctx: RequestContext, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const { res } = ctx
   const left = new AbortController()
   const onClose = (): void => {
@@ -137,7 +189,7 @@ async function ingestBody (
   }
   res.once('close', onClose)
   try {
-    return await readAndStore(ctx, deps, ticket, decoder, retentionDays, orgId, streamName, left.signal)
+    return await work(left.signal)
   } finally {
     res.off('close', onClose)
   }
@@ -153,8 +205,8 @@ class ClientLeftError extends Error {
 
 async function readAndStore (
   ctx: RequestContext, deps: IngestRouteDeps, ticket: AdmissionTicket, decoder: Duplex | null,
-  retentionDays: number, orgId: string, streamName: string, signal: AbortSignal,
-): Promise<StoredAnswer> {
+  retentionDays: number, orgId: string, streamName: string, signal: AbortSignal, format: BodyFormat | null,
+): Promise<BodyOutcome> {
   const { req } = ctx
   const { config, metrics } = deps
   try {
@@ -171,18 +223,16 @@ async function readAndStore (
   const decoded = decoder || !rawIsLower
     ? new ByteLimit(config.maxDecodedBytes, 'decoded', countBytes)
     : new ByteLimit(config.maxRawBytes, 'raw', countBytes)
-  const batcher = new LineBatcher({ taskBytes: config.taskBytes, onFailure: (f) => { summary.addFailure(f) } })
   const receivedAt = ctx.receivedAt
   const live = deps.tailHub.liveRequestFor(orgId, streamName)
   const seqBase = randomSeqBase()
-  const dispatch = new WorkerDispatch(deps.pool, summary, {
+  const taskContext = {
     orgId, stream: streamName, receivedAt,
     minTs: receivedAt - retentionDays * 86_400_000,
     maxTs: receivedAt + maxFutureMs,
     seqBase,
     live,
-  })
-  const [framer, splitter, lastBatch] = createLineSplitter({ batcher, maxLineBytes: config.maxLineBytes })
+  }
   const stages: Duplex[] = []
   if (config.minBytesPerSecond > 0) {
     const rate = new MinDataRate({
@@ -192,13 +242,19 @@ async function readAndStore (
     stages.push(rate)
   }
   if (decoder) stages.push(new ByteLimit(config.maxRawBytes, 'raw'), decoder)
-  await pipeline([req, ...stages, decoded, framer, splitter, lastBatch, dispatch])
-
-  if (!batcher.sawLine) throw new SluiceError('empty_body', 'The body holds no lines: send one JSON object per line')
+  if (format === null) {
+    const batcher = new LineBatcher({ taskBytes: config.taskBytes, onFailure: (f) => { summary.addFailure(f) } })
+    const [framer, splitter, lastBatch] = createLineSplitter({ batcher, maxLineBytes: config.maxLineBytes })
+    await pipeline([req, ...stages, decoded, framer, splitter, lastBatch, new WorkerDispatch(deps.pool, summary, taskContext)])
+    if (!batcher.sawLine) throw new SluiceError('empty_body', 'The body holds no lines: send one JSON object per line')
+  } else {
+    // A whole-body input: one worker task for the body, in place of lines and batches.
+    await pipeline([req, ...stages, decoded, new WholeBody(deps.pool, summary, taskContext, format, config.maxDecodedBytes)])
+  }
   for (const [code, n] of summary.failedByCode) metrics.linesFailed.inc({ code }, n)
-  const body = summary.toJson(decoded.bytes, ctx.requestId)
   if (summary.ingested === 0) {
-    throw new SluiceError('all_lines_failed', 'Every line of the request failed; see failures', { details: body })
+    if (format !== null) return { summary, bytes: decoded.bytes } // the input answers in its protocol's shape
+    throw new SluiceError('all_lines_failed', 'Every line of the request failed; see failures', { details: summary.toJson(decoded.bytes, ctx.requestId) })
   }
 
   const chunks = summary.rowChunks()
@@ -208,6 +264,5 @@ async function readAndStore (
   metrics.linesIngested.inc(undefined, summary.ingested)
   metrics.bytesIngested.inc(undefined, decoded.bytes)
   if (live) deps.tailHub.publish(orgId, streamName, live, summary.live.filter((x) => x !== undefined))
-  sendJson(ctx, 200, body)
-  return { status: 200, body }
+  return { summary, bytes: decoded.bytes }
 }

@@ -183,7 +183,11 @@ export default function parseTask (task: ParseTask): ParseResult {
 export function parseBody (task: BodyTask): BodyResult {
   const output = new TaskOutput(task)
   const invalid = decodeBody(task, {
-    add: (event, record, size) => { output.addEvent(referenceEvent(event), record, size) },
+    add: (event, record, size) => {
+      const value = referenceEvent(event, output.bounds)
+      if (value instanceof EventRejection) output.fail(record, value.code, value.message)
+      else output.addEvent(value, record, size)
+    },
     fail: (record, code, message) => { output.fail(record, code, message) },
   })
   if (invalid !== null) return invalid

@@ -1,11 +1,29 @@
 // The one place the protocol inputs' events meet the worker's reference path (parse-worker.ts
 // parseBody -> TaskOutput#addEvent -> normalizeEvent). Adapters build events in Sluice's JSON
-// event shape with `message` for the message; until the event model's field table maps
-// `message` to the message column, it is handed over as format 2's `log` (with `filename`), the
-// name the reference path stores there today. When that table lands, this becomes the identity.
+// event shape, with `ts` in integer ms and `message` for the message.
+//
+// - `message` is handed over as format 2's `log`, the name the reference path stores in the
+//   message column today; when the event model's field table maps `message` itself, this
+//   rename goes (the lead re-points it at merge).
+// - A protocol's timestamp is never a guess, so one outside the stream's accepted range fails
+//   the record (ts_out_of_range) here, where format 2's leniency would keep it in attrs and store
+//   the receive time instead.
+import { EventRejection } from '../ingest/event-schema.ts'
+import type { TimeBounds } from '../ingest/event-schema.ts'
+
 type Event = Record<string, unknown>
 
-export function referenceEvent (event: Event): Event {
+function describeTime (ms: number): string {
+  return Math.abs(ms) <= 8.64e15 ? new Date(ms).toISOString() : String(ms)
+}
+
+export function referenceEvent (event: Event, bounds: TimeBounds): Event | EventRejection {
+  const ts = event.ts
+  if (typeof ts === 'number' && (ts < bounds.minTs || ts > bounds.maxTs)) {
+    return new EventRejection('ts_out_of_range', ts < bounds.minTs
+      ? `ts ${describeTime(ts)} is older than the stream's retention (${describeTime(bounds.minTs)})`
+      : `ts ${describeTime(ts)} is after the newest accepted time (${describeTime(bounds.maxTs)})`)
+  }
   if (typeof event.message !== 'string') return event
   const out = Object.create(null) as Event
   out.log = event.message
