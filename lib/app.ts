@@ -31,6 +31,7 @@ import { eventColumns } from './ingest/parse-task.ts'
 import { Admission } from './ingest/admission.ts'
 import { IdempotencyCache } from './ingest/idempotency.ts'
 import { registerIngestRoute } from './ingest/ingest-route.ts'
+import type { ParseWorkerData } from './parse-worker-entry.ts'
 import { registerOtlpRoutes } from './inputs/otlp/otlp-route.ts'
 import { registerLokiRoutes } from './inputs/loki/loki-route.ts'
 import { createSluiceMetrics } from './metrics/metrics.ts'
@@ -126,7 +127,9 @@ export async function createApp (config: Config, log: Logger, options: AppOption
     const metrics = createSluiceMetrics()
     forMainThreadOnly() // the parse workers size their young generation by resourceLimits below (lib/node-flags.ts)
     const pool = new Piscina({
-      filename: new URL('./ingest/parse-worker.ts', import.meta.url).href,
+      // NDJSON tasks and the protocol inputs' whole-body tasks (lib/parse-worker-entry.ts).
+      filename: new URL('./parse-worker-entry.ts', import.meta.url).href,
+      workerData: { maxDecodedBytes: config.ingest.maxDecodedBytes } satisfies ParseWorkerData,
       minThreads: config.ingest.workers,
       maxThreads: config.ingest.workers,
       // No maxQueue: a full queue would reject tasks (500s). The queue is bounded instead by

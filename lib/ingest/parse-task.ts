@@ -2,7 +2,7 @@
 // JSON: it hands workers batches of raw line bytes and gets back bytes ready to insert into the
 // events table, plus counts and the first failures. Both directions move ArrayBuffers (transferred
 // with Piscina.move, never cloned).
-import type { LiveStatsPartial } from '../live/live-stats.ts'
+import type { LiveOutput, LiveRequest } from '../live/live-protocol.ts'
 
 /** Codes a single line can fail with (they appear in the ingest response's `failures`). */
 export const lineFailureCodes = [
@@ -50,35 +50,35 @@ export interface ParseTask {
   seqBase: number
   /** Set while someone tails the stream: what the live views need from this task. */
   live: LiveRequest | null
+  /**
+   * What the worker makes of `input`; absent means 'ndjson' (one JSON event per line). An input
+   * whose records are not JSON lines (a protobuf body, an Elasticsearch _bulk pair) adds its kind
+   * here and its branch in parse-worker.ts.
+   */
+  inputKind?: InputKind
 }
 
-/** What the tail hub asks of a task while a stream has tail clients. */
-export interface LiveRequest {
-  /** The distinct `q` filters of the stream's tail clients ('' matches every event); at most 31. */
-  filters: string[]
-  /**
-   * Per filter: matching events this task serializes at most (what is left of the filter's
-   * events-per-second allowance); the rest are counted as dropped. Bounds the workers' tail work
-   * on a busy stream while a quiet one gets every event.
-   */
-  caps: number[]
+/**
+ * The kinds of worker task (ParseTask.inputKind). Besides NDJSON, whole-body inputs decoded by
+ * lib/inputs/ (one task per request): OTLP logs as protobuf or JSON, Loki push as JSON or
+ * snappy-compressed protobuf.
+ */
+export type InputKind = 'ndjson' | 'otlp-proto' | 'otlp-json' | 'loki-proto' | 'loki-json'
+
+/** A whole body a worker could not read at all (lib/inputs/): the request stores nothing. */
+export interface BodyError {
+  code: 'undecodable_body' | 'payload_too_large'
+  message: string
 }
 
-/** What a task sends back for the live views. */
-export interface LiveOutput {
-  /**
-   * SSE frames (`event: event`, the event's JSON in the events API's shape) of the events matching
-   * at least one filter, in line order, as UTF-8 (lib/live/tail-frames.ts).
-   */
-  frames: Uint8Array
-  /** Per event: where its frame ends in `frames` (the next one starts there). */
-  ends: number[]
-  /** Per event: bit i set when it matched filters[i]. */
-  masks: number[]
-  /** Per filter: matching events left out by `caps`. */
-  dropped: number[]
-  /** Aggregates over every stored event of the task. */
-  stats: LiveStatsPartial
+/**
+ * Where a whole-body input's decoder puts each record (parse-worker.ts parseRecords). `record`
+ * numbers records from 1 in body order (the `line` of listed failures); `size` is the record's
+ * bytes, stored in the `size` column.
+ */
+export interface RecordSink {
+  add (event: Record<string, unknown>, record: number, size: number): void
+  fail (record: number, code: LineFailureCode, message: string): void
 }
 
 export interface ParseResult {
@@ -92,6 +92,8 @@ export interface ParseResult {
   failureCounts: Partial<Record<LineFailureCode, number>>
   /** Present when the task asked for it (ParseTask.live). */
   live?: LiveOutput
+  /** A whole-body input's body that could not be read at all (then nothing else is set). */
+  bodyError?: BodyError
 }
 
 /** Column order of the rows a worker produces; the events table's INSERT names them in this order. */
@@ -100,11 +102,3 @@ export const eventColumns = [
   'host', 'path', 'method', 'status', 'rt', 'bytes', 'src', 'user_agent',
   'message', 'filename', 'attrs', 'seq', 'size',
 ] as const
-
-/** Lines per request that `seq` can number (2^25); a 64 MiB body has fewer non-blank lines. */
-export const seqLineSpace = 2 ** 25
-
-/** A random seqBase: 28 random bits above the line bits, so seq stays below 2^53. */
-export function randomSeqBase (): number {
-  return Math.floor(Math.random() * 2 ** 28) * seqLineSpace
-}

@@ -20,10 +20,8 @@ import { EventRowWriter } from './row-serializer.ts'
 import { LineScanner, blankLine, scannedRow } from './line-scanner.ts'
 import { LiveCollector } from '../live/live-collector.ts'
 import { maxListedFailures } from './parse-task.ts'
-import type { LineFailure, LineFailureCode, LiveOutput, ParseResult, ParseTask } from './parse-task.ts'
-import type { BodyResult, BodyTask } from '../inputs/body-task.ts'
-import { decodeBody } from '../inputs/decode-body.ts'
-import { referenceEvent } from '../inputs/reference-event.ts'
+import type { BodyError, LineFailure, LineFailureCode, ParseResult, ParseTask, RecordSink } from './parse-task.ts'
+import type { LiveOutput } from '../live/live-protocol.ts'
 
 const newline = 10
 
@@ -65,7 +63,7 @@ class TaskOutput {
   readonly #failures: LineFailure[] = []
   readonly #failureCounts: Partial<Record<LineFailureCode, number>> = {}
 
-  constructor (task: Omit<ParseTask, 'firstLine'>) {
+  constructor (task: ParseTask) {
     // RowBinary rows come out about the size of the JSON lines (1.04x on bench/payload.ts); 1/8
     // more spares most tasks a regrowth.
     this.#rows = new EventRowWriter(task.orgId, task.stream, task.receivedAt, Math.ceil(task.input.byteLength * 1.125))
@@ -95,7 +93,7 @@ class TaskOutput {
     this.addEvent(value, line, size)
   }
 
-  /** Stores one parsed event (a JSON line's value, or a record of a whole-body input). */
+  /** Stores one parsed event: a JSON line's value, or a record of a whole-body input. */
   addEvent (value: unknown, line: number, size: number): void {
     const row = normalizeEvent(value, this.bounds)
     if (row instanceof EventRejection) {
@@ -177,19 +175,18 @@ export default function parseTask (task: ParseTask): ParseResult {
 }
 
 /**
- * Whole-body inputs (OTLP, Loki; lib/inputs/body-task.ts), run by name ('parseBody'): the body is
- * decoded and each record stored through addEvent, the path of a JSON line.
+ * A task of a whole-body input (ParseTask.inputKind other than 'ndjson'): `decode` reads
+ * task.input and puts each record, as a plain event object in Sluice's JSON shape, into the sink,
+ * which stores it through addEvent, the path of a JSON line. The decoders live in lib/inputs/ and
+ * are passed in by the worker entry (lib/parse-worker-entry.ts), so ingest imports no input.
+ * A body `decode` cannot read at all comes back as bodyError, nothing of it stored.
  */
-export function parseBody (task: BodyTask): BodyResult {
+export function parseRecords (task: ParseTask, decode: (sink: RecordSink) => BodyError | null): ParseResult {
   const output = new TaskOutput(task)
-  const invalid = decodeBody(task, {
-    add: (event, record, size) => {
-      const value = referenceEvent(event, output.bounds)
-      if (value instanceof EventRejection) output.fail(record, value.code, value.message)
-      else output.addEvent(value, record, size)
-    },
+  const bodyError = decode({
+    add: (event, record, size) => { output.addEvent(event, record, size) },
     fail: (record, code, message) => { output.fail(record, code, message) },
   })
-  if (invalid !== null) return invalid
+  if (bodyError !== null) return { rows: new ArrayBuffer(0), ingested: 0, failed: 0, failures: [], failureCounts: {}, bodyError }
   return move(output.finish()) as MovableParseResult
 }

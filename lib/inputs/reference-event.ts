@@ -1,5 +1,5 @@
-// The one place the protocol inputs' events meet the worker's reference path (parse-worker.ts
-// parseBody -> TaskOutput#addEvent -> normalizeEvent). Adapters build events in Sluice's JSON
+// The one place the protocol inputs' events meet the worker's reference path (decode-body.ts's
+// sink -> parse-worker.ts parseRecords -> TaskOutput#addEvent -> normalizeEvent). Adapters build events in Sluice's JSON
 // event shape, with `ts` in integer ms and `message` for the message.
 //
 // - `message` is handed over as format 2's `log`, the name the reference path stores in the

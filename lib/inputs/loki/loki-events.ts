@@ -13,7 +13,7 @@
 // parses it when read, so Loki clients (pino-loki, winston-loki, Promtail) send labels for what
 // they index and keep the line whole; the words of a JSON line stay searchable in `message`.
 import { Buffer } from 'node:buffer'
-import type { EventSink, InvalidBody } from '../body-task.ts'
+import type { BodyError, RecordSink } from '../../ingest/parse-task.ts'
 import { invalidBody } from '../body-task.ts'
 import { levelFromText } from '../severity.ts'
 import type { LokiProtoRequest } from './loki-proto.ts'
@@ -83,9 +83,9 @@ function nanosToMs (value: unknown): number {
 interface Entry { ms: number, line: unknown, metadata: Array<[string, string]> | null }
 
 class StreamEvents {
-  #sink: EventSink
+  #sink: RecordSink
   n = 0
-  constructor (sink: EventSink) { this.#sink = sink }
+  constructor (sink: RecordSink) { this.#sink = sink }
 
   /** Emits the entries of one stream; labels null: the stream's labels were malformed. */
   emit (labels: Array<[string, string]> | null, entries: Iterable<Entry | string>): void {
@@ -106,7 +106,7 @@ class StreamEvents {
 }
 
 /** Loki's JSON push body: {"streams":[{"stream":{labels},"values":[["<ns>","line",{metadata}?], ...]}]}. */
-export function lokiJsonEvents (body: unknown, sink: EventSink): InvalidBody | null {
+export function lokiJsonEvents (body: unknown, sink: RecordSink): BodyError | null {
   if (!isObj(body) || !Array.isArray(body.streams)) return invalidBody('The body is not a Loki push request: {"streams":[{"stream":{...},"values":[...]}]}')
   const out = new StreamEvents(sink)
   for (const stream of body.streams) {
@@ -143,7 +143,7 @@ function * jsonEntries (values: unknown[]): Generator<Entry | string> {
 }
 
 /** A decoded protobuf PushRequest (loki-proto.ts). */
-export function lokiProtoEvents (request: LokiProtoRequest, sink: EventSink): null {
+export function lokiProtoEvents (request: LokiProtoRequest, sink: RecordSink): null {
   const out = new StreamEvents(sink)
   for (const stream of request.streams ?? []) {
     out.emit(parseLabels(stream.labels ?? '{}'), (function * () {

@@ -22,9 +22,8 @@
 // A record attribute wins over a resource attribute of the same key. An attribute whose key is a
 // field of the event (ts, message, level, host, ...) is kept in attrs as `attributes.<key>`.
 import { Buffer } from 'node:buffer'
-import type { EventSink } from '../body-task.ts'
+import type { BodyError, RecordSink } from '../../ingest/parse-task.ts'
 import { invalidBody } from '../body-task.ts'
-import type { InvalidBody } from '../body-task.ts'
 import { levelFromSeverityNumber, levelFromText } from '../severity.ts'
 import { maxValueDepth } from '../../ingest/event-schema.ts'
 
@@ -181,7 +180,7 @@ function recordEvent (record: Obj, resource: Obj, scopeName: string | null, ids:
  * Emits one event per LogRecord of `request` into `sink`, numbered from 1 in body order; an
  * InvalidBody when the request is not an ExportLogsServiceRequest at all.
  */
-export function otlpEvents (request: unknown, ids: IdEncoding, sink: EventSink): InvalidBody | null {
+export function otlpEvents (request: unknown, ids: IdEncoding, sink: RecordSink): BodyError | null {
   if (!isObj(request)) return invalidBody('The body is not an ExportLogsServiceRequest (a JSON object with resourceLogs)')
   if (request.resourceLogs !== undefined && !Array.isArray(request.resourceLogs)) {
     return invalidBody('resourceLogs must be an array')
