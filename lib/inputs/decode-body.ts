@@ -8,7 +8,7 @@
 // the sink: the one place where the adapters' events meet the worker's reference path.
 import { Buffer } from 'node:buffer'
 import type { BodyError, ParseTask, RecordSink } from '../ingest/parse-task.ts'
-import { EventRejection } from '../ingest/event-schema.ts'
+import { EventRejection } from '../events/rejection.ts'
 import { invalidBody } from './body-task.ts'
 import { referenceEvent } from './reference-event.ts'
 import { decodeOtlpProto } from './otlp/otlp-proto.ts'

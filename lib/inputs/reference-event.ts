@@ -8,8 +8,8 @@
 // - A protocol's timestamp is never a guess, so one outside the stream's accepted range fails
 //   the record (ts_out_of_range) here, where format 2's leniency would keep it in attrs and store
 //   the receive time instead.
-import { EventRejection } from '../ingest/event-schema.ts'
-import type { TimeBounds } from '../ingest/event-schema.ts'
+import { EventRejection } from '../events/rejection.ts'
+import type { TimeBounds } from '../events/normalize.ts'
 
 type Event = Record<string, unknown>
 

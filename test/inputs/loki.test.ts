@@ -129,8 +129,12 @@ t.test('hand-built protobuf + snappy: labels, escapes, structured metadata, ns t
   const [first, second] = events
   t.equal(first.message, '{"status":502,"path":"/api"}', 'a JSON line is the message as sent')
   t.equal(first.ts, seconds * 1000 + 123, 'ns timestamp rounded to ms')
-  t.equal(first.status, null, 'a JSON line is not parsed into fields (Loki semantics)')
+  // As for any format-2 `log`, seed-named keys of a JSON line fill their columns; its other keys
+  // stay in the message only (nothing of the line is copied into attrs).
+  t.equal(first.status, 502)
+  t.equal(first.path, '/api')
   const attrs = attrsOf(first)
+  t.equal(attrs.status, undefined)
   t.equal(attrs.level, 'error')
   t.equal(attrs.job, 'override', 'structured metadata wins over a label')
   t.equal(attrs.trace_id, 't-1')

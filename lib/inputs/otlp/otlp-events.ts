@@ -25,7 +25,7 @@ import { Buffer } from 'node:buffer'
 import type { BodyError, RecordSink } from '../../ingest/parse-task.ts'
 import { invalidBody } from '../body-task.ts'
 import { levelFromSeverityNumber, levelFromText } from '../severity.ts'
-import { maxValueDepth } from '../../ingest/event-schema.ts'
+import { maxValueDepth } from '../../events/normalize.ts'
 
 type Obj = Record<string | symbol, unknown>
 
