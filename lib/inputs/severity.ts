@@ -1,4 +1,4 @@
-// Log levels of the protocol inputs, normalised to Sluice's six (docs/api.md section 6.9):
+// Log levels of the protocol inputs, normalised to Sluice's six (docs/api.md section 9.3):
 // trace, debug, info, warn, error, fatal. OpenTelemetry's SeverityNumber has four steps per level
 // (1-4 TRACE .. 21-24 FATAL); names are the usual spellings of syslog, log4j, Python, Go and
 // Loki's detected_level.
