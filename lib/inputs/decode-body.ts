@@ -25,8 +25,9 @@ function parseJson (bytes: Buffer): { value: unknown } | BodyError {
 }
 
 /**
- * protobufjs throws on malformed input, and a message nested deep enough overflows its
- * recursive decoder's stack (RangeError): both mean the body is not a message we can read.
+ * protobufjs throws on malformed input and on messages nested past its recursion limit
+ * (Reader.recursionLimit, 100 messages deep: about 50 levels of AnyValue); a stack overflow (RangeError)
+ * is caught the same way. Each means the body is not a message we can read.
  */
 function decodeProto<T> (decode: () => T, what: string): { value: T } | BodyError {
   try {

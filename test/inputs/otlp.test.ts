@@ -220,3 +220,46 @@ t.test('a body over the decoded limit is 413 and stores nothing', async (t) => {
   t.equal(json(r.bytes).error, 'payload_too_large')
   t.same(await storedEvents(tgt), [])
 })
+
+t.test('hostile nesting: a deep AnyValue fails its record, a protobuf deeper than the decoder\'s limit is a 400', async (t) => {
+  const tgt = await createIngestTarget(s, 'otel-deep')
+  let deep: unknown = { stringValue: 'bottom' }
+  for (let i = 0; i < 100; i++) deep = { arrayValue: { values: [deep] } }
+  const body = JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: [{ body: deep }, { body: { stringValue: 'shallow' } }] }] }] })
+  const r = await post('/v1/logs', body, { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/json' })
+  t.equal(r.status, 200)
+  t.match(json(r.bytes).partialSuccess.errorMessage, /log record 1: too_deep/)
+  t.same((await storedEvents(tgt)).map((e) => e.message), ['shallow'])
+
+  // A body 300 000 AnyValue levels deep (AnyValue.arrayValue -> ArrayValue.values -> AnyValue ...),
+  // written back to front so that each level's length prefix is known. protobufjs decodes
+  // recursively and stops at its nesting limit: the body is refused, the workers live on.
+  const levels = 300_000
+  const out = Buffer.alloc(levels * 10 + 64)
+  let at = out.length
+  const prefix = (field: number, length: number): void => {
+    const bytes: number[] = [(field << 3) | 2]
+    let n = length
+    while (n > 127) { bytes.push((n & 127) | 128); n = Math.floor(n / 128) }
+    bytes.push(n)
+    at -= bytes.length
+    Buffer.from(bytes).copy(out, at)
+  }
+  out[--at] = 0x00; out[--at] = 0x0a // the innermost AnyValue: stringValue ''
+  for (let i = 0; i < levels; i++) {
+    prefix(1, out.length - at) // ArrayValue.values
+    prefix(5, out.length - at) // AnyValue.arrayValue
+  }
+  prefix(5, out.length - at) // LogRecord.body
+  prefix(2, out.length - at) // ScopeLogs.logRecords
+  prefix(2, out.length - at) // ResourceLogs.scopeLogs
+  prefix(1, out.length - at) // ExportLogsServiceRequest.resourceLogs
+  const deepProto = await post('/v1/logs', out.subarray(at), { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/x-protobuf' })
+  t.equal(deepProto.status, 400)
+  t.equal(json(deepProto.bytes).error, 'undecodable_body')
+  t.match(json(deepProto.bytes).message, /depth/, 'refused for its depth, not its shape')
+  const after = await post('/v1/logs', JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: [{ body: { stringValue: 'after' } }] }] }] }),
+    { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/json' })
+  t.equal(after.status, 200, 'the workers still parse')
+  t.same((await storedEvents(tgt)).map((e) => e.message).sort(), ['after', 'shallow'])
+})
