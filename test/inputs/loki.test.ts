@@ -15,6 +15,7 @@ import { createIngestTarget, storedEvents } from '../helpers/ingest.ts'
 import type { IngestTarget, StoredEvent } from '../helpers/ingest.ts'
 import { PushRequest } from '../../lib/inputs/loki/loki-proto.ts'
 import { parseLabels } from '../../lib/inputs/loki/loki-events.ts'
+import { openSse } from '../helpers/sse.ts'
 
 let s: TestServer
 t.before(async () => { s = await startServer(t) })
@@ -192,4 +193,22 @@ t.test('parseLabels reads Prometheus label text', async (t) => {
   t.equal(parseLabels('{a=1}'), null)
   t.equal(parseLabels('{a="1" b="2"}'), null)
   t.equal(parseLabels('a="1"'), null)
+})
+
+t.test('pushed entries reach the live tail, filtered like any event', async (t) => {
+  const tgt = await createIngestTarget(s, 'loki-live')
+  const tail = await openSse(s.url, '/api/streams/loki-live/tail?q=' + encodeURIComponent('host:edge-1'), s.adminToken)
+  t.teardown(() => tail.close())
+  t.equal(tail.status, 200)
+  const ns = `${Date.now()}000000`
+  const r = await push('/loki/api/v1/push', JSON.stringify({ streams: [
+    { stream: { host: 'edge-1' }, values: [[ns, 'for the tail']] },
+    { stream: { host: 'edge-2' }, values: [[ns, 'filtered out']] },
+  ] }), { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/json' })
+  t.equal(r.status, 204)
+  const frame = await tail.next((f) => f.event === 'event')
+  const event = JSON.parse(frame.data)
+  t.equal(event.message, 'for the tail')
+  t.equal(event.host, 'edge-1')
+  t.notOk(tail.frames.some((f) => f.event === 'event' && f.data.includes('filtered out')))
 })
