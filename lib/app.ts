@@ -31,6 +31,9 @@ import { eventColumns } from './ingest/parse-task.ts'
 import { Admission } from './ingest/admission.ts'
 import { IdempotencyCache } from './ingest/idempotency.ts'
 import { registerIngestRoute } from './ingest/ingest-route.ts'
+import type { ParseWorkerData } from './parse-worker-entry.ts'
+import { registerOtlpRoutes } from './inputs/otlp/otlp-route.ts'
+import { registerLokiRoutes } from './inputs/loki/loki-route.ts'
 import { createSluiceMetrics } from './metrics/metrics.ts'
 import type { SluiceMetrics } from './metrics/metrics.ts'
 import { registerMetricsRoute } from './metrics/metrics-route.ts'
@@ -124,7 +127,9 @@ export async function createApp (config: Config, log: Logger, options: AppOption
     const metrics = createSluiceMetrics()
     forMainThreadOnly() // the parse workers size their young generation by resourceLimits below (lib/node-flags.ts)
     const pool = new Piscina({
-      filename: new URL('./ingest/parse-worker.ts', import.meta.url).href,
+      // NDJSON tasks and the protocol inputs' whole-body tasks (lib/parse-worker-entry.ts).
+      filename: new URL('./parse-worker-entry.ts', import.meta.url).href,
+      workerData: { maxDecodedBytes: config.ingest.maxDecodedBytes } satisfies ParseWorkerData,
       minThreads: config.ingest.workers,
       maxThreads: config.ingest.workers,
       // No maxQueue: a full queue would reject tasks (500s). The queue is bounded instead by
@@ -157,9 +162,12 @@ export async function createApp (config: Config, log: Logger, options: AppOption
       maxBufferedBytes: config.tail.maxBufferedBytes,
       eventsPerSecond: config.tail.eventsPerSecond,
     })
-    registerIngestRoute(router, {
+    const ingestDeps = {
       config: config.ingest, auth, store, admission, pool, writer, metrics, idempotency: new IdempotencyCache(), tailHub,
-    })
+    }
+    registerIngestRoute(router, ingestDeps)
+    registerOtlpRoutes(router, ingestDeps)
+    registerLokiRoutes(router, ingestDeps)
     registerTailRoute(router, { auth, accounts, hub: tailHub })
     registerEventsRoute(router, { auth, accounts, clickhouse })
     registerStatsRoute(router, { auth, accounts, clickhouse })

@@ -9,6 +9,8 @@ export const errorCatalogue = {
   unsupported_content_encoding: { status: 400, message: 'Content-Encoding must be gzip, deflate, br, zstd or identity' },
   malformed_body: { status: 400, message: 'The compressed body is corrupt or truncated' },
   empty_body: { status: 400, message: 'The request body holds no lines' },
+  undecodable_body: { status: 400, message: 'The body is not a message of the format this route takes' },
+  entries_rejected: { status: 400, message: 'Some entries of the push were rejected; the others are stored' },
   invalid_query: { status: 400, message: 'The query is not valid' },
   unauthorized: { status: 401, message: 'Send Authorization: Bearer <token>' },
   invalid_token: { status: 403, message: 'The token is unknown, expired or revoked' },

@@ -115,6 +115,14 @@ export class Authenticator {
     return principal
   }
 
+  /**
+   * Any live ingest token, or the 401/403 of docs/api.md section 4: for the protocol inputs
+   * (OTLP, Loki), whose target is the token's own stream.
+   */
+  requireIngestToken (req: IncomingMessage): IngestPrincipal {
+    return this.#resolve(req, 'ingest', this.#now()) as IngestPrincipal
+  }
+
   /** An ingest token for `stream`, or the 401/403 of docs/api.md section 4. */
   requireIngest (req: IncomingMessage, stream: string): IngestPrincipal {
     const principal = this.#resolve(req, 'ingest', this.#now()) as IngestPrincipal

@@ -21,7 +21,7 @@ import { pipeline } from 'node:stream/promises'
 import type { Duplex, Transform } from 'node:stream'
 import type { Piscina } from 'piscina'
 import type { RequestContext } from '../http/reply.ts'
-import { sendJson } from '../http/reply.ts'
+import { sendEmpty, sendJson } from '../http/reply.ts'
 import { SluiceError } from '../errors.ts'
 import type { Config } from '../config.ts'
 import type { BatchWriter } from '../storage/batch-writer.ts'
@@ -273,9 +273,13 @@ function frame (config: Config['ingest'], framing: 'lines' | 'body', summary: In
   return { stages: [framer, splitter, lastBatch], sawInput: () => batcher.sawLine }
 }
 
-/** Sends an answer: JSON, or bytes with their content type. */
+/** Sends an answer: JSON, bytes with their content type, or none (body null). */
 function sendAnswer (ctx: RequestContext, answer: IngestAnswer): void {
   const { body } = answer
+  if (body === null) { // no content (a Loki push's 204)
+    sendEmpty(ctx, answer.status)
+    return
+  }
   if (!(body instanceof Uint8Array)) {
     sendJson(ctx, answer.status, body)
     return

@@ -2,7 +2,7 @@
 // line order. Worker results arrive out of order; failures are kept sorted by line and capped, so
 // memory per request stays bounded however bad the input is.
 import { maxListedFailures } from './parse-task.ts'
-import type { LineFailure, ParseResult } from './parse-task.ts'
+import type { BodyError, LineFailure, ParseResult } from './parse-task.ts'
 import type { LiveOutput } from '../live/live-protocol.ts'
 
 export class IngestSummary {
@@ -13,10 +13,13 @@ export class IngestSummary {
   failures: LineFailure[] = []
   /** Live-view output per task (only while the stream is tailed), in task order. */
   readonly live: LiveOutput[] = []
+  /** A whole-body input's body that a worker could not read (ParseResult.bodyError). */
+  bodyError: BodyError | null = null
   /** Failure counts by code, for metrics (all failures, not only the listed ones). */
   readonly failedByCode = new Map<string, number>()
 
   addResult (index: number, result: ParseResult): void {
+    if (result.bodyError !== undefined) this.bodyError ??= result.bodyError
     this.ingested += result.ingested
     if (result.rows.byteLength > 0) this.chunks[index] = Buffer.from(result.rows)
     if (result.live) this.live[index] = result.live

@@ -3,18 +3,13 @@
 // events table, plus counts and the first failures. Both directions move ArrayBuffers (transferred
 // with Piscina.move, never cloned).
 import type { LiveOutput, LiveRequest } from '../live/live-protocol.ts'
+import type { LineFailureCode } from '../events/rejection.ts'
 
-/** Codes a single line can fail with (they appear in the ingest response's `failures`). */
-export const lineFailureCodes = [
-  'invalid_json',
-  'not_an_object',
-  'invalid_field',
-  'invalid_utf8',
-  'line_too_long',
-  'ts_out_of_range',
-  'too_deep',
-] as const
-export type LineFailureCode = typeof lineFailureCodes[number]
+// The failure codes and the column order belong to the event model (lib/events/); re-exported
+// for the ingest code that names them here.
+export { lineFailureCodes } from '../events/rejection.ts'
+export type { LineFailureCode } from '../events/rejection.ts'
+export { eventColumns } from '../events/fields.ts'
 
 export interface LineFailure {
   /** 1-based line number in the request body (JSON array bodies: 1-based element index). */
@@ -58,8 +53,28 @@ export interface ParseTask {
   inputKind?: InputKind
 }
 
-/** The kinds of worker task (ParseTask.inputKind). */
-export type InputKind = 'ndjson'
+/**
+ * The kinds of worker task (ParseTask.inputKind). Besides NDJSON, whole-body inputs decoded by
+ * lib/inputs/ (one task per request): OTLP logs as protobuf or JSON, Loki push as JSON or
+ * snappy-compressed protobuf.
+ */
+export type InputKind = 'ndjson' | 'otlp-proto' | 'otlp-json' | 'loki-proto' | 'loki-json'
+
+/** A whole body a worker could not read at all (lib/inputs/): the request stores nothing. */
+export interface BodyError {
+  code: 'undecodable_body' | 'payload_too_large'
+  message: string
+}
+
+/**
+ * Where a whole-body input's decoder puts each record (parse-worker.ts parseRecords). `record`
+ * numbers records from 1 in body order (the `line` of listed failures); `size` is the record's
+ * bytes, stored in the `size` column.
+ */
+export interface RecordSink {
+  add (event: Record<string, unknown>, record: number, size: number): void
+  fail (record: number, code: LineFailureCode, message: string): void
+}
 
 export interface ParseResult {
   /** RowBinary rows for the events table (row-serializer.ts), columns in `eventColumns` order. Transferred. */
@@ -72,11 +87,7 @@ export interface ParseResult {
   failureCounts: Partial<Record<LineFailureCode, number>>
   /** Present when the task asked for it (ParseTask.live). */
   live?: LiveOutput
+  /** A whole-body input's body that could not be read at all (then nothing else is set). */
+  bodyError?: BodyError
 }
 
-/** Column order of the rows a worker produces; the events table's INSERT names them in this order. */
-export const eventColumns = [
-  'org_id', 'stream', 'ts', 'received_at',
-  'host', 'path', 'method', 'status', 'rt', 'bytes', 'src', 'user_agent',
-  'message', 'filename', 'attrs', 'seq', 'size',
-] as const

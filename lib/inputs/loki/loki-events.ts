@@ -1,0 +1,160 @@
+// Loki push to Sluice events (docs/api.md section 9.2), in the parse workers. Each entry of each
+// stream becomes one event:
+//   the line, as sent                                     -> message (a JSON line stays text, as in Loki)
+//   the entry's timestamp (ns)                            -> ts (ms)
+//   label or structured metadata host | hostname          -> host
+//   filename                                              -> filename
+//   level | detected_level (normalised when known)        -> level
+//   every other label and structured metadata pair        -> attrs under its name
+// Structured metadata wins over a stream label of the same name. A label whose name is a field
+// of the event (ts, message, status, path, ...) is kept in attrs as `label.<name>`.
+//
+// Why a JSON line is not parsed into fields: Loki stores the line as-is and LogQL's `| json`
+// parses it when read, so Loki clients (pino-loki, winston-loki, Promtail) send labels for what
+// they index and keep the line whole; the words of a JSON line stay searchable in `message`.
+import { Buffer } from 'node:buffer'
+import type { BodyError, RecordSink } from '../../ingest/parse-task.ts'
+import { invalidBody } from '../body-task.ts'
+import { levelFromText } from '../severity.ts'
+import type { LokiProtoRequest } from './loki-proto.ts'
+
+type Obj = Record<string, unknown>
+
+/** Label names that fill a column, and the column. */
+const columnLabels: Record<string, string> = {
+  host: 'host',
+  hostname: 'host',
+  filename: 'filename',
+  level: 'level',
+  detected_level: 'level',
+}
+
+const eventKeys = new Set(['ts', 'host', 'message', 'log', 'level', 'path', 'method', 'status', 'rt', 'bytes',
+  'src', 'user_agent', 'filename'])
+
+function isObj (value: unknown): value is Obj {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+/**
+ * Labels in Prometheus' text form, `{name="value", ...}` with Go string escapes in the values;
+ * null when malformed.
+ */
+export function parseLabels (text: string): Array<[string, string]> | null {
+  const pairs: Array<[string, string]> = []
+  const pattern = /\s*([a-zA-Z_][a-zA-Z0-9_.]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(,|(?=\}))/y
+  let i = text.indexOf('{')
+  if (i === -1 || text.slice(0, i).trim() !== '') return null
+  i++
+  for (;;) {
+    const rest = /\s*\}\s*$/y
+    rest.lastIndex = i
+    if (rest.test(text)) return pairs
+    pattern.lastIndex = i
+    const m = pattern.exec(text)
+    if (m === null) return null
+    pairs.push([m[1], unescapeGo(m[2])])
+    i = pattern.lastIndex
+  }
+}
+
+function unescapeGo (text: string): string {
+  if (!text.includes('\\')) return text
+  return text.replace(/\\(.)/g, (_, c: string) => c === 'n' ? '\n' : c === 't' ? '\t' : c === 'r' ? '\r' : c)
+}
+
+/** Adds a label or metadata pair to the event: a column when it fills one, else attrs. */
+function addPair (event: Obj, name: string, value: string, prefix: string): void {
+  const column = columnLabels[name]
+  if (column !== undefined) {
+    event[column] = column === 'level' ? (levelFromText(value) ?? value) : value
+    return
+  }
+  event[eventKeys.has(name) ? prefix + name : name] = value
+}
+
+/** Nanoseconds since the epoch (a decimal string, or a number) to ms; NaN when not one. */
+function nanosToMs (value: unknown): number {
+  if (typeof value === 'number') return Number.isFinite(value) && value >= 0 ? Math.round(value / 1e6) : NaN
+  if (typeof value !== 'string' || !/^\d{1,20}$/.test(value)) return NaN
+  return Number((BigInt(value) + 500_000n) / 1_000_000n)
+}
+
+interface Entry { ms: number, line: unknown, metadata: Array<[string, string]> | null }
+
+class StreamEvents {
+  #sink: RecordSink
+  n = 0
+  constructor (sink: RecordSink) { this.#sink = sink }
+
+  /** Emits the entries of one stream; labels null: the stream's labels were malformed. */
+  emit (labels: Array<[string, string]> | null, entries: Iterable<Entry | string>): void {
+    for (const entry of entries) {
+      this.n++
+      if (labels === null) { this.#sink.fail(this.n, 'invalid_field', 'the stream\'s labels are not of the form {name="value", ...}'); continue }
+      if (typeof entry === 'string') { this.#sink.fail(this.n, 'invalid_field', entry); continue }
+      if (Number.isNaN(entry.ms)) { this.#sink.fail(this.n, 'invalid_field', 'the timestamp must be a string of nanoseconds since the epoch'); continue }
+      if (typeof entry.line !== 'string') { this.#sink.fail(this.n, 'invalid_field', 'the line must be a string'); continue }
+      const event = Object.create(null) as Obj
+      for (const [name, value] of labels) addPair(event, name, value, 'label.')
+      if (entry.metadata !== null) for (const [name, value] of entry.metadata) addPair(event, name, value, 'metadata.')
+      event.ts = entry.ms
+      event.message = entry.line
+      this.#sink.add(event, this.n, Buffer.byteLength(entry.line))
+    }
+  }
+}
+
+/** Loki's JSON push body: {"streams":[{"stream":{labels},"values":[["<ns>","line",{metadata}?], ...]}]}. */
+export function lokiJsonEvents (body: unknown, sink: RecordSink): BodyError | null {
+  if (!isObj(body) || !Array.isArray(body.streams)) return invalidBody('The body is not a Loki push request: {"streams":[{"stream":{...},"values":[...]}]}')
+  const out = new StreamEvents(sink)
+  for (const stream of body.streams) {
+    const values = isObj(stream) && Array.isArray(stream.values) ? stream.values : []
+    let labels: Array<[string, string]> | null = []
+    if (isObj(stream) && stream.stream !== undefined) {
+      if (!isObj(stream.stream)) labels = null
+      else for (const [k, v] of Object.entries(stream.stream)) {
+        if (typeof v !== 'string') { labels = null; break }
+        labels.push([k, v])
+      }
+    }
+    out.emit(labels, jsonEntries(values))
+  }
+  return null
+}
+
+function * jsonEntries (values: unknown[]): Generator<Entry | string> {
+  for (const value of values) {
+    if (!Array.isArray(value) || value.length < 2 || value.length > 3) {
+      yield 'an entry must be ["<ns timestamp>", "<line>"] or ["<ns timestamp>", "<line>", {structured metadata}]'
+      continue
+    }
+    let metadata: Array<[string, string]> | null = null
+    if (value.length === 3) {
+      if (!isObj(value[2]) || !Object.values(value[2]).every((v) => typeof v === 'string')) {
+        yield 'structured metadata must be an object of strings'
+        continue
+      }
+      metadata = Object.entries(value[2] as Record<string, string>)
+    }
+    yield { ms: nanosToMs(value[0]), line: value[1], metadata }
+  }
+}
+
+/** A decoded protobuf PushRequest (loki-proto.ts). */
+export function lokiProtoEvents (request: LokiProtoRequest, sink: RecordSink): null {
+  const out = new StreamEvents(sink)
+  for (const stream of request.streams ?? []) {
+    out.emit(parseLabels(stream.labels ?? '{}'), (function * () {
+      for (const entry of stream.entries ?? []) {
+        const ts = entry.timestamp ?? {}
+        const seconds = BigInt(ts.seconds ?? '0')
+        const ns = seconds * 1_000_000_000n + BigInt(ts.nanos ?? 0)
+        const metadata = (entry.structuredMetadata ?? []).map((p): [string, string] => [p.name ?? '', p.value ?? ''])
+        yield { ms: ns < 0n ? NaN : Number((ns + 500_000n) / 1_000_000n), line: entry.line ?? '', metadata }
+      }
+    })())
+  }
+  return null
+}

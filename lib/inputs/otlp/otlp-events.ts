@@ -1,0 +1,225 @@
+// OTLP logs to Sluice events (docs/api.md section 9.1), in the parse workers. Reads an
+// ExportLogsServiceRequest as plain objects in OTLP/JSON's shape: the parsed JSON body, or the
+// protobuf body through otlp-proto.ts's decodeOtlpProto (then trace and span ids are base64,
+// not hex). Lenient where OTLP/JSON is (int64 as a string or a number, the SeverityNumber as a
+// number or its name), strict where a value could only be wrong: a record whose timestamp is not
+// a number fails alone with invalid_field, and the others are stored.
+//
+// Per LogRecord, one event:
+//   body (string, or any other AnyValue as JSON text)      -> message
+//   timeUnixNano, or observedTimeUnixNano when 0 or unset  -> ts (ms; unset both: receive time)
+//   severityNumber 1-24, else severityText                 -> level (trace..fatal; an unknown text as sent)
+//   traceId, spanId                                        -> attrs trace_id, span_id (lowercase hex)
+//   eventName                                              -> attrs event_name
+//   scope name                                             -> attrs scope.name
+//   host.name (record attribute, else resource attribute)  -> host
+//   http.response.status_code | http.status_code (100-599) -> status
+//   http.request.method | http.method                      -> method
+//   url.path | http.target                                 -> path
+//   user_agent.original | http.user_agent                  -> user_agent
+//   client.address                                         -> src
+//   other attributes, then resource attributes             -> attrs under their own keys
+// A record attribute wins over a resource attribute of the same key. An attribute whose key is a
+// field of the event (ts, message, level, host, ...) is kept in attrs as `attributes.<key>`.
+import { Buffer } from 'node:buffer'
+import type { BodyError, RecordSink } from '../../ingest/parse-task.ts'
+import { invalidBody } from '../body-task.ts'
+import { levelFromSeverityNumber, levelFromText } from '../severity.ts'
+import { maxValueDepth } from '../../events/normalize.ts'
+
+type Obj = Record<string | symbol, unknown>
+
+export type IdEncoding = 'hex' | 'base64'
+
+/** Keys an event of this adapter may hold as fields; attributes of these names are renamed. */
+const eventKeys = new Set(['ts', 'host', 'message', 'log', 'level', 'path', 'method', 'status', 'rt', 'bytes',
+  'src', 'user_agent', 'filename', 'trace_id', 'span_id', 'event_name', 'scope.name'])
+
+/** Attribute keys that fill a column, and the column; the first key of a column that is valid wins. */
+const columnAttributes: Array<[string, string]> = [
+  ['host.name', 'host'],
+  ['http.response.status_code', 'status'], ['http.status_code', 'status'],
+  ['http.request.method', 'method'], ['http.method', 'method'],
+  ['url.path', 'path'], ['http.target', 'path'],
+  ['user_agent.original', 'user_agent'], ['http.user_agent', 'user_agent'],
+  ['client.address', 'src'],
+]
+
+class TooDeep extends Error {}
+
+/** Marks resource attributes that nest too deep (a symbol: no attribute key can be it). */
+const tooDeepMark = Symbol('tooDeep')
+
+function isObj (value: unknown): value is Obj {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+function list (value: unknown): unknown[] {
+  return Array.isArray(value) ? value : []
+}
+
+/** A plain object without a prototype, so any key (`__proto__` included) is data. */
+function dict (): Obj {
+  return Object.create(null) as Obj
+}
+
+/** An AnyValue as a JS value: scalars as themselves, kvlist as an object, array as an array. */
+function anyValue (value: unknown, depth: number): unknown {
+  if (!isObj(value)) return null
+  if (depth > maxValueDepth) throw new TooDeep()
+  if (typeof value.stringValue === 'string') return value.stringValue
+  if (typeof value.boolValue === 'boolean') return value.boolValue
+  if (value.intValue !== undefined) {
+    const n = Number(value.intValue)
+    // int64 beyond 2^53 keeps its digits as a string rather than lose precision.
+    return Number.isSafeInteger(n) ? n : String(value.intValue)
+  }
+  if (value.doubleValue !== undefined) {
+    const n = Number(value.doubleValue)
+    return Number.isFinite(n) ? n : String(value.doubleValue) // "NaN", "Infinity": JSON has no number for them
+  }
+  if (typeof value.bytesValue === 'string') return value.bytesValue // base64 in both encodings
+  if (isObj(value.arrayValue)) return list(value.arrayValue.values).map((v) => anyValue(v, depth + 1))
+  if (isObj(value.kvlistValue)) return keyValues(value.kvlistValue.values, depth + 1)
+  return null
+}
+
+function keyValues (values: unknown, depth: number): Obj {
+  const out = dict()
+  for (const kv of list(values)) {
+    if (isObj(kv) && typeof kv.key === 'string') out[kv.key] = anyValue(kv.value, depth)
+  }
+  return out
+}
+
+/** int64/fixed64 nanoseconds (a decimal string or a number) to ms; 0 for unset; NaN when not a number. */
+function nanosToMs (value: unknown): number {
+  if (value === undefined || value === null) return 0
+  if (typeof value === 'number') return Number.isFinite(value) && value >= 0 ? Math.round(value / 1e6) : NaN
+  if (typeof value !== 'string' || !/^\d{1,20}$/.test(value)) return NaN
+  return Number((BigInt(value) + 500_000n) / 1_000_000n)
+}
+
+function idText (value: unknown, encoding: IdEncoding): string | null {
+  if (typeof value !== 'string' || value === '') return null
+  if (encoding === 'base64') return Buffer.from(value, 'base64').toString('hex')
+  return /^[0-9a-fA-F]+$/.test(value) ? value.toLowerCase() : value
+}
+
+function levelOf (record: Obj): string | null {
+  const n = record.severityNumber
+  if (typeof n === 'number') {
+    const level = levelFromSeverityNumber(n)
+    if (level !== null) return level
+  } else if (typeof n === 'string') {
+    const level = levelFromText(n)
+    if (level !== null) return level
+  }
+  const text = record.severityText
+  if (typeof text !== 'string' || text === '') return null
+  return levelFromText(text) ?? text
+}
+
+function messageOf (body: unknown): string | null {
+  if (!isObj(body)) return null
+  const value = anyValue(body, 1)
+  if (value === null) return null
+  return typeof value === 'string' ? value : typeof value === 'object' ? JSON.stringify(value) : String(value)
+}
+
+/** Fills seed columns from the attributes that map to one; a mapped attribute leaves attrs. */
+function mapColumns (event: Obj, attributes: Obj): void {
+  for (const [key, column] of columnAttributes) {
+    if (!(key in attributes) || event[column] !== undefined) continue
+    const value = attributes[key]
+    if (column === 'status') {
+      const n = typeof value === 'string' ? Number(value) : value
+      if (typeof n !== 'number' || !Number.isInteger(n) || n < 100 || n > 599) continue
+      event.status = n
+    } else {
+      if (typeof value !== 'string') continue
+      event[column] = value
+    }
+    delete attributes[key]
+  }
+}
+
+function addAttributes (event: Obj, attributes: Obj): void {
+  for (const key in attributes) {
+    const name = eventKeys.has(key) ? 'attributes.' + key : key
+    if (event[name] === undefined) event[name] = attributes[key]
+  }
+}
+
+/** One LogRecord as a Sluice event, or the reason it fails. */
+function recordEvent (record: Obj, resource: Obj, scopeName: string | null, ids: IdEncoding): Obj | string {
+  const event = dict()
+  let ms = nanosToMs(record.timeUnixNano)
+  if (ms === 0) ms = nanosToMs(record.observedTimeUnixNano)
+  if (Number.isNaN(ms)) return 'timeUnixNano and observedTimeUnixNano must be int64 nanoseconds since the epoch'
+  if (ms > 0) event.ts = ms
+  const message = messageOf(record.body)
+  if (message !== null) event.message = message
+  const level = levelOf(record)
+  if (level !== null) event.level = level
+  const traceId = idText(record.traceId, ids)
+  if (traceId !== null) event.trace_id = traceId
+  const spanId = idText(record.spanId, ids)
+  if (spanId !== null) event.span_id = spanId
+  if (typeof record.eventName === 'string' && record.eventName !== '') event.event_name = record.eventName
+  if (scopeName !== null) event['scope.name'] = scopeName
+  const attributes = keyValues(record.attributes, 1)
+  mapColumns(event, attributes)
+  mapColumns(event, resource)
+  addAttributes(event, attributes)
+  addAttributes(event, resource)
+  return event
+}
+
+/**
+ * Emits one event per LogRecord of `request` into `sink`, numbered from 1 in body order; an
+ * InvalidBody when the request is not an ExportLogsServiceRequest at all.
+ */
+export function otlpEvents (request: unknown, ids: IdEncoding, sink: RecordSink): BodyError | null {
+  if (!isObj(request)) return invalidBody('The body is not an ExportLogsServiceRequest (a JSON object with resourceLogs)')
+  if (request.resourceLogs !== undefined && !Array.isArray(request.resourceLogs)) {
+    return invalidBody('resourceLogs must be an array')
+  }
+  let n = 0
+  for (const resourceLogs of list(request.resourceLogs)) {
+    if (!isObj(resourceLogs)) continue
+    let resource: Obj
+    try {
+      resource = keyValues(isObj(resourceLogs.resource) ? resourceLogs.resource.attributes : undefined, 1)
+    } catch (err) {
+      if (!(err instanceof TooDeep)) throw err
+      resource = dict() // its records fail below, as each reads the same attributes
+      resource[tooDeepMark] = true
+    }
+    for (const scopeLogs of list(resourceLogs.scopeLogs)) {
+      if (!isObj(scopeLogs)) continue
+      const scope = scopeLogs.scope
+      const scopeName = isObj(scope) && typeof scope.name === 'string' && scope.name !== '' ? scope.name : null
+      for (const record of list(scopeLogs.logRecords)) {
+        n++
+        if (!isObj(record)) {
+          sink.fail(n, 'not_an_object', 'a LogRecord must be an object')
+          continue
+        }
+        let event: Obj | string
+        try {
+          if (resource[tooDeepMark] === true) throw new TooDeep()
+          // A copy per record: mapColumns takes the keys that fill a column out of it.
+          event = recordEvent(record, Object.assign(dict(), resource), scopeName, ids)
+        } catch (err) {
+          if (!(err instanceof TooDeep)) throw err
+          sink.fail(n, 'too_deep', `an attribute or the body nests values more than ${maxValueDepth} levels deep`)
+          continue
+        }
+        if (typeof event === 'string') sink.fail(n, 'invalid_field', event)
+        else sink.add(event, n, Buffer.byteLength(JSON.stringify(event)))
+      }
+    }
+  }
+  return null
+}

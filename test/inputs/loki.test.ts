@@ -1,0 +1,214 @@
+// Loki push through a real server and ClickHouse: the real clients pino-loki (JSON) and
+// winston-loki (protobuf + snappy, and JSON), then hand-built bodies (labels, structured metadata,
+// gzip, refusals). Each test reads back what was stored.
+import t from 'tap'
+import { gzipSync } from 'node:zlib'
+import { request } from 'undici'
+import pino from 'pino'
+import pinoLoki from 'pino-loki'
+import winston from 'winston'
+import LokiTransport from 'winston-loki'
+import snappy from 'snappy'
+import { startServer } from '../helpers/server.ts'
+import type { TestServer } from '../helpers/server.ts'
+import { createIngestTarget, storedEvents } from '../helpers/ingest.ts'
+import type { IngestTarget, StoredEvent } from '../helpers/ingest.ts'
+import { PushRequest } from '../../lib/inputs/loki/loki-proto.ts'
+import { parseLabels } from '../../lib/inputs/loki/loki-events.ts'
+import { openSse } from '../helpers/sse.ts'
+
+let s: TestServer
+t.before(async () => { s = await startServer(t) })
+
+function attrsOf (e: StoredEvent): Record<string, unknown> {
+  return JSON.parse(e.attrs)
+}
+
+/** The stream's events once there are `n` of them (clients push in the background); at most ~10 s. */
+async function eventsWhenStored (tgt: IngestTarget, n: number): Promise<StoredEvent[]> {
+  for (let i = 0; ; i++) {
+    const events = await storedEvents(tgt)
+    if (events.length >= n || i === 200) return events
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+async function push (path: string, body: Buffer | string, headers: Record<string, string>) {
+  const res = await request(`${s.url}${path}`, { method: 'POST', headers, body })
+  const text = await res.body.text()
+  return { status: res.statusCode, headers: res.headers, body: text === '' ? null : JSON.parse(text) }
+}
+
+t.test('pino with pino-loki (JSON push, Bearer token)', async (t) => {
+  const tgt = await createIngestTarget(s, 'pino-loki')
+  const errors: unknown[] = []
+  const transport = pinoLoki({
+    host: s.url,
+    batching: { interval: 60 },
+    labels: { app: 'shop', service_name: 'shop-api' },
+    headers: { authorization: `Bearer ${tgt.token}` },
+    structuredMetaKey: 'meta',
+  })
+  transport.on('error', (err: unknown) => { errors.push(err) })
+  const logger = pino({ base: { hostname: 'web-3' } }, transport)
+  logger.info({ meta: { trace_id: 'abc123' } }, 'order placed')
+  logger.warn('stock low')
+  logger.error({ code: 'E9' }, 'payment failed')
+  transport.end() // flushes the batch
+  const events = await eventsWhenStored(tgt, 3)
+  t.same(errors, [])
+  t.equal(events.length, 3)
+  const byMsg = new Map(events.map((e) => [JSON.parse(e.message!).msg as string, e]))
+  t.same([...byMsg.keys()].sort(), ['order placed', 'payment failed', 'stock low'])
+  const placed = byMsg.get('order placed')!
+  t.equal(placed.host, 'web-3', 'the hostname label fills host')
+  t.equal(JSON.parse(placed.message!).level, 30, 'the line is stored as sent: pino\'s JSON')
+  const attrs = attrsOf(placed)
+  t.equal(attrs.level, 'info')
+  t.equal(attrs.app, 'shop')
+  t.equal(attrs.service_name, 'shop-api')
+  t.equal(attrs.trace_id, 'abc123', 'structured metadata lands in attrs')
+  t.equal(attrsOf(byMsg.get('stock low')!).level, 'warn', 'Loki\'s "warning" is normalised')
+  t.equal(attrsOf(byMsg.get('payment failed')!).level, 'error')
+  t.equal(placed.ts, JSON.parse(placed.message!).time, 'ts from the entry\'s ns timestamp, in ms')
+})
+
+for (const json of [false, true]) {
+  t.test(`winston with winston-loki (${json ? 'JSON' : 'protobuf + snappy'}, Basic auth)`, async (t) => {
+    const tgt = await createIngestTarget(s, json ? 'winston-json' : 'winston-proto')
+    const errors: unknown[] = []
+    const transport = new LokiTransport({
+      host: s.url,
+      basicAuth: `shipper:${tgt.token}`,
+      labels: { job: 'billing', host: 'app-2', filename: '/var/log/billing.log' },
+      json,
+      batching: false,
+      replaceTimestamp: false,
+      onConnectionError: (err: unknown) => { errors.push(err) },
+    })
+    const logger = winston.createLogger({ level: 'debug', transports: [transport] })
+    const at = Date.now() - 5000
+    logger.info('invoice sent', { timestamp: new Date(at).toISOString() })
+    logger.debug('cache miss', { timestamp: new Date(at + 1).toISOString() })
+    logger.error('charge declined', { timestamp: new Date(at + 2).toISOString() })
+    const events = await eventsWhenStored(tgt, 3)
+    t.same(errors, [])
+    t.equal(events.length, 3)
+    // winston-loki appends the meta it was given (here the timestamp) as JSON to the line.
+    t.same(events.map((e) => e.message!.split(' ').slice(0, 2).join(' ')), ['invoice sent', 'cache miss', 'charge declined'])
+    t.same(events.map((e) => e.ts), [at, at + 1, at + 2], 'ts from the entry timestamp')
+    t.same(events.map((e) => e.host), ['app-2', 'app-2', 'app-2'])
+    t.same(events.map((e) => e.filename), ['/var/log/billing.log', '/var/log/billing.log', '/var/log/billing.log'])
+    t.same(events.map((e) => attrsOf(e).level), ['info', 'debug', 'error'])
+    t.equal(attrsOf(events[0]).job, 'billing')
+  })
+}
+
+t.test('hand-built protobuf + snappy: labels, escapes, structured metadata, ns timestamps', async (t) => {
+  const tgt = await createIngestTarget(s, 'loki-pb')
+  const seconds = Math.floor(Date.now() / 1000) - 60
+  const message = PushRequest.fromObject({
+    streams: [{
+      labels: '{job="nginx", detected_level="ERROR", path="/var/x", quote="a\\"b"}',
+      entries: [
+        { timestamp: { seconds, nanos: 123_456_789 }, line: '{"status":502,"path":"/api"}', structuredMetadata: [{ name: 'trace_id', value: 't-1' }, { name: 'job', value: 'override' }] },
+        { timestamp: { seconds: seconds + 1, nanos: 0 }, line: 'plain text' },
+      ],
+    }, {
+      labels: 'not labels',
+      entries: [{ timestamp: { seconds, nanos: 0 }, line: 'lost' }],
+    }],
+  })
+  const body = snappy.compressSync(Buffer.from(PushRequest.encode(message).finish()))
+  const r = await push('/loki/api/v1/push', body, { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/x-protobuf' })
+  t.equal(r.status, 400, 'an entry failed: 400 as Loki answers, the others stored')
+  t.equal(r.body.error, 'entries_rejected')
+  t.equal(r.body.ingested, 2)
+  t.same(r.body.failures.map((f: { line: number, code: string }) => [f.line, f.code]), [[3, 'invalid_field']])
+  const events = await storedEvents(tgt)
+  t.equal(events.length, 2)
+  const [first, second] = events
+  t.equal(first.message, '{"status":502,"path":"/api"}', 'a JSON line is the message as sent')
+  t.equal(first.ts, seconds * 1000 + 123, 'ns timestamp rounded to ms')
+  // As for any format-2 `log`, seed-named keys of a JSON line fill their columns; its other keys
+  // stay in the message only (nothing of the line is copied into attrs).
+  t.equal(first.status, 502)
+  t.equal(first.path, '/api')
+  const attrs = attrsOf(first)
+  t.equal(attrs.status, undefined)
+  t.equal(attrs.level, 'error')
+  t.equal(attrs.job, 'override', 'structured metadata wins over a label')
+  t.equal(attrs.trace_id, 't-1')
+  t.equal(attrs['label.path'], '/var/x', 'a label named like an event field is kept as label.<name>')
+  t.equal(attrs.quote, 'a"b')
+  t.equal(second.message, 'plain text')
+  t.equal(attrsOf(second).job, 'nginx')
+})
+
+t.test('gzip\'d JSON on /api/loki/api/v1/push: 204, nothing in the body', async (t) => {
+  const tgt = await createIngestTarget(s, 'loki-gzip')
+  const ns = `${Date.now() - 1000}000000`
+  const body = gzipSync(JSON.stringify({ streams: [{ stream: { hostname: 'h1', level: 'warn' }, values: [[ns, 'disk 91% full', { mount: '/data' }]] }] }))
+  const r = await push('/api/loki/api/v1/push', body, { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/json', 'content-encoding': 'gzip' })
+  t.equal(r.status, 204)
+  t.equal(r.body, null)
+  const [e] = await storedEvents(tgt)
+  t.equal(e.message, 'disk 91% full')
+  t.equal(e.host, 'h1')
+  t.equal(e.ts, Number(ns.slice(0, -6)))
+  t.same(attrsOf(e), { level: 'warn', mount: '/data' })
+})
+
+t.test('refusals: bad bodies, bad entries, content type, token', async (t) => {
+  const tgt = await createIngestTarget(s, 'loki-refusals')
+  const auth = { authorization: `Bearer ${tgt.token}` }
+  const json = { ...auth, 'content-type': 'application/json' }
+  t.equal((await push('/loki/api/v1/push', '{"streams":', json)).body.error, 'undecodable_body')
+  t.equal((await push('/loki/api/v1/push', '{"stream":[]}', json)).body.error, 'undecodable_body')
+  t.equal((await push('/loki/api/v1/push', '', json)).body.error, 'undecodable_body')
+  const notSnappy = await push('/loki/api/v1/push', Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff]), { ...auth, 'content-type': 'application/x-protobuf' })
+  t.equal(notSnappy.status, 400)
+  t.equal(notSnappy.body.error, 'undecodable_body')
+  // A snappy block declaring more than ingest.maxDecodedBytes is refused before it is expanded.
+  const huge = Buffer.from([0x80, 0x80, 0x80, 0x80, 0x08, 0x00]) // declares 2^31 bytes
+  const tooBig = await push('/loki/api/v1/push', huge, { ...auth, 'content-type': 'application/x-protobuf' })
+  t.equal(tooBig.status, 413)
+  t.equal(tooBig.body.error, 'payload_too_large')
+  const ns = `${Date.now()}000000`
+  const all = await push('/loki/api/v1/push', JSON.stringify({ streams: [{ stream: { a: 'b' }, values: [[ns, 7], ['yesterday', 'x'], [ns]] }] }), json)
+  t.equal(all.status, 400)
+  t.equal(all.body.error, 'entries_rejected')
+  t.equal(all.body.ingested, 0)
+  t.equal(all.body.failed, 3)
+  const text = await push('/loki/api/v1/push', 'x', { ...auth, 'content-type': 'text/plain' })
+  t.equal(text.body.error, 'unsupported_content_type')
+  t.equal((await push('/loki/api/v1/push', '{}', { 'content-type': 'application/json' })).status, 401)
+  t.same(await storedEvents(tgt), [], 'nothing of the refused pushes is stored')
+})
+
+t.test('parseLabels reads Prometheus label text', async (t) => {
+  t.same(parseLabels('{}'), [])
+  t.same(parseLabels('{a="1",b="x\\\\y\\n"}'), [['a', '1'], ['b', 'x\\y\n']])
+  t.same(parseLabels(' { a = "1" , } '), [['a', '1']])
+  t.equal(parseLabels('{a=1}'), null)
+  t.equal(parseLabels('{a="1" b="2"}'), null)
+  t.equal(parseLabels('a="1"'), null)
+})
+
+t.test('pushed entries reach the live tail, filtered like any event', async (t) => {
+  const tgt = await createIngestTarget(s, 'loki-live')
+  const tail = await openSse(s.url, '/api/streams/loki-live/tail?q=' + encodeURIComponent('host:edge-1'), s.adminToken)
+  t.teardown(() => tail.close())
+  t.equal(tail.status, 200)
+  const ns = `${Date.now()}000000`
+  const r = await push('/loki/api/v1/push', JSON.stringify({ streams: [
+    { stream: { host: 'edge-1' }, values: [[ns, 'for the tail']] },
+    { stream: { host: 'edge-2' }, values: [[ns, 'filtered out']] },
+  ] }), { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/json' })
+  t.equal(r.status, 204)
+  const frame = await tail.next((f) => f.event === 'event')
+  const event = JSON.parse(frame.data)
+  t.equal(event.message, 'for the tail')
+  t.equal(event.host, 'edge-1')
+  t.notOk(tail.frames.some((f) => f.event === 'event' && f.data.includes('filtered out')))
+})

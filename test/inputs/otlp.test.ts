@@ -1,0 +1,265 @@
+// OTLP/HTTP logs through a real server and ClickHouse: the OpenTelemetry JS SDK with its real
+// exporters (protobuf and JSON, gzip'd), then hand-built bodies for what the SDK does not send
+// (partial success, undecodable bodies, hex/base64 ids, nested values). Each test reads back
+// what was stored.
+import t from 'tap'
+import type { Test } from 'tap'
+import { gzipSync } from 'node:zlib'
+import { request } from 'undici'
+import { ROOT_CONTEXT, trace, TraceFlags } from '@opentelemetry/api'
+import { SeverityNumber } from '@opentelemetry/api-logs'
+import { LoggerProvider, SimpleLogRecordProcessor } from '@opentelemetry/sdk-logs'
+import type { LogRecordExporter, ReadableLogRecord } from '@opentelemetry/sdk-logs'
+import { resourceFromAttributes } from '@opentelemetry/resources'
+import { OTLPLogExporter as HttpJsonExporter } from '@opentelemetry/exporter-logs-otlp-http'
+import { OTLPLogExporter as ProtoExporter } from '@opentelemetry/exporter-logs-otlp-proto'
+import { startServer } from '../helpers/server.ts'
+import type { TestServer } from '../helpers/server.ts'
+import { createIngestTarget, storedEvents } from '../helpers/ingest.ts'
+import type { StoredEvent } from '../helpers/ingest.ts'
+import { ExportLogsServiceRequest, ExportLogsServiceResponse } from '../../lib/inputs/otlp/otlp-proto.ts'
+
+let s: TestServer
+t.before(async () => { s = await startServer(t) })
+
+const traceId = '5b8efff798038103d269b633813fc60c'
+const spanId = 'eee19b7ec3c1b174'
+
+function attrsOf (e: StoredEvent): Record<string, unknown> {
+  return JSON.parse(e.attrs)
+}
+
+/** Wraps an exporter to record the result code of each export (0 SUCCESS, 1 FAILED). */
+function recording (exporter: LogRecordExporter): { exporter: LogRecordExporter, results: number[] } {
+  const results: number[] = []
+  return {
+    results,
+    exporter: {
+      export (logs: ReadableLogRecord[], done) {
+        exporter.export(logs, (r) => { results.push(r.code); done(r) })
+      },
+      shutdown: () => exporter.shutdown(),
+      forceFlush: () => exporter.forceFlush?.() ?? Promise.resolve(),
+    },
+  }
+}
+
+async function sendWithSdk (exporter: LogRecordExporter): Promise<void> {
+  const provider = new LoggerProvider({
+    resource: resourceFromAttributes({ 'service.name': 'checkout', 'host.name': 'web-7', 'deployment.environment': 'prod' }),
+    processors: [new SimpleLogRecordProcessor({ exporter })],
+  })
+  const logger = provider.getLogger('checkout-logger', '1.2.3')
+  const context = trace.setSpanContext(ROOT_CONTEXT, { traceId, spanId, traceFlags: TraceFlags.SAMPLED })
+  const now = Date.now()
+  logger.emit({ body: 'payment accepted', severityNumber: SeverityNumber.INFO, severityText: 'INFO', timestamp: now - 2000, context, attributes: { 'order.id': 'o-17', 'http.response.status_code': 201, 'http.request.method': 'POST', 'url.path': '/pay' } })
+  logger.emit({ body: 'card declined', severityNumber: SeverityNumber.WARN2, timestamp: now - 1000, attributes: { attempt: 2 } })
+  logger.emit({ body: { code: 'E42', detail: ['a', 1] }, severityText: 'ERROR', timestamp: now })
+  await provider.forceFlush()
+  await provider.shutdown()
+}
+
+function checkSdkEvents (t: Test, events: StoredEvent[]): void {
+  t.same(events.map((e) => e.message), ['payment accepted', 'card declined', '{"code":"E42","detail":["a",1]}'])
+  t.same(events.map((e) => e.host), ['web-7', 'web-7', 'web-7'])
+  const [first, second, third] = events.map(attrsOf)
+  // level stays in attrs until the level column lands (issue 15, w3-events).
+  t.same([first.level, second.level, third.level], ['info', 'warn', 'error'])
+  t.equal(first.trace_id, traceId)
+  t.equal(first.span_id, spanId)
+  t.equal(second.trace_id, undefined)
+  t.equal(first['service.name'], 'checkout')
+  t.equal(third['service.name'], 'checkout')
+  t.equal(first['deployment.environment'], 'prod')
+  t.equal(first['order.id'], 'o-17')
+  t.equal(second.attempt, 2)
+  t.equal(first['scope.name'], 'checkout-logger')
+  t.equal(events[0].status, 201)
+  t.equal(events[0].method, 'POST')
+  t.equal(events[0].path, '/pay')
+  t.equal(first['http.response.status_code'], undefined, 'a mapped attribute fills its column instead of attrs')
+  t.ok(events[1].ts - events[0].ts >= 900 && events[1].ts - events[0].ts <= 1100, 'ts from timeUnixNano, in ms')
+}
+
+t.test('the OpenTelemetry SDK with the protobuf exporter, gzip', async (t) => {
+  const tgt = await createIngestTarget(s, 'otel-proto')
+  const { exporter, results } = recording(new ProtoExporter({ url: `${s.url}/v1/logs`, headers: { authorization: `Bearer ${tgt.token}` }, compression: 'gzip' as never }))
+  await sendWithSdk(exporter)
+  t.ok(results.length > 0 && results.every((r) => r === 0), 'every export succeeded')
+  const events = await storedEvents(tgt)
+  t.equal(events.length, 3)
+  checkSdkEvents(t, events)
+})
+
+t.test('the OpenTelemetry SDK with the JSON exporter, on /api/otlp/v1/logs', async (t) => {
+  const tgt = await createIngestTarget(s, 'otel-json')
+  const { exporter, results } = recording(new HttpJsonExporter({ url: `${s.url}/api/otlp/v1/logs`, headers: { authorization: `Bearer ${tgt.token}` } }))
+  await sendWithSdk(exporter)
+  t.ok(results.length > 0 && results.every((r) => r === 0), 'every export succeeded')
+  const events = await storedEvents(tgt)
+  t.equal(events.length, 3)
+  checkSdkEvents(t, events)
+})
+
+async function post (path: string, body: Buffer | string, headers: Record<string, string>) {
+  const res = await request(`${s.url}${path}`, { method: 'POST', headers, body })
+  const bytes = Buffer.from(await res.body.arrayBuffer())
+  return { status: res.statusCode, headers: res.headers, bytes }
+}
+
+function json (bytes: Buffer): any {
+  return JSON.parse(bytes.toString('utf8'))
+}
+
+t.test('OTLP/JSON: partial success names the rejected records; the rest is stored', async (t) => {
+  const tgt = await createIngestTarget(s, 'otel-partial')
+  const ns = BigInt(Date.now()) * 1_000_000n
+  const request = {
+    resourceLogs: [{
+      resource: { attributes: [{ key: 'service.name', value: { stringValue: 'api' } }] },
+      scopeLogs: [{
+        logRecords: [
+          { timeUnixNano: String(ns), severityNumber: 17, body: { stringValue: 'ok one' }, traceId: traceId.toUpperCase() },
+          { timeUnixNano: 'yesterday', body: { stringValue: 'bad time' } },
+          { timeUnixNano: '1000000000000', body: { stringValue: 'from 1970' } },
+          { observedTimeUnixNano: Number(ns / 1_000_000n) * 1e6, severityText: 'Fatal', body: { intValue: '42' } },
+        ],
+      }],
+    }],
+  }
+  const r = await post('/v1/logs', JSON.stringify(request), { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/json' })
+  t.equal(r.status, 200)
+  t.match(r.headers['content-type'], /application\/json/)
+  const body = json(r.bytes)
+  t.equal(body.partialSuccess.rejectedLogRecords, '2')
+  t.match(body.partialSuccess.errorMessage, /log record 2: invalid_field/)
+  t.match(body.partialSuccess.errorMessage, /log record 3: /)
+  const events = await storedEvents(tgt)
+  t.same(events.map((e) => e.message).sort(), ['42', 'ok one'])
+  const ok = events.find((e) => e.message === 'ok one')!
+  t.equal(attrsOf(ok).level, 'error')
+  t.equal(attrsOf(ok).trace_id, traceId, 'hex ids are stored lowercase')
+  t.equal(attrsOf(events.find((e) => e.message === '42')!).level, 'fatal')
+})
+
+t.test('protobuf: a full success is an empty ExportLogsServiceResponse; a partial one counts the rejected', async (t) => {
+  const tgt = await createIngestTarget(s, 'otel-pb')
+  const ns = String(BigInt(Date.now()) * 1_000_000n)
+  const message = ExportLogsServiceRequest.fromObject({
+    resourceLogs: [{
+      resource: { attributes: [{ key: 'host.name', value: { stringValue: 'db-1' } }, { key: 'message', value: { stringValue: 'clash' } }] },
+      scopeLogs: [{
+        scope: { name: 'hand' },
+        logRecords: [{
+          timeUnixNano: ns, severityNumber: 5, body: { kvlistValue: { values: [{ key: 'k', value: { arrayValue: { values: [{ boolValue: true }, { doubleValue: 1.5 }] } } }] } },
+          traceId: Buffer.from(traceId, 'hex'), spanId: Buffer.from(spanId, 'hex'),
+          attributes: [{ key: '__proto__', value: { stringValue: 'plain key' } }, { key: 'big', value: { intValue: '9007199254740993' } }],
+        }],
+      }],
+    }],
+  })
+  const bytes = Buffer.from(ExportLogsServiceRequest.encode(message).finish())
+  const r = await post('/v1/logs', bytes, { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/x-protobuf' })
+  t.equal(r.status, 200)
+  t.equal(r.headers['content-type'], 'application/x-protobuf')
+  t.equal(r.bytes.length, 0, 'full success: an empty response message')
+  const [e] = await storedEvents(tgt)
+  t.equal(e.host, 'db-1')
+  t.equal(e.message, '{"k":[true,1.5]}')
+  const attrs = attrsOf(e)
+  t.equal(attrs.level, 'debug')
+  t.equal(attrs.trace_id, traceId)
+  t.equal(attrs.span_id, spanId)
+  t.equal(attrs['attributes.message'], 'clash', 'an attribute named like an event field is kept under attributes.<key>')
+  t.equal(attrs.big, '9007199254740993', 'an int64 beyond 2^53 keeps its digits')
+  t.ok(Object.hasOwn(attrs, '__proto__'))
+
+  const bad = ExportLogsServiceRequest.encode(ExportLogsServiceRequest.fromObject({
+    resourceLogs: [{ scopeLogs: [{ logRecords: [{ timeUnixNano: '1000000000', body: { stringValue: 'old' } }, { body: { stringValue: 'now' } }] }] }],
+  })).finish()
+  const p = await post('/v1/logs', gzipSync(bad), { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/x-protobuf', 'content-encoding': 'gzip' })
+  t.equal(p.status, 200)
+  const answer = ExportLogsServiceResponse.toObject(ExportLogsServiceResponse.decode(p.bytes), { longs: Number }) as any
+  t.equal(answer.partialSuccess.rejectedLogRecords, 1)
+  t.match(answer.partialSuccess.errorMessage, /log record 1: ts_out_of_range/)
+  const now = (await storedEvents(tgt)).find((e) => e.message === 'now')!
+  t.ok(Math.abs(now.ts - Date.now()) < 60_000, 'no timestamp at all: the receive time')
+})
+
+t.test('refusals: undecodable bodies, content types, tokens', async (t) => {
+  const tgt = await createIngestTarget(s, 'otel-refusals')
+  const auth = { authorization: `Bearer ${tgt.token}` }
+  const garbage = await post('/v1/logs', Buffer.from([0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x01]), { ...auth, 'content-type': 'application/x-protobuf' })
+  t.equal(garbage.status, 400)
+  t.equal(json(garbage.bytes).error, 'undecodable_body')
+  const notJson = await post('/v1/logs', '{"resourceLogs": [', { ...auth, 'content-type': 'application/json' })
+  t.equal(notJson.status, 400)
+  t.equal(json(notJson.bytes).error, 'undecodable_body')
+  const wrongShape = await post('/v1/logs', '{"resourceLogs": 7}', { ...auth, 'content-type': 'application/json' })
+  t.equal(json(wrongShape.bytes).error, 'undecodable_body')
+  const ndjson = await post('/v1/logs', '{}', { ...auth, 'content-type': 'application/x-ndjson' })
+  t.equal(ndjson.status, 400)
+  t.equal(json(ndjson.bytes).error, 'unsupported_content_type')
+  const none = await post('/v1/logs', '{}', { 'content-type': 'application/json' })
+  t.equal(none.status, 401)
+  const pat = await post('/v1/logs', '{}', { authorization: `Bearer ${s.adminToken}`, 'content-type': 'application/json' })
+  t.equal(json(pat.bytes).error, 'wrong_token_kind')
+  // Basic with the token as the password (the Collector's basicauth extension).
+  const basic = await post('/v1/logs', JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: [{ body: { stringValue: 'via basic' } }] }] }] }),
+    { authorization: 'Basic ' + Buffer.from(`otel:${tgt.token}`).toString('base64'), 'content-type': 'application/json; charset=utf-8' })
+  t.equal(basic.status, 200)
+  t.same(json(basic.bytes), {})
+  t.same((await storedEvents(tgt)).map((e) => e.message), ['via basic'], 'nothing of the refused requests is stored')
+})
+
+t.test('a body over the decoded limit is 413 and stores nothing', async (t) => {
+  const tgt = await createIngestTarget(s, 'otel-limit')
+  const big = JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: [{ body: { stringValue: 'x'.repeat(s.config.ingest.maxDecodedBytes) } }] }] }] })
+  const r = await post('/v1/logs', gzipSync(big), { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/json', 'content-encoding': 'gzip' })
+  t.equal(r.status, 413)
+  t.equal(json(r.bytes).error, 'payload_too_large')
+  t.same(await storedEvents(tgt), [])
+})
+
+t.test('hostile nesting: a deep AnyValue fails its record, a protobuf deeper than the decoder\'s limit is a 400', async (t) => {
+  const tgt = await createIngestTarget(s, 'otel-deep')
+  let deep: unknown = { stringValue: 'bottom' }
+  for (let i = 0; i < 100; i++) deep = { arrayValue: { values: [deep] } }
+  const body = JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: [{ body: deep }, { body: { stringValue: 'shallow' } }] }] }] })
+  const r = await post('/v1/logs', body, { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/json' })
+  t.equal(r.status, 200)
+  t.match(json(r.bytes).partialSuccess.errorMessage, /log record 1: too_deep/)
+  t.same((await storedEvents(tgt)).map((e) => e.message), ['shallow'])
+
+  // A body 300 000 AnyValue levels deep (AnyValue.arrayValue -> ArrayValue.values -> AnyValue ...),
+  // written back to front so that each level's length prefix is known. protobufjs decodes
+  // recursively and stops at its nesting limit: the body is refused, the workers live on.
+  const levels = 300_000
+  const out = Buffer.alloc(levels * 10 + 64)
+  let at = out.length
+  const prefix = (field: number, length: number): void => {
+    const bytes: number[] = [(field << 3) | 2]
+    let n = length
+    while (n > 127) { bytes.push((n & 127) | 128); n = Math.floor(n / 128) }
+    bytes.push(n)
+    at -= bytes.length
+    Buffer.from(bytes).copy(out, at)
+  }
+  out[--at] = 0x00; out[--at] = 0x0a // the innermost AnyValue: stringValue ''
+  for (let i = 0; i < levels; i++) {
+    prefix(1, out.length - at) // ArrayValue.values
+    prefix(5, out.length - at) // AnyValue.arrayValue
+  }
+  prefix(5, out.length - at) // LogRecord.body
+  prefix(2, out.length - at) // ScopeLogs.logRecords
+  prefix(2, out.length - at) // ResourceLogs.scopeLogs
+  prefix(1, out.length - at) // ExportLogsServiceRequest.resourceLogs
+  const deepProto = await post('/v1/logs', out.subarray(at), { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/x-protobuf' })
+  t.equal(deepProto.status, 400)
+  t.equal(json(deepProto.bytes).error, 'undecodable_body')
+  t.match(json(deepProto.bytes).message, /depth/, 'refused for its depth, not its shape')
+  const after = await post('/v1/logs', JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: [{ body: { stringValue: 'after' } }] }] }] }),
+    { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/json' })
+  t.equal(after.status, 200, 'the workers still parse')
+  t.same((await storedEvents(tgt)).map((e) => e.message).sort(), ['after', 'shallow'])
+})

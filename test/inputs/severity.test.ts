@@ -1,0 +1,21 @@
+// Level normalisation of the protocol inputs: OpenTelemetry's SeverityNumber ranges and the
+// level names shippers send.
+import t from 'tap'
+import { levelFromSeverityNumber, levelFromText } from '../../lib/inputs/severity.ts'
+
+t.test('SeverityNumber: four steps per level, 0 and out of range are none', async (t) => {
+  const expected: Array<[number, string | null]> = [
+    [0, null], [1, 'trace'], [4, 'trace'], [5, 'debug'], [8, 'debug'], [9, 'info'], [12, 'info'],
+    [13, 'warn'], [16, 'warn'], [17, 'error'], [20, 'error'], [21, 'fatal'], [24, 'fatal'], [25, null], [-1, null], [9.5, null],
+  ]
+  for (const [n, level] of expected) t.equal(levelFromSeverityNumber(n), level, `severityNumber ${n}`)
+})
+
+t.test('names in any case, with the step digit or as the enum name', async (t) => {
+  const expected: Array<[string, string | null]> = [
+    ['INFO', 'info'], ['Info2', 'info'], ['information', 'info'], ['notice', 'info'], ['warning', 'warn'], ['WARN3', 'warn'],
+    ['err', 'error'], ['critical', 'fatal'], ['emerg', 'fatal'], ['dbg', 'debug'], ['TRACE', 'trace'],
+    ['SEVERITY_NUMBER_ERROR2', 'error'], [' fatal ', 'fatal'], ['verbose', null], ['', null], ['constructor', null],
+  ]
+  for (const [text, level] of expected) t.equal(levelFromText(text), level, JSON.stringify(text))
+})
