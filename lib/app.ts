@@ -31,6 +31,8 @@ import { eventColumns } from './ingest/parse-task.ts'
 import { Admission } from './ingest/admission.ts'
 import { IdempotencyCache } from './ingest/idempotency.ts'
 import { registerIngestRoute } from './ingest/ingest-route.ts'
+import { registerElasticBulkRoutes } from './inputs/elastic/bulk-route.ts'
+import { registerElasticHandshakeRoutes } from './inputs/elastic/handshake-route.ts'
 import { createSluiceMetrics } from './metrics/metrics.ts'
 import type { SluiceMetrics } from './metrics/metrics.ts'
 import { registerMetricsRoute } from './metrics/metrics-route.ts'
@@ -157,9 +159,12 @@ export async function createApp (config: Config, log: Logger, options: AppOption
       maxBufferedBytes: config.tail.maxBufferedBytes,
       eventsPerSecond: config.tail.eventsPerSecond,
     })
-    registerIngestRoute(router, {
+    const ingestDeps = {
       config: config.ingest, auth, store, admission, pool, writer, metrics, idempotency: new IdempotencyCache(), tailHub,
-    })
+    }
+    registerIngestRoute(router, ingestDeps)
+    registerElasticBulkRoutes(router, ingestDeps)
+    registerElasticHandshakeRoutes(router, { auth })
     registerTailRoute(router, { auth, accounts, hub: tailHub })
     registerEventsRoute(router, { auth, accounts, clickhouse })
     registerStatsRoute(router, { auth, accounts, clickhouse })

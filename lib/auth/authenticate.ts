@@ -115,6 +115,11 @@ export class Authenticator {
     return principal
   }
 
+  /** An ingest token, whatever its stream (inputs whose target is the token's stream), or the 401/403 of docs/api.md section 4. */
+  requireIngestToken (req: IncomingMessage): IngestPrincipal {
+    return this.#resolve(req, 'ingest', this.#now()) as IngestPrincipal
+  }
+
   /** An ingest token for `stream`, or the 401/403 of docs/api.md section 4. */
   requireIngest (req: IncomingMessage, stream: string): IngestPrincipal {
     const principal = this.#resolve(req, 'ingest', this.#now()) as IngestPrincipal

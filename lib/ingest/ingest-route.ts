@@ -39,6 +39,9 @@ import { IdempotencyCache } from './idempotency.ts'
 import type { StoredAnswer } from './idempotency.ts'
 import type { Admission, AdmissionTicket } from './admission.ts'
 import type { TailHub } from '../live/tail-hub.ts'
+import type { ParseTask } from './parse-task.ts'
+import type { StreamRecord } from '../storage/metadata-store.ts'
+import type { IngestPrincipal } from '../auth/authenticate.ts'
 
 export interface IngestRouteDeps {
   config: Config['ingest']
@@ -60,11 +63,62 @@ export function registerIngestRoute (router: Router, deps: IngestRouteDeps): voi
   router.add('POST', '/api/ingest/:streamId', (ctx) => handleIngest(ctx, deps))
 }
 
+/**
+ * What an input built on this pipeline (lib/inputs/*) changes: its content types, its task kind,
+ * its summary, and its answer. Sluice's own NDJSON route uses the defaults.
+ */
+export interface IngestInput {
+  /** Throws the 400 for a Content-Type the input does not read. */
+  checkContentType: (header: string | undefined) => void
+  /** ParseTask.kind of the request's tasks. */
+  kind?: ParseTask['kind']
+  /** Whether Idempotency-Key is read (docs/api.md section 6.7); default true. */
+  idempotency?: boolean
+  /** The request's summary (a subclass may keep more of the workers' results). */
+  summary: () => IngestSummary
+  /**
+   * Answers once the body is parsed (a 400 thrown here stores nothing); `commit()` writes the
+   * request's rows and resolves once they are committed (the 200 must wait for it).
+   */
+  answer: (ctx: RequestContext, run: IngestRun) => Promise<StoredAnswer>
+}
+
+/** A parsed request, handed to IngestInput.answer. */
+export interface IngestRun {
+  summary: IngestSummary
+  /** Decompressed bytes of the body. */
+  bytes: number
+  /** Base of the rows' seq (parse-task.ts). */
+  seqBase: number
+  /** Writes the rows (none: nothing to write) and publishes them to the tail; resolves once committed. */
+  commit: () => Promise<void>
+}
+
+const ndjsonInput: IngestInput = {
+  checkContentType,
+  summary: () => new IngestSummary(),
+  answer: async (ctx, run) => {
+    const body = run.summary.toJson(run.bytes, ctx.requestId)
+    if (run.summary.ingested === 0) {
+      throw new SluiceError('all_lines_failed', 'Every line of the request failed; see failures', { details: body })
+    }
+    await run.commit()
+    sendJson(ctx, 200, body)
+    return { status: 200, body }
+  },
+}
+
 async function handleIngest (ctx: RequestContext, deps: IngestRouteDeps): Promise<void> {
-  const { req, res } = ctx
   const streamId = ctx.params.streamId
-  const { org, token } = deps.auth.requireIngest(req, streamId)
-  const stream = findStream(deps.store, org.id, streamId)
+  const principal = deps.auth.requireIngest(ctx.req, streamId)
+  const stream = findStream(deps.store, principal.org.id, streamId)
+  await ingestRequest(ctx, deps, principal, stream, ndjsonInput)
+}
+
+/** From admission to the answer, for an authenticated request to `stream` (docs/api.md section 6.1). */
+export async function ingestRequest (ctx: RequestContext, deps: IngestRouteDeps, principal: IngestPrincipal, stream: StreamRecord, input: IngestInput): Promise<void> {
+  const { req, res } = ctx
+  const { org, token } = principal
 
   // The declared size is reserved at admission; a body over the wire limit gets its 413 below, so
   // it reserves no more than the limit. A refused request's body is drained by the server, not cut
@@ -74,7 +128,7 @@ async function handleIngest (ctx: RequestContext, deps: IngestRouteDeps): Promis
   const ticket = deps.admission.admit(org.id, org.name, reserve)
   try {
     for (const [name, value] of Object.entries(ticket.headers)) res.setHeader(name, value)
-    checkContentType(req.headers['content-type'])
+    input.checkContentType(req.headers['content-type'])
     const decoder = createDecoder(req.headers['content-encoding'])
     const length = Number(req.headers['content-length'])
     if (length > deps.config.maxRawBytes) {
@@ -84,7 +138,7 @@ async function handleIngest (ctx: RequestContext, deps: IngestRouteDeps): Promis
     }
 
     const key = req.headers['idempotency-key']
-    if (typeof key === 'string') {
+    if (typeof key === 'string' && input.idempotency !== false) {
       IdempotencyCache.validateKey(key)
       const scope = `${org.id}/${stream.name}/${token.id}`
       for (;;) {
@@ -100,7 +154,7 @@ async function handleIngest (ctx: RequestContext, deps: IngestRouteDeps): Promis
         }
         let stored: StoredAnswer | null = null
         try {
-          stored = await ingestBody(ctx, deps, ticket, decoder, stream.retentionDays, org.id, stream.name)
+          stored = await ingestBody(ctx, deps, ticket, decoder, stream.retentionDays, org.id, stream.name, input)
         } catch (err) {
           const e = err as SluiceError
           // Client errors are final answers too; retryable ones (429, 5xx) are not kept.
@@ -114,7 +168,7 @@ async function handleIngest (ctx: RequestContext, deps: IngestRouteDeps): Promis
         return
       }
     }
-    await ingestBody(ctx, deps, ticket, decoder, stream.retentionDays, org.id, stream.name)
+    await ingestBody(ctx, deps, ticket, decoder, stream.retentionDays, org.id, stream.name, input)
   } catch (err) {
     // A body abandoned part-way is not worth reading on: the connection closes. One refused
     // before its first byte was read (a bad content type, the wait for a reading slot) is left
@@ -128,7 +182,7 @@ async function handleIngest (ctx: RequestContext, deps: IngestRouteDeps): Promis
 
 async function ingestBody (
   ctx: RequestContext, deps: IngestRouteDeps, ticket: AdmissionTicket, decoder: Duplex | null,
-  retentionDays: number, orgId: string, streamName: string,
+  retentionDays: number, orgId: string, streamName: string, input: IngestInput,
 ): Promise<StoredAnswer> {
   const { res } = ctx
   const left = new AbortController()
@@ -137,7 +191,7 @@ async function ingestBody (
   }
   res.once('close', onClose)
   try {
-    return await readAndStore(ctx, deps, ticket, decoder, retentionDays, orgId, streamName, left.signal)
+    return await readAndStore(ctx, deps, ticket, decoder, retentionDays, orgId, streamName, left.signal, input)
   } finally {
     res.off('close', onClose)
   }
@@ -153,7 +207,7 @@ class ClientLeftError extends Error {
 
 async function readAndStore (
   ctx: RequestContext, deps: IngestRouteDeps, ticket: AdmissionTicket, decoder: Duplex | null,
-  retentionDays: number, orgId: string, streamName: string, signal: AbortSignal,
+  retentionDays: number, orgId: string, streamName: string, signal: AbortSignal, input: IngestInput,
 ): Promise<StoredAnswer> {
   const { req } = ctx
   const { config, metrics } = deps
@@ -163,7 +217,7 @@ async function readAndStore (
     decoder?.destroy()
     throw err
   }
-  const summary = new IngestSummary()
+  const summary = input.summary()
   // Decoded bytes count into the ticket as they pass (accepted, not yet committed). Without a
   // decoder the wire bytes are the decoded bytes: one stage counts them against both limits.
   const countBytes = (n: number): Promise<void> | undefined => ticket.addBytes(n)
@@ -181,6 +235,7 @@ async function readAndStore (
     maxTs: receivedAt + maxFutureMs,
     seqBase,
     live,
+    ...(input.kind === undefined ? {} : { kind: input.kind }),
   })
   const [framer, splitter, lastBatch] = createLineSplitter({ batcher, maxLineBytes: config.maxLineBytes })
   const stages: Duplex[] = []
@@ -196,18 +251,16 @@ async function readAndStore (
 
   if (!batcher.sawLine) throw new SluiceError('empty_body', 'The body holds no lines: send one JSON object per line')
   for (const [code, n] of summary.failedByCode) metrics.linesFailed.inc({ code }, n)
-  const body = summary.toJson(decoded.bytes, ctx.requestId)
-  if (summary.ingested === 0) {
-    throw new SluiceError('all_lines_failed', 'Every line of the request failed; see failures', { details: body })
+  const commit = async (): Promise<void> => {
+    const chunks = summary.rowChunks()
+    ticket.releaseBytes() // from here the writer counts them
+    if (summary.ingested > 0) {
+      // The identity lets the writer find the rows again after an insert whose outcome is unknown.
+      await deps.writer.write(chunks, summary.ingested, { arrivedAt: ctx.startedAt, signal, identity: { orgId, stream: streamName, seqBase } })
+    }
+    metrics.linesIngested.inc(undefined, summary.ingested)
+    metrics.bytesIngested.inc(undefined, decoded.bytes)
+    if (live) deps.tailHub.publish(orgId, streamName, live, summary.live.filter((x) => x !== undefined))
   }
-
-  const chunks = summary.rowChunks()
-  ticket.releaseBytes() // from here the writer counts them
-  // The identity lets the writer find the rows again after an insert whose outcome is unknown.
-  await deps.writer.write(chunks, summary.ingested, { arrivedAt: ctx.startedAt, signal, identity: { orgId, stream: streamName, seqBase } })
-  metrics.linesIngested.inc(undefined, summary.ingested)
-  metrics.bytesIngested.inc(undefined, decoded.bytes)
-  if (live) deps.tailHub.publish(orgId, streamName, live, summary.live.filter((x) => x !== undefined))
-  sendJson(ctx, 200, body)
-  return { status: 200, body }
+  return await input.answer(ctx, { summary, bytes: decoded.bytes, seqBase, commit })
 }

@@ -3,6 +3,7 @@
 // events table, plus counts and the first failures. Both directions move ArrayBuffers (transferred
 // with Piscina.move, never cloned).
 import type { LiveStatsPartial } from '../live/live-stats.ts'
+import type { BulkLines } from '../inputs/elastic/bulk-lines.ts'
 
 /** Codes a single line can fail with (they appear in the ingest response's `failures`). */
 export const lineFailureCodes = [
@@ -50,6 +51,8 @@ export interface ParseTask {
   seqBase: number
   /** Set while someone tails the stream: what the live views need from this task. */
   live: LiveRequest | null
+  /** How to read the lines: absent for Sluice's own NDJSON; 'elastic-bulk': lib/inputs/elastic/bulk-lines.ts. */
+  kind?: 'elastic-bulk'
 }
 
 /** What the tail hub asks of a task while a stream has tail clients. */
@@ -92,6 +95,8 @@ export interface ParseResult {
   failureCounts: Partial<Record<LineFailureCode, number>>
   /** Present when the task asked for it (ParseTask.live). */
   live?: LiveOutput
+  /** Per-line outcome of an 'elastic-bulk' task (lib/inputs/elastic/bulk-lines.ts). */
+  bulk?: BulkLines
 }
 
 /** Column order of the rows a worker produces; the events table's INSERT names them in this order. */

@@ -20,6 +20,8 @@ import { EventRowWriter } from './row-serializer.ts'
 import { LineScanner, blankLine, scannedRow } from './line-scanner.ts'
 import { LiveCollector } from '../live/live-collector.ts'
 import { maxListedFailures } from './parse-task.ts'
+import { elasticBulkKind, parseBulkLines } from '../inputs/elastic/bulk-lines.ts'
+import type { BulkLines } from '../inputs/elastic/bulk-lines.ts'
 import type { LineFailure, LineFailureCode, LiveOutput, ParseResult, ParseTask } from './parse-task.ts'
 
 const newline = 10
@@ -36,15 +38,17 @@ class MovableParseResult implements ParseResult {
   failures: LineFailure[]
   failureCounts: Partial<Record<LineFailureCode, number>>
   declare live?: LiveOutput
+  declare bulk?: BulkLines
 
   constructor (rows: ArrayBuffer, ingested: number, failed: number, failures: LineFailure[],
-    failureCounts: Partial<Record<LineFailureCode, number>>, live: LiveOutput | undefined) {
+    failureCounts: Partial<Record<LineFailureCode, number>>, live: LiveOutput | undefined, bulk?: BulkLines) {
     this.rows = rows
     this.ingested = ingested
     this.failed = failed
     this.failures = failures
     this.failureCounts = failureCounts
     if (live) this.live = live
+    if (bulk) this.bulk = bulk
   }
 
   get [transferableSymbol] (): ArrayBuffer { return this.rows }
@@ -89,14 +93,20 @@ class TaskOutput {
       this.fail(line, 'invalid_json', (err as SyntaxError).message)
       return
     }
+    this.addValue(value, line, size)
+  }
+
+  /** The reference path: stores `value` as line `line`'s event, or fails the line; returns the rejection. */
+  addValue (value: unknown, line: number, size: number): EventRejection | null {
     const row = normalizeEvent(value, this.bounds)
     if (row instanceof EventRejection) {
       this.fail(line, row.code, row.message)
-      return
+      return row
     }
     this.#rows.write(row, this.#seqBase + line, size)
     if (this.#live !== null) this.#live.add(row)
     this.#ingested++
+    return null
   }
 
   fail (line: number, code: LineFailureCode, message: string): void {
@@ -105,8 +115,8 @@ class TaskOutput {
     this.#failureCounts[code] = (this.#failureCounts[code] ?? 0) + 1
   }
 
-  finish (): MovableParseResult {
-    return new MovableParseResult(this.#rows.finish(), this.#ingested, this.#failed, this.#failures, this.#failureCounts, this.#live?.finish())
+  finish (bulk?: BulkLines): MovableParseResult {
+    return new MovableParseResult(this.#rows.finish(), this.#ingested, this.#failed, this.#failures, this.#failureCounts, this.#live?.finish(), bulk)
   }
 }
 
@@ -163,6 +173,7 @@ function parseLineByLine (output: TaskOutput, bytes: Buffer, firstLine: number):
 export default function parseTask (task: ParseTask): ParseResult {
   const output = new TaskOutput(task)
   const bytes = Buffer.from(task.input)
+  if (task.kind === elasticBulkKind) return move(output.finish(parseBulkLines(bytes, task.firstLine, output))) as MovableParseResult
   if (isUtf8(bytes)) parseValidBytes(output, bytes, task.firstLine)
   else parseLineByLine(output, bytes, task.firstLine)
   return move(output.finish()) as MovableParseResult
