@@ -9,7 +9,8 @@
 //   rows; JSONEachRow is those rows read back and written as one JSON object per row.
 import { gzipSync } from 'node:zlib'
 import parseTask from '../lib/ingest/parse-worker.ts'
-import { eventColumns, randomSeqBase } from '../lib/ingest/parse-task.ts'
+import { eventColumns } from '../lib/ingest/parse-task.ts'
+import { randomSeqBase } from '../lib/storage/row-seq.ts'
 import { readEventRows } from '../lib/ingest/row-serializer.ts'
 import { generateLines } from './payload.ts'
 

@@ -10,7 +10,8 @@
 // matches are still counted, for `dropped`); caps 2000 makes the worker serialize every match.
 import { cpus, loadavg } from 'node:os'
 import parseTask from '../lib/ingest/parse-worker.ts'
-import type { LiveRequest, ParseTask } from '../lib/ingest/parse-task.ts'
+import type { ParseTask } from '../lib/ingest/parse-task.ts'
+import type { LiveRequest } from '../lib/live/live-protocol.ts'
 import { generateLines } from './payload.ts'
 
 const lineCount = Number(process.argv[2] ?? 100_000)

@@ -3,11 +3,23 @@
 // first attempt is still running waits for it. Answers that say "try again" (429, 5xx) are not
 // kept, so the retry really runs. Kept in this node's memory: behind a load balancer, route
 // retries to the same node (or accept a second copy after a node change).
+//
+// once() is the whole protocol for a caller: claim the key, run the attempt or wait for the one
+// running, keep its final answer (a success, or a client error in the one error shape of
+// lib/http/reply.ts sendError), and run again when the attempt it waited for ended retryable.
 import { SluiceError } from '../errors.ts'
 
 export interface StoredAnswer {
   status: number
+  /** A JSON value, or bytes sent as they are with `contentType` (a protocol's binary answer). */
   body: unknown
+  contentType?: string
+}
+
+/** What once() settled on: this attempt's answer, or the first attempt's replayed. */
+export interface IdempotentAnswer {
+  answer: StoredAnswer
+  replayed: boolean
 }
 
 interface Entry {
@@ -40,6 +52,34 @@ export class IdempotencyCache {
     }
   }
 
+  /**
+   * Runs `attempt` unless an answer for (scope, key) is kept or on its way: then that answer, with
+   * replayed true. An attempt that throws a client error (4xx other than 429) keeps that error's
+   * answer, as sendError would word it for request `requestId`; one that throws a retryable error
+   * (429, 5xx, anything else) keeps nothing, and a retry waiting for it runs its own attempt.
+   * attempt's error is rethrown either way.
+   */
+  async once (scope: string, key: string, requestId: string, attempt: () => Promise<StoredAnswer>): Promise<IdempotentAnswer> {
+    for (;;) {
+      const claim = this.claim(scope, key)
+      if (claim.kind === 'replay') {
+        const answer = await claim.answer
+        if (answer === null) continue // the first attempt ended retryable: run this one
+        return { answer, replayed: true }
+      }
+      let stored: StoredAnswer | null = null
+      try {
+        stored = await attempt()
+        return { answer: stored, replayed: false }
+      } catch (err) {
+        stored = finalErrorAnswer(err, requestId)
+        throw err
+      } finally {
+        claim.settle(stored)
+      }
+    }
+  }
+
   claim (scope: string, key: string): IdempotencyClaim {
     const now = this.#now()
     const id = scope + '\n' + key
@@ -67,4 +107,10 @@ export class IdempotencyCache {
       this.#entries.delete(id)
     }
   }
+}
+
+/** A client error is a final answer, kept for replay; a retryable one (429, 5xx) is not. */
+function finalErrorAnswer (err: unknown, requestId: string): StoredAnswer | null {
+  if (!(err instanceof SluiceError) || err.status >= 500 || err.status === 429) return null
+  return { status: err.status, body: { error: err.code, message: err.message, ...err.details, request_id: requestId } }
 }

@@ -2,7 +2,8 @@
 // line order. Worker results arrive out of order; failures are kept sorted by line and capped, so
 // memory per request stays bounded however bad the input is.
 import { maxListedFailures } from './parse-task.ts'
-import type { LineFailure, LiveOutput, ParseResult } from './parse-task.ts'
+import type { LineFailure, ParseResult } from './parse-task.ts'
+import type { LiveOutput } from '../live/live-protocol.ts'
 
 export class IngestSummary {
   /** Row bytes per task, indexed by task order, so the stored order follows the body. */
@@ -42,16 +43,5 @@ export class IngestSummary {
   /** Row buffers in body order (tasks that stored nothing leave holes, skipped here). */
   rowChunks (): Buffer[] {
     return this.chunks.filter((c) => c !== undefined)
-  }
-
-  toJson (bytes: number, requestId: string) {
-    return {
-      ingested: this.ingested,
-      failed: this.failed,
-      failures: this.failures,
-      failures_truncated: this.failed > this.failures.length,
-      bytes,
-      request_id: requestId,
-    }
   }
 }

@@ -2,7 +2,7 @@
 // JSON: it hands workers batches of raw line bytes and gets back bytes ready to insert into the
 // events table, plus counts and the first failures. Both directions move ArrayBuffers (transferred
 // with Piscina.move, never cloned).
-import type { LiveStatsPartial } from '../live/live-stats.ts'
+import type { LiveOutput, LiveRequest } from '../live/live-protocol.ts'
 import type { BulkLines } from '../inputs/elastic/bulk-lines.ts'
 
 /** Codes a single line can fail with (they appear in the ingest response's `failures`). */
@@ -51,38 +51,16 @@ export interface ParseTask {
   seqBase: number
   /** Set while someone tails the stream: what the live views need from this task. */
   live: LiveRequest | null
-  /** How to read the lines: absent for Sluice's own NDJSON; 'elastic-bulk': lib/inputs/elastic/bulk-lines.ts. */
-  kind?: 'elastic-bulk'
+  /**
+   * What the worker makes of `input`; absent means 'ndjson' (one JSON event per line). An input
+   * whose records are not JSON lines (a protobuf body, an Elasticsearch _bulk pair) adds its kind
+   * here and its branch in parse-worker.ts.
+   */
+  inputKind?: InputKind
 }
 
-/** What the tail hub asks of a task while a stream has tail clients. */
-export interface LiveRequest {
-  /** The distinct `q` filters of the stream's tail clients ('' matches every event); at most 31. */
-  filters: string[]
-  /**
-   * Per filter: matching events this task serializes at most (what is left of the filter's
-   * events-per-second allowance); the rest are counted as dropped. Bounds the workers' tail work
-   * on a busy stream while a quiet one gets every event.
-   */
-  caps: number[]
-}
-
-/** What a task sends back for the live views. */
-export interface LiveOutput {
-  /**
-   * SSE frames (`event: event`, the event's JSON in the events API's shape) of the events matching
-   * at least one filter, in line order, as UTF-8 (lib/live/tail-frames.ts).
-   */
-  frames: Uint8Array
-  /** Per event: where its frame ends in `frames` (the next one starts there). */
-  ends: number[]
-  /** Per event: bit i set when it matched filters[i]. */
-  masks: number[]
-  /** Per filter: matching events left out by `caps`. */
-  dropped: number[]
-  /** Aggregates over every stored event of the task. */
-  stats: LiveStatsPartial
-}
+/** The kinds of worker task (ParseTask.inputKind). */
+export type InputKind = 'ndjson' | 'elastic-bulk'
 
 export interface ParseResult {
   /** RowBinary rows for the events table (row-serializer.ts), columns in `eventColumns` order. Transferred. */
@@ -105,11 +83,3 @@ export const eventColumns = [
   'host', 'path', 'method', 'status', 'rt', 'bytes', 'src', 'user_agent',
   'message', 'filename', 'attrs', 'seq', 'size',
 ] as const
-
-/** Lines per request that `seq` can number (2^25); a 64 MiB body has fewer non-blank lines. */
-export const seqLineSpace = 2 ** 25
-
-/** A random seqBase: 28 random bits above the line bits, so seq stays below 2^53. */
-export function randomSeqBase (): number {
-  return Math.floor(Math.random() * 2 ** 28) * seqLineSpace
-}

@@ -20,9 +20,10 @@ import { EventRowWriter } from './row-serializer.ts'
 import { LineScanner, blankLine, scannedRow } from './line-scanner.ts'
 import { LiveCollector } from '../live/live-collector.ts'
 import { maxListedFailures } from './parse-task.ts'
+import type { LineFailure, LineFailureCode, ParseResult, ParseTask } from './parse-task.ts'
+import type { LiveOutput } from '../live/live-protocol.ts'
 import { elasticBulkKind, parseBulkLines } from '../inputs/elastic/bulk-lines.ts'
 import type { BulkLines } from '../inputs/elastic/bulk-lines.ts'
-import type { LineFailure, LineFailureCode, LiveOutput, ParseResult, ParseTask } from './parse-task.ts'
 
 const newline = 10
 
@@ -173,7 +174,7 @@ function parseLineByLine (output: TaskOutput, bytes: Buffer, firstLine: number):
 export default function parseTask (task: ParseTask): ParseResult {
   const output = new TaskOutput(task)
   const bytes = Buffer.from(task.input)
-  if (task.kind === elasticBulkKind) return move(output.finish(parseBulkLines(bytes, task.firstLine, output))) as MovableParseResult
+  if (task.inputKind === elasticBulkKind) return move(output.finish(parseBulkLines(bytes, task.firstLine, output))) as MovableParseResult
   if (isUtf8(bytes)) parseValidBytes(output, bytes, task.firstLine)
   else parseLineByLine(output, bytes, task.firstLine)
   return move(output.finish()) as MovableParseResult

@@ -20,7 +20,7 @@
 // - At most `maxTailsPerOrg` clients per org (429 too_many_tails). close() ends every stream.
 import type { ServerResponse } from 'node:http'
 import { SluiceError } from '../errors.ts'
-import type { LiveOutput, LiveRequest } from '../ingest/parse-task.ts'
+import type { LiveOutput, LiveRequest } from './live-protocol.ts'
 import { LiveStats } from './live-stats.ts'
 import { sseComment, sseEvent, sseOpening, writeSseEvent } from './sse-writer.ts'
 

@@ -5,7 +5,7 @@
 import type { Router } from '../http/router.ts'
 import type { Authenticator } from '../auth/authenticate.ts'
 import type { Accounts } from '../accounts/accounts.ts'
-import { findStream } from '../streams/streams-route.ts'
+import { findStream } from '../streams/streams.ts'
 import { parseFilter } from '../query/filter-parser.ts'
 import { tailResponseHeaders } from './tail-hub.ts'
 import type { TailHub } from './tail-hub.ts'

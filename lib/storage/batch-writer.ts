@@ -76,7 +76,7 @@ import { ClickHouseError, clickhouseCodes } from './clickhouse.ts'
 import type { ClickHouse, InsertSettings } from './clickhouse.ts'
 import { quoteIdentifier, sql, joinSql, rawSql } from './sql.ts'
 import type { SqlFragment } from './sql.ts'
-import { seqLineSpace } from '../ingest/parse-task.ts'
+import { seqLineSpace } from './row-seq.ts'
 import { SluiceError } from '../errors.ts'
 import type { Logger } from '../logger.ts'
 import type { Config } from '../config.ts'
@@ -213,7 +213,7 @@ export function isAmbiguousFailure (err: unknown): boolean {
 
 /**
  * Where a write's rows can be found again: every row has this org_id and stream and a seq in
- * [seqBase, seqBase + 2^25) (lib/ingest/parse-task.ts randomSeqBase), and no other row has.
+ * [seqBase, seqBase + 2^25) (row-seq.ts randomSeqBase), and no other row has.
  */
 export interface WriteIdentity {
   orgId: string

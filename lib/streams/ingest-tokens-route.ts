@@ -7,7 +7,7 @@ import { SluiceError } from '../errors.ts'
 import type { Authenticator } from '../auth/authenticate.ts'
 import type { Accounts } from '../accounts/accounts.ts'
 import { ingestTokenView } from '../accounts/views.ts'
-import { findStream } from './streams-route.ts'
+import { findStream } from './streams.ts'
 import type { AuditLog } from '../audit/audit-log.ts'
 import { auditContext } from '../audit/audit-log.ts'
 

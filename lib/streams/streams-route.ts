@@ -4,7 +4,6 @@ import type { RequestContext } from '../http/reply.ts'
 import { sendEmpty, sendJson, toRfc3339 } from '../http/reply.ts'
 import { readJsonBody } from '../http/json-body.ts'
 import { allowOnly, optionalInteger, optionalString, requiredName } from '../http/fields.ts'
-import { SluiceError } from '../errors.ts'
 import type { Authenticator } from '../auth/authenticate.ts'
 import type { Accounts } from '../accounts/accounts.ts'
 import { defaultRetentionDays } from '../accounts/accounts.ts'
@@ -14,6 +13,7 @@ import type { ClickHouse } from '../storage/clickhouse.ts'
 import { sql } from '../storage/sql.ts'
 import type { AuditLog } from '../audit/audit-log.ts'
 import { auditContext } from '../audit/audit-log.ts'
+import { findStream } from './streams.ts'
 
 export interface StreamRoutesDeps {
   auth: Authenticator
@@ -25,13 +25,6 @@ export interface StreamRoutesDeps {
 /** Retention a stream may have, in days: one day to ten years. */
 const maxRetentionDays = 3650
 const maxDescriptionLength = 1024
-
-/** The stream named in the path, in the caller's org, or 404 (other orgs' streams included). */
-export function findStream (store: MetadataStore, orgId: string, name: string | undefined): StreamRecord {
-  const stream = name === undefined ? undefined : store.stream(orgId, name)
-  if (!stream) throw new SluiceError('not_found', `No stream named ${JSON.stringify(name)} in this org`)
-  return stream
-}
 
 async function streamStats (clickhouse: ClickHouse, store: MetadataStore, s: StreamRecord) {
   // Rows of a deleted stream of the same name may remain while its deletion runs: hidden.

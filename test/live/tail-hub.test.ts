@@ -7,7 +7,7 @@ import { EventEmitter } from 'node:events'
 import type { ServerResponse } from 'node:http'
 import { TailHub } from '../../lib/live/tail-hub.ts'
 import { LiveStats } from '../../lib/live/live-stats.ts'
-import type { LiveOutput, LiveRequest } from '../../lib/ingest/parse-task.ts'
+import type { LiveOutput, LiveRequest } from '../../lib/live/live-protocol.ts'
 
 class FakeResponse extends EventEmitter {
   writableLength = 0

@@ -147,8 +147,8 @@ export interface AnswerContext {
   took: number
   /** `_index` of items whose action named none: the path's `{index}`, else the stream's name. */
   defaultIndex: string
-  /** `seq` base of the request's rows: a stored document's generated `_id` is its row's seq. */
-  seqBase: number
+  /** Random per request: a stored document without `_id` gets this prefix and its line number (base 36). */
+  idPrefix: string
 }
 
 /** The answer's JSON text, in pieces of about `pieceBytes` characters (so a large answer is never one string). */
@@ -168,7 +168,7 @@ export function * renderBulkAnswer (items: BulkItem[], context: AnswerContext, p
 function renderItem (item: BulkItem, seqNo: number, context: AnswerContext): string {
   const body: Record<string, unknown> = {
     _index: item.index ?? context.defaultIndex,
-    _id: item.id ?? (item.status === 201 ? (context.seqBase + item.docLine).toString(36) : null),
+    _id: item.id ?? (item.status === 201 ? context.idPrefix + item.docLine.toString(36) : null),
   }
   if (item.error !== null) {
     body.status = item.status

@@ -6,13 +6,16 @@
 // Elasticsearch's `{"took", "errors", "items"}` (bulk-answer.ts), sent once the request's rows
 // are committed. Storage stays all or nothing per request: a 200 means every item answered 201
 // is committed; a 429 or 503 (with Retry-After) means none is.
+import { randomBytes } from 'node:crypto'
 import type { Router } from '../../http/router.ts'
 import type { RequestContext } from '../../http/reply.ts'
 import { SluiceError } from '../../errors.ts'
-import { findStream } from '../../streams/streams-route.ts'
-import { ingestRequest } from '../../ingest/ingest-route.ts'
-import type { IngestInput, IngestRouteDeps, IngestRun } from '../../ingest/ingest-route.ts'
+import { findStream } from '../../streams/streams.ts'
+import { runIngest } from '../../ingest/ingest-pipeline.ts'
+import type { IngestAnswer, IngestOutcome, IngestRequest } from '../../ingest/ingest-pipeline.ts'
+import type { IngestRouteDeps } from '../../ingest/ingest-route.ts'
 import { BulkSummary, pairItems, renderBulkAnswer } from './bulk-answer.ts'
+import type { BulkItem } from './bulk-answer.ts'
 import { elasticBulkKind } from './bulk-lines.ts'
 import { elasticHandler } from './elastic-request.ts'
 
@@ -21,9 +24,6 @@ const bulkContentTypes = [
   'application/x-ndjson', 'application/json', 'application/vnd.elasticsearch+x-ndjson', 'application/vnd.elasticsearch+json',
   'application/jsonl', 'application/x-jsonlines',
 ]
-
-/** An answer up to this size (characters) is sent with Content-Length; a larger one is streamed in chunks. */
-const bufferedAnswerChars = 4 * 1024 * 1024
 
 export function registerElasticBulkRoutes (router: Router, deps: IngestRouteDeps): void {
   const handler = elasticHandler((ctx) => handleBulk(ctx, deps))
@@ -34,18 +34,23 @@ export function registerElasticBulkRoutes (router: Router, deps: IngestRouteDeps
 }
 
 async function handleBulk (ctx: RequestContext, deps: IngestRouteDeps): Promise<void> {
-  const principal = deps.auth.requireIngestToken(ctx.req)
-  const stream = findStream(deps.store, principal.org.id, principal.token.stream)
-  await ingestRequest(ctx, deps, principal, stream, bulkInput(ctx.params.index ?? stream.name))
+  const { org, token } = deps.auth.requireIngestToken(ctx.req)
+  const stream = findStream(deps.store, org.id, token.stream)
+  await runIngest(ctx, deps, bulkRequest(ctx, org, token, stream, ctx.params.index ?? stream.name))
 }
 
-function bulkInput (defaultIndex: string): IngestInput {
+function bulkRequest (
+  ctx: RequestContext, org: IngestRequest['org'], token: IngestRequest['token'], stream: IngestRequest['stream'], defaultIndex: string,
+): IngestRequest {
+  let items: BulkItem[] = []
   return {
+    org, token, stream,
+    inputKind: elasticBulkKind,
     checkContentType: checkBulkContentType,
-    kind: elasticBulkKind,
-    idempotency: false,
     summary: () => new BulkSummary(),
-    answer: (ctx, run) => answerBulk(ctx, run, defaultIndex),
+    // Pairing may refuse the body whole (400): before the commit, so that it stores nothing.
+    beforeCommit: (outcome) => { items = pairItems(outcome.summary as BulkSummary) },
+    answer: (outcome) => answerBulk(ctx, outcome, items, defaultIndex),
   }
 }
 
@@ -56,47 +61,13 @@ function checkBulkContentType (header: string | undefined): void {
     `${type === '' ? 'Content-Type is missing' : `Content-Type ${type} is not accepted`}: send application/x-ndjson (or application/json)`)
 }
 
-async function answerBulk (ctx: RequestContext, run: IngestRun, defaultIndex: string): Promise<{ status: number, body: unknown }> {
-  const items = pairItems(run.summary as BulkSummary) // a 400 here stores nothing
-  await run.commit()
-  const pieces = renderBulkAnswer(items, { took: performance.now() - ctx.startedAt, defaultIndex, seqBase: run.seqBase })
-  await sendPieces(ctx, pieces)
-  return { status: 200, body: null }
-}
-
-/** Writes the answer: with Content-Length when it is small, else chunked, waiting for the socket to drain. */
-async function sendPieces (ctx: RequestContext, pieces: Generator<string>): Promise<void> {
-  const { res } = ctx
-  const head: string[] = []
-  let chars = 0
-  let next = pieces.next()
-  while (!next.done && chars < bufferedAnswerChars) {
-    head.push(next.value)
-    chars += next.value.length
-    next = pieces.next()
+/** Elasticsearch's answer, as bytes built from pieces (never one string however many items). */
+function answerBulk (ctx: RequestContext, outcome: IngestOutcome, items: BulkItem[], defaultIndex: string): IngestAnswer {
+  const idPrefix = randomBytes(9).toString('base64url')
+  if (!outcome.sawInput) throw new SluiceError('empty_body', 'The body holds no lines: send action and document lines')
+  const pieces: Buffer[] = []
+  for (const piece of renderBulkAnswer(items, { took: performance.now() - ctx.startedAt, defaultIndex, idPrefix })) {
+    pieces.push(Buffer.from(piece))
   }
-  const headers = { 'content-type': 'application/json; charset=utf-8' }
-  if (next.done) {
-    const text = head.join('')
-    res.writeHead(200, { ...headers, 'content-length': Buffer.byteLength(text) })
-    res.end(text)
-    return
-  }
-  res.writeHead(200, headers)
-  for (const piece of head) await write(ctx, piece)
-  for (; !next.done && !res.destroyed; next = pieces.next()) await write(ctx, next.value)
-  res.end()
-}
-
-function write (ctx: RequestContext, piece: string): Promise<void> | undefined {
-  if (ctx.res.write(piece) || ctx.res.destroyed) return undefined
-  return new Promise((resolve) => {
-    const done = (): void => {
-      ctx.res.off('drain', done)
-      ctx.res.off('close', done)
-      resolve()
-    }
-    ctx.res.on('drain', done)
-    ctx.res.on('close', done)
-  })
+  return { status: 200, body: Buffer.concat(pieces), contentType: 'application/json; charset=utf-8' }
 }

@@ -1,0 +1,292 @@
+// The ingest pipeline: every stage a request body goes through, wired here in the order of the
+// README's request lifecycle, for every input route (NDJSON, and protocol inputs that reuse it).
+// The route authenticates and finds the stream, then calls runIngest with its own answer.
+//
+//   admission (rate, concurrency, uncommitted bytes: 429)  ─ content type, encoding, declared
+//   size (400, 413)  ─ Idempotency-Key (a replay answers here)            before the body is read
+//   ─ reading slot (limits.maxReadingRequests)
+//   ─ min data rate (408) ─ byte limit, wire (413) ─ decoder ─ byte limit, decoded (413)
+//   ─ framing: line framer ─ splitter ─ batcher (NDJSON), or the whole body as one task
+//   ─ worker dispatch (parse workers) ─ summary
+//   ─ batch writer (the commit) ─ live tail publish ─ the route's answer
+//
+// Guarantees: a request refused before the writer stores nothing; the answer is sent only once
+// the insert holding the request's rows has succeeded. Slow and departed clients: the body must
+// arrive at ingest.minBytesPerSecond (MinDataRate; 408 request_timeout, and the connection is
+// closed). A client that leaves (its connection closes before the answer: it gave up, or a
+// timeout destroyed the socket) aborts the request's signal: a wait for a reading slot ends, and
+// rows not yet in an insert are dropped by the writer, so a request whose client was told
+// nothing, or 408, is not stored and then stored again on retry.
+import { pipeline } from 'node:stream/promises'
+import type { Duplex, Transform } from 'node:stream'
+import type { Piscina } from 'piscina'
+import type { RequestContext } from '../http/reply.ts'
+import { sendJson } from '../http/reply.ts'
+import { SluiceError } from '../errors.ts'
+import type { Config } from '../config.ts'
+import type { BatchWriter } from '../storage/batch-writer.ts'
+import { randomSeqBase } from '../storage/row-seq.ts'
+import type { SluiceMetrics } from '../metrics/metrics.ts'
+import type { TailHub } from '../live/tail-hub.ts'
+import { MinDataRate } from '../limits/min-data-rate.ts'
+import type { Admission, AdmissionTicket } from './admission.ts'
+import { checkContentType } from './content-type.ts'
+import { createDecoder } from './decoder.ts'
+import { ByteLimit } from './byte-limit.ts'
+import { createLineSplitter } from './line-splitter.ts'
+import { LineBatcher } from './line-batcher.ts'
+import { BodyCollector } from './body-collector.ts'
+import { WorkerDispatch } from './worker-dispatch.ts'
+import { IngestSummary } from './ingest-summary.ts'
+import { IdempotencyCache } from './idempotency.ts'
+import type { StoredAnswer } from './idempotency.ts'
+import type { InputKind, LineFailure } from './parse-task.ts'
+
+/** What every input route shares: built once in lib/app.ts. */
+export interface IngestDeps {
+  config: Config['ingest']
+  admission: Admission
+  pool: Piscina
+  writer: BatchWriter
+  metrics: SluiceMetrics
+  idempotency: IdempotencyCache
+  /** The live tail, fed as requests commit. */
+  tailHub: TailHub
+}
+
+/** A request's answer: a JSON value, or bytes sent as they are with `contentType`. */
+export type IngestAnswer = StoredAnswer
+
+/** What a request produced, once its rows are committed (or there were none to commit). */
+export interface IngestOutcome {
+  /** Rows committed. 0: nothing was stored, and the writer was not called. */
+  ingested: number
+  /** Records that failed (each alone, with its code). */
+  failed: number
+  /** The first failures in body order, at most maxListedFailures (parse-task.ts). */
+  failures: LineFailure[]
+  /** More failed than are listed. */
+  failuresTruncated: boolean
+  /** Decoded body bytes. */
+  bytes: number
+  /** Whether the body held anything: a non-blank line ('lines' framing), a byte ('body' framing). */
+  sawInput: boolean
+  requestId: string
+  /** Everything the workers sent back (per-task results), for an input's own answer. */
+  summary: IngestSummary
+}
+
+export interface IngestRequest {
+  /** The authenticated caller's org (admission is per org). */
+  org: { id: string, name: string }
+  /** The ingest token used: an Idempotency-Key is scoped to org, stream and token. */
+  token: { id: string }
+  stream: { name: string, retentionDays: number }
+  /** What the workers do with each task; default 'ndjson'. */
+  inputKind?: InputKind
+  /**
+   * How the decoded body becomes worker tasks: 'lines' (default: NDJSON framing, ~120 KiB tasks of
+   * lines) or 'body' (the whole body as one task, for inputs whose body is one message).
+   */
+  framing?: 'lines' | 'body'
+  /** Refuses a Content-Type the input does not read (400); default: the NDJSON types. */
+  checkContentType?: (header: string | undefined) => void
+  /** The request's summary: a subclass may keep more of each task's result (default IngestSummary). */
+  summary?: () => IngestSummary
+  /** Checks the parsed request before anything is stored: a SluiceError thrown here stores nothing. */
+  beforeCommit?: (outcome: IngestOutcome) => void
+  /**
+   * The answer to send once the rows are committed. May throw a SluiceError instead (a 4xx is
+   * kept for an Idempotency-Key replay like any answer). Called after the commit, or with
+   * ingested 0 when nothing was stored.
+   */
+  answer: (outcome: IngestOutcome) => IngestAnswer
+}
+
+/** Events may be this far in the future (clock skew between shippers and us): two days, in ms. */
+const maxFutureMs = 2 * 86_400_000
+
+/**
+ * Reads, parses and stores one request's body and sends the route's answer (or the first
+ * attempt's, replayed for a repeated Idempotency-Key). Throws a SluiceError for the route's error
+ * answer: the server's sendError words it.
+ */
+export async function runIngest (ctx: RequestContext, deps: IngestDeps, request: IngestRequest): Promise<void> {
+  const { req, res } = ctx
+  const { config } = deps
+  const { org, stream } = request
+  // The declared size is reserved at admission; a body over the wire limit gets its 413 below, so
+  // it reserves no more than the limit. A refused request's body is drained by the server, not cut
+  // off: a client still uploading would otherwise see a reset instead of the 429's Retry-After.
+  const declared = Number(req.headers['content-length'])
+  const reserve = Number.isSafeInteger(declared) && declared > 0 ? Math.min(declared, config.maxRawBytes) : 0
+  const ticket = deps.admission.admit(org.id, org.name, reserve)
+  try {
+    for (const [name, value] of Object.entries(ticket.headers)) res.setHeader(name, value)
+    const decoder = acceptBody(ctx, config, request.checkContentType ?? checkContentType)
+    const key = req.headers['idempotency-key']
+    if (typeof key !== 'string') {
+      sendAnswer(ctx, await ingestBody(ctx, deps, request, ticket, decoder))
+      return
+    }
+    IdempotencyCache.validateKey(key)
+    const scope = `${org.id}/${stream.name}/${request.token.id}`
+    const { answer, replayed } = await deps.idempotency.once(scope, key, ctx.requestId,
+      () => ingestBody(ctx, deps, request, ticket, decoder))
+    if (replayed) {
+      res.setHeader('idempotent-replayed', 'true')
+      decoder?.destroy()
+      req.resume()
+    }
+    sendAnswer(ctx, answer)
+  } catch (err) {
+    // A body abandoned part-way is not worth reading on: the connection closes. One refused
+    // before its first byte was read (a bad content type, the wait for a reading slot) is left
+    // to the server, which drains it like any unread body so the client reads the answer.
+    if (!req.complete && req.readableDidRead) res.setHeader('connection', 'close')
+    throw err
+  } finally {
+    ticket.release()
+  }
+}
+
+/** Content type (400), encoding (400) and declared size (413), before the body is read: its decoder. */
+function acceptBody (ctx: RequestContext, config: Config['ingest'], check: (header: string | undefined) => void): Duplex | null {
+  const { req, res } = ctx
+  check(req.headers['content-type'])
+  const decoder = createDecoder(req.headers['content-encoding'])
+  const length = Number(req.headers['content-length'])
+  if (length > config.maxRawBytes) {
+    decoder?.destroy() // a zlib decoder holds its state from creation
+    res.setHeader('connection', 'close')
+    throw new SluiceError('payload_too_large', `The body is ${length} bytes; at most ${config.maxRawBytes} are accepted`)
+  }
+  return decoder
+}
+
+/** One attempt at the body, with a signal that aborts when the client leaves. */
+async function ingestBody (
+  ctx: RequestContext, deps: IngestDeps, request: IngestRequest, ticket: AdmissionTicket, decoder: Duplex | null,
+): Promise<IngestAnswer> {
+  const { res } = ctx
+  const left = new AbortController()
+  const onClose = (): void => {
+    if (!res.writableFinished) left.abort(new ClientLeftError())
+  }
+  res.once('close', onClose)
+  try {
+    return await readAndStore(ctx, deps, request, ticket, decoder, left.signal)
+  } finally {
+    res.off('close', onClose)
+  }
+}
+
+/** The reason a request's signal aborts when its client has gone: no one to answer, nothing to store. */
+class ClientLeftError extends Error {
+  constructor () {
+    super('the client closed the connection before its answer')
+    this.name = 'AbortError'
+  }
+}
+
+async function readAndStore (
+  ctx: RequestContext, deps: IngestDeps, request: IngestRequest, ticket: AdmissionTicket, decoder: Duplex | null,
+  signal: AbortSignal,
+): Promise<IngestAnswer> {
+  const { config, metrics } = deps
+  const { org, stream } = request
+  try {
+    await ticket.startReading(signal)
+  } catch (err) {
+    decoder?.destroy()
+    throw err
+  }
+
+  const summary = request.summary?.() ?? new IngestSummary()
+  const { stages: limits, decoded } = byteStages(config, ticket, decoder)
+  const framing = frame(config, request.framing ?? 'lines', summary)
+  const live = deps.tailHub.liveRequestFor(org.id, stream.name)
+  const seqBase = randomSeqBase()
+  const receivedAt = ctx.receivedAt
+  const dispatch = new WorkerDispatch(deps.pool, summary, {
+    orgId: org.id, stream: stream.name, receivedAt,
+    minTs: receivedAt - stream.retentionDays * 86_400_000,
+    maxTs: receivedAt + maxFutureMs,
+    seqBase,
+    live,
+    ...(request.inputKind !== undefined && request.inputKind !== 'ndjson' ? { inputKind: request.inputKind } : {}),
+  })
+  await pipeline([ctx.req, ...limits, ...framing.stages, dispatch])
+
+  for (const [code, n] of summary.failedByCode) metrics.linesFailed.inc({ code }, n)
+  const outcome: IngestOutcome = {
+    ingested: summary.ingested,
+    failed: summary.failed,
+    failures: summary.failures,
+    failuresTruncated: summary.failed > summary.failures.length,
+    bytes: decoded.bytes,
+    sawInput: framing.sawInput(),
+    requestId: ctx.requestId,
+    summary,
+  }
+  request.beforeCommit?.(outcome)
+  if (summary.ingested === 0) return request.answer(outcome)
+
+  ticket.releaseBytes() // from here the writer counts them
+  // The identity lets the writer find the rows again after an insert whose outcome is unknown.
+  await deps.writer.write(summary.rowChunks(), summary.ingested, {
+    arrivedAt: ctx.startedAt, signal, identity: { orgId: org.id, stream: stream.name, seqBase },
+  })
+  metrics.linesIngested.inc(undefined, summary.ingested)
+  metrics.bytesIngested.inc(undefined, decoded.bytes)
+  if (live) deps.tailHub.publish(org.id, stream.name, live, summary.live.filter((x) => x !== undefined))
+  return request.answer(outcome)
+}
+
+/**
+ * Min data rate, then the byte limits around the decoder. Decoded bytes count into the ticket as
+ * they pass (accepted, not yet committed). Without a decoder the wire bytes are the decoded bytes:
+ * one stage counts them against both limits.
+ */
+function byteStages (config: Config['ingest'], ticket: AdmissionTicket, decoder: Duplex | null) {
+  const countBytes = (n: number): Promise<void> | undefined => ticket.addBytes(n)
+  const rawIsLower = config.maxRawBytes <= config.maxDecodedBytes
+  const decoded = decoder || !rawIsLower
+    ? new ByteLimit(config.maxDecodedBytes, 'decoded', countBytes)
+    : new ByteLimit(config.maxRawBytes, 'raw', countBytes)
+  const stages: Duplex[] = []
+  if (config.minBytesPerSecond > 0) {
+    const rate = new MinDataRate({
+      minBytesPerSecond: config.minBytesPerSecond, graceMs: config.minRateGraceMs, onBehind: () => { ticket.reportBehind() },
+    })
+    ticket.setRateProbe({ isBehind: () => rate.budget.isBehind, cut: () => { rate.cut() } })
+    stages.push(rate)
+  }
+  if (decoder) stages.push(new ByteLimit(config.maxRawBytes, 'raw'), decoder)
+  stages.push(decoded)
+  return { stages, decoded }
+}
+
+/** Decoded bytes to worker tasks (LineBatch objects): NDJSON lines, or the whole body. */
+function frame (config: Config['ingest'], framing: 'lines' | 'body', summary: IngestSummary): { stages: Transform[], sawInput: () => boolean } {
+  if (framing === 'body') {
+    const body = new BodyCollector()
+    return { stages: [body], sawInput: () => body.sawInput }
+  }
+  const batcher = new LineBatcher({ taskBytes: config.taskBytes, onFailure: (f) => { summary.addFailure(f) } })
+  const [framer, splitter, lastBatch] = createLineSplitter({ batcher, maxLineBytes: config.maxLineBytes })
+  return { stages: [framer, splitter, lastBatch], sawInput: () => batcher.sawLine }
+}
+
+/** Sends an answer: JSON, or bytes with their content type. */
+function sendAnswer (ctx: RequestContext, answer: IngestAnswer): void {
+  const { body } = answer
+  if (!(body instanceof Uint8Array)) {
+    sendJson(ctx, answer.status, body)
+    return
+  }
+  const { res } = ctx
+  if (res.headersSent) return
+  res.writeHead(answer.status, { 'content-type': answer.contentType ?? 'application/octet-stream', 'content-length': body.byteLength })
+  res.end(body)
+}

@@ -1,0 +1,12 @@
+// The `seq` column: how the rows of one ingest request are numbered, so that the batch writer can
+// find them again after an insert whose outcome is unknown (batch-writer.ts, identity) and events
+// paginate with a tiebreak (docs/api.md section 7). A request draws a random seqBase; its rows are
+// seqBase + line number, inside [seqBase, seqBase + seqLineSpace).
+
+/** Lines per request that `seq` can number (2^25); a 64 MiB body has fewer non-blank lines. */
+export const seqLineSpace = 2 ** 25
+
+/** A random seqBase: 28 random bits above the line bits, so seq stays below 2^53. */
+export function randomSeqBase (): number {
+  return Math.floor(Math.random() * 2 ** 28) * seqLineSpace
+}
