@@ -5,11 +5,15 @@ import t from 'tap'
 import { once } from 'node:events'
 import { Client } from '@elastic/elasticsearch'
 import pino from 'pino'
-import pinoElastic from 'pino-elasticsearch'
+import pinoElasticModule from 'pino-elasticsearch'
 import { startServer } from '../helpers/server.ts'
 import type { TestServer } from '../helpers/server.ts'
 import { createIngestTarget, storedEvents } from '../helpers/ingest.ts'
 import type { StoredEvent } from '../helpers/ingest.ts'
+
+// A CommonJS package (module.exports is the function) typed with `export default`: at run time the
+// default import is the function itself.
+const pinoElastic = pinoElasticModule as unknown as typeof pinoElasticModule.default
 
 let s: TestServer
 t.before(async () => { s = await startServer(t) })
