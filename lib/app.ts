@@ -126,7 +126,7 @@ export async function createApp (config: Config, log: Logger, options: AppOption
     const metrics = createSluiceMetrics()
     forMainThreadOnly() // the parse workers size their young generation by resourceLimits below (lib/node-flags.ts)
     const pool = new Piscina({
-      filename: new URL('./ingest/parse-worker.ts', import.meta.url).href,
+      filename: new URL('./parse-worker-entry.ts', import.meta.url).href,
       minThreads: config.ingest.workers,
       maxThreads: config.ingest.workers,
       // No maxQueue: a full queue would reject tasks (500s). The queue is bounded instead by

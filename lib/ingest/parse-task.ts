@@ -3,7 +3,6 @@
 // events table, plus counts and the first failures. Both directions move ArrayBuffers (transferred
 // with Piscina.move, never cloned).
 import type { LiveOutput, LiveRequest } from '../live/live-protocol.ts'
-import type { BulkLines } from '../inputs/elastic/bulk-lines.ts'
 
 /** Codes a single line can fail with (they appear in the ingest response's `failures`). */
 export const lineFailureCodes = [
@@ -73,8 +72,22 @@ export interface ParseResult {
   failureCounts: Partial<Record<LineFailureCode, number>>
   /** Present when the task asked for it (ParseTask.live). */
   live?: LiveOutput
-  /** Per-line outcome of an 'elastic-bulk' task (lib/inputs/elastic/bulk-lines.ts). */
-  bulk?: BulkLines
+  /**
+   * What an input that reads the lines itself (parse-worker.ts parseLinesWith) sends back for its
+   * own answer, structured-cloned: for 'elastic-bulk', lib/inputs/elastic/bulk-lines.ts BulkLines.
+   */
+  inputResult?: unknown
+}
+
+/**
+ * Where an input that reads a task's lines itself (ParseTask.inputKind 'elastic-bulk') stores its
+ * records: the reference path of a JSON line (parse-worker.ts), failures counted with the task's.
+ */
+export interface LineSink {
+  /** Stores `value` (a parsed JSON record) as line `line`'s event of `size` bytes; returns its rejection, or null once stored. */
+  addValue (value: unknown, line: number, size: number): { code: LineFailureCode, message: string } | null
+  /** Fails line `line` without storing anything. */
+  fail (line: number, code: LineFailureCode, message: string): void
 }
 
 /** Column order of the rows a worker produces; the events table's INSERT names them in this order. */

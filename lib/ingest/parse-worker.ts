@@ -20,10 +20,8 @@ import { EventRowWriter } from './row-serializer.ts'
 import { LineScanner, blankLine, scannedRow } from './line-scanner.ts'
 import { LiveCollector } from '../live/live-collector.ts'
 import { maxListedFailures } from './parse-task.ts'
-import type { LineFailure, LineFailureCode, ParseResult, ParseTask } from './parse-task.ts'
+import type { LineFailure, LineFailureCode, LineSink, ParseResult, ParseTask } from './parse-task.ts'
 import type { LiveOutput } from '../live/live-protocol.ts'
-import { elasticBulkKind, parseBulkLines } from '../inputs/elastic/bulk-lines.ts'
-import type { BulkLines } from '../inputs/elastic/bulk-lines.ts'
 
 const newline = 10
 
@@ -39,17 +37,17 @@ class MovableParseResult implements ParseResult {
   failures: LineFailure[]
   failureCounts: Partial<Record<LineFailureCode, number>>
   declare live?: LiveOutput
-  declare bulk?: BulkLines
+  declare inputResult?: unknown
 
   constructor (rows: ArrayBuffer, ingested: number, failed: number, failures: LineFailure[],
-    failureCounts: Partial<Record<LineFailureCode, number>>, live: LiveOutput | undefined, bulk?: BulkLines) {
+    failureCounts: Partial<Record<LineFailureCode, number>>, live: LiveOutput | undefined, inputResult?: unknown) {
     this.rows = rows
     this.ingested = ingested
     this.failed = failed
     this.failures = failures
     this.failureCounts = failureCounts
     if (live) this.live = live
-    if (bulk) this.bulk = bulk
+    if (inputResult !== undefined) this.inputResult = inputResult
   }
 
   get [transferableSymbol] (): ArrayBuffer { return this.rows }
@@ -57,7 +55,7 @@ class MovableParseResult implements ParseResult {
 }
 
 /** Accumulates one task's rows, counts and failures. */
-class TaskOutput {
+class TaskOutput implements LineSink {
   readonly #rows: EventRowWriter
   readonly bounds: TimeBounds
   readonly #seqBase: number
@@ -116,8 +114,8 @@ class TaskOutput {
     this.#failureCounts[code] = (this.#failureCounts[code] ?? 0) + 1
   }
 
-  finish (bulk?: BulkLines): MovableParseResult {
-    return new MovableParseResult(this.#rows.finish(), this.#ingested, this.#failed, this.#failures, this.#failureCounts, this.#live?.finish(), bulk)
+  finish (inputResult?: unknown): MovableParseResult {
+    return new MovableParseResult(this.#rows.finish(), this.#ingested, this.#failed, this.#failures, this.#failureCounts, this.#live?.finish(), inputResult)
   }
 }
 
@@ -174,8 +172,19 @@ function parseLineByLine (output: TaskOutput, bytes: Buffer, firstLine: number):
 export default function parseTask (task: ParseTask): ParseResult {
   const output = new TaskOutput(task)
   const bytes = Buffer.from(task.input)
-  if (task.inputKind === elasticBulkKind) return move(output.finish(parseBulkLines(bytes, task.firstLine, output))) as MovableParseResult
   if (isUtf8(bytes)) parseValidBytes(output, bytes, task.firstLine)
   else parseLineByLine(output, bytes, task.firstLine)
   return move(output.finish()) as MovableParseResult
+}
+
+/**
+ * A task whose lines an input reads itself (ParseTask.inputKind 'elastic-bulk'): `parse` gets the
+ * task's bytes and a sink storing records through the reference path, and returns what the
+ * input's answer needs (ParseResult.inputResult). The parsers live in lib/inputs/ and are passed
+ * in by the worker entry (lib/parse-worker-entry.ts), so ingest imports no input.
+ */
+export function parseLinesWith (task: ParseTask, parse: (bytes: Buffer, firstLine: number, sink: LineSink) => unknown): ParseResult {
+  const output = new TaskOutput(task)
+  const inputResult = parse(Buffer.from(task.input), task.firstLine, output)
+  return move(output.finish(inputResult)) as MovableParseResult
 }

@@ -22,7 +22,7 @@ export class BulkSummary extends IngestSummary {
 
   override addResult (index: number, result: ParseResult): void {
     super.addResult(index, result)
-    if (result.bulk) this.bulk[index] = result.bulk
+    if (result.inputResult !== undefined) this.bulk[index] = result.inputResult as BulkLines
   }
 
   override addFailure (failure: LineFailure): void {
@@ -46,7 +46,7 @@ export interface BulkItem {
 }
 
 /** A line as the pairing sees it. */
-interface LineView { line: number, kind: number, index: string | null, id: string | null, failure: BulkLineFailure | null }
+interface LineView { line: number, kind: number, index: string | null, id: string | null, failure: BulkLineFailure | LineFailure | null }
 
 /** Every non-blank line of the body in order: the tasks' lines and the main thread's failures. */
 function * bodyLines (summary: BulkSummary): Generator<LineView> {

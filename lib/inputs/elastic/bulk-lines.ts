@@ -12,6 +12,7 @@
 // an object, or whose keys are all update keys, is read as an action or an update body and not
 // stored; the answer says so for its item. Pure: nothing a client sends makes this throw.
 import { Buffer, isUtf8 } from 'node:buffer'
+import type { LineFailureCode, LineSink } from '../../ingest/parse-task.ts'
 
 /** What a parse task of an Elasticsearch bulk body carries (ParseTask.kind). */
 export const elasticBulkKind = 'elastic-bulk'
@@ -42,11 +43,11 @@ const updateBodyKeys = new Set(['doc', 'upsert', 'doc_as_upsert', 'script', 'scr
 
 export interface BulkLineFailure {
   line: number
-  code: string
+  code: LineFailureCode
   message: string
 }
 
-/** A task's per-line outcome, sent back to the main thread in ParseResult.bulk. */
+/** A task's per-line outcome, sent back to the main thread as ParseResult.inputResult. */
 export interface BulkLines {
   firstLine: number
   /** One lineKind per line of the task, blank lines included. */
@@ -62,18 +63,13 @@ export interface BulkLines {
   failures: BulkLineFailure[]
 }
 
-/** The worker's reference path as the classifier sees it (parse-worker.ts TaskOutput). */
-export interface DocumentSink {
-  /** Stores `value` as the event of `line` (`size` bytes); returns its rejection, or null when stored. */
-  addValue (value: unknown, line: number, size: number): { code: string, message: string } | null
-  /** Counts a line that failed before reaching the reference path. */
-  fail (line: number, code: 'invalid_json' | 'invalid_utf8', message: string): void
-}
-
 const newline = 10
 
-/** Classifies and stores every line of one task's bytes (lines end at '\n', the last may not). */
-export function parseBulkLines (bytes: Buffer, firstLine: number, sink: DocumentSink): BulkLines {
+/**
+ * Classifies and stores every line of one task's bytes (lines end at '\n', the last may not);
+ * runs in a parse worker (lib/parse-worker-entry.ts, parseLinesWith).
+ */
+export function parseBulkLines (bytes: Buffer, firstLine: number, sink: LineSink): BulkLines {
   let lineCount = 0
   for (let i = bytes.indexOf(newline); i !== -1; i = bytes.indexOf(newline, i + 1)) lineCount++
   if (bytes.length > 0 && bytes[bytes.length - 1] !== newline) lineCount++
@@ -101,7 +97,7 @@ export function parseBulkLines (bytes: Buffer, firstLine: number, sink: Document
   return out
 }
 
-function classifyLine (out: BulkLines, names: Map<string, number>, i: number, line: number, text: string, size: number, sink: DocumentSink): void {
+function classifyLine (out: BulkLines, names: Map<string, number>, i: number, line: number, text: string, size: number, sink: LineSink): void {
   let value: unknown
   try {
     value = JSON.parse(text)
@@ -153,7 +149,7 @@ function classifyLine (out: BulkLines, names: Map<string, number>, i: number, li
  * the document object as sent, in Sluice's own event shape; the field mapping of the event model
  * reads its `@timestamp`, `message` and ECS names.
  */
-function storeDocument (sink: DocumentSink, document: unknown, line: number, size: number): { code: string, message: string } | null {
+function storeDocument (sink: LineSink, document: unknown, line: number, size: number): { code: LineFailureCode, message: string } | null {
   return sink.addValue(document, line, size)
 }
 
