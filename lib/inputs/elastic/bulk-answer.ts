@@ -1,4 +1,4 @@
-// The answer to an Elasticsearch `_bulk` request (docs/api.md section 6.9), assembled on the main
+// The answer to an Elasticsearch `_bulk` request (docs/api.md section 6.10), assembled on the main
 // thread from the workers' per-line outcomes (bulk-lines.ts): actions are paired with the line
 // after them by line order, as Elasticsearch does, whatever task each line was parsed in.
 //

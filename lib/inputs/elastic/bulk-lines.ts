@@ -1,4 +1,4 @@
-// Elasticsearch `_bulk` bodies in the parse workers (docs/api.md section 6.9): each line of a task
+// Elasticsearch `_bulk` bodies in the parse workers (docs/api.md section 6.10): each line of a task
 // is classified on its own, with no state carried between lines or tasks (a task may end between an
 // action and its document):
 // - an action line is a JSON object with exactly one key, `index`, `create`, `update` or `delete`,

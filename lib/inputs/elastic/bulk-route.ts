@@ -1,4 +1,4 @@
-// POST /api/elastic/_bulk and /api/elastic/{index}/_bulk (docs/api.md section 6.9): the
+// POST /api/elastic/_bulk and /api/elastic/{index}/_bulk (docs/api.md section 6.10): the
 // Elasticsearch bulk API on Sluice's ingest pipeline. The ingest token's stream is the target; the
 // path's `{index}` and each action's `_index` only come back in the answer. The body goes through
 // the same admission, limits, decoding, framing and parse workers as POST /api/ingest (its tasks

@@ -1,4 +1,4 @@
-// What every route under /api/elastic does first (docs/api.md section 6.9): the
+// What every route under /api/elastic does first (docs/api.md section 6.10): the
 // `X-Elastic-Product: Elasticsearch` header that the official clients check on every answer
 // (@elastic/elasticsearch refuses a 2xx without it), and `Authorization: ApiKey` read as the
 // ingest token, for clients configured with an API key (Filebeat's and Logstash's `api_key`,

@@ -1,4 +1,4 @@
-// The requests Elasticsearch shippers make before or beside `_bulk` (docs/api.md section 6.9),
+// The requests Elasticsearch shippers make before or beside `_bulk` (docs/api.md section 6.10),
 // answered minimally but in Elasticsearch 8's shapes, each authenticated by an ingest token (its
 // stream is the target of `_bulk`; nothing here changes anything):
 // - `GET|HEAD /api/elastic/` (and without the slash): the version handshake (Vector's
@@ -96,7 +96,7 @@ export function registerElasticHandshakeRoutes (router: Router, deps: HandshakeD
 /** `/api/elastic/{index}` catches every path of one segment: one starting with `_` names an API Sluice does not have. */
 function checkIndex (ctx: RequestContext): string {
   const index = ctx.params.index
-  if (index.startsWith('_')) throw new SluiceError('not_found', `Sluice does not answer the Elasticsearch API ${index}; see docs/api.md section 6.9`)
+  if (index.startsWith('_')) throw new SluiceError('not_found', `Sluice does not answer the Elasticsearch API ${index}; see docs/api.md section 6.10`)
   return index
 }
 
