@@ -10,8 +10,9 @@ import { createIngestTarget, storedEvents } from '../helpers/ingest.ts'
 import type { IngestTarget } from '../helpers/ingest.ts'
 
 let s: TestServer
-// Small worker tasks (taskBytes) so that a body of a few KiB is cut between actions and their documents.
-t.before(async () => { s = await startServer(t, { ingest: { taskBytes: 64 } }) })
+// Small worker tasks (taskBytes, bytes) so that a body of a few KiB is cut between actions and their
+// documents; a small line limit (bytes) for line_too_long, which fails lines on the main thread.
+t.before(async () => { s = await startServer(t, { ingest: { taskBytes: 64, maxLineBytes: 300 } }) })
 
 interface BulkResponse { status: number, headers: Record<string, string | string[] | undefined>, body: any }
 
@@ -104,6 +105,31 @@ t.test('actions and documents pair by line order across worker tasks', async (t)
     else t.match(item.index, { _id: `id-${i}`, _index: `ix-${i % 3}`, status: 201 })
   }
   t.equal((await storedEvents(tgt)).length, 60 - 9)
+})
+
+t.test('a document over ingest.maxLineBytes fails its item; a long line where an action belongs refuses the body', async (t) => {
+  const tgt = await createIngestTarget(s, 'bulk-long')
+  const long = { path: '/long', pad: 'x'.repeat(400) }
+  const r = await bulk(tgt, ndjson([
+    { index: {} }, { path: '/before' },
+    { index: { _id: 'long-1' } }, long, // failed on the main thread, never in a task
+    { create: {} }, { path: '/after' },
+    { index: {} }, long,
+  ]))
+  t.equal(r.status, 200)
+  t.equal(r.body.errors, true)
+  t.same(r.body.items.map((i: any) => Object.values(i)[0] as any).map((i: any) => [i.status, i.error?.sluice_code ?? null]), [
+    [201, null], [400, 'line_too_long'], [201, null], [400, 'line_too_long'],
+  ])
+  t.equal(r.body.items[1].index._id, 'long-1')
+  t.equal(r.body.items[1].index.error.line, 4)
+  t.same((await storedEvents(tgt)).map((e) => e.path).sort(), ['/after', '/before'])
+
+  const refused = await bulk(tgt, ndjson([{ index: {} }, { path: '/x' }, { index: { pad: 'x'.repeat(400) } }, { path: '/y' }]))
+  t.equal(refused.status, 400)
+  t.equal(refused.body.error, 'bad_request')
+  t.match(refused.body.message, /\[3\].*line_too_long/)
+  t.equal((await storedEvents(tgt)).length, 2, 'the refused body stored nothing')
 })
 
 t.test('a body Elasticsearch refuses whole is a 400 and stores nothing', async (t) => {
