@@ -1,24 +1,28 @@
-// The line scanner against the reference path (JSON.parse, normalizeEvent, EventRowWriter#write):
-// every line it takes must come out as the same RowBinary row (read back field by field: the
-// reference pads some string lengths, which ClickHouse reads as the same number) and, for the
-// live tail, the same EventRow and the same SSE frame bytes (TailFrameWriter#addScanned against
-// serializeTailEvent). Lines come from a seeded generator of the shapes shippers send and of the corner
-// cases of docs/api.md section 6.4, plus hand-picked ones; declining is always allowed, except for the
-// common shapes listed at the end, which the fast path exists for.
+// The line scanner against the reference path (JSON.parse, normalizeEvent): every line it takes
+// must come out as the same event row (lib/events/event-row.ts), field for field; the same
+// RowBinary row through EventRowWriter#write, read back column by column (every stored column);
+// and the same tail frame bytes through TailFrameWriter#add, which must also be the events API's
+// JSON as JSON.stringify writes it from the reference row's values (an independent check of the
+// one JSON writer, lib/events/event-json.ts). Lines come from a seeded generator of the shapes
+// shippers send and of the corner cases of docs/api.md section 6.4, plus hand-picked ones;
+// declining is always allowed, except for the common shapes listed at the end, which the fast
+// path exists for.
 import t from 'tap'
 import type { Test } from 'tap'
 import { LineScanner, blankLine, declined, scannedRow } from '../../lib/ingest/line-scanner.ts'
-import { EventRejection, normalizeEvent } from '../../lib/ingest/event-schema.ts'
-import type { EventRow, TimeBounds } from '../../lib/ingest/event-schema.ts'
+import { EventRow } from '../../lib/events/event-row.ts'
+import type { EventObject } from '../../lib/events/event-row.ts'
+import { normalizeEvent } from '../../lib/events/normalize.ts'
+import type { TimeBounds } from '../../lib/events/normalize.ts'
 import { EventRowWriter, readEventRows } from '../../lib/ingest/row-serializer.ts'
 import { createRandom, generateLines } from '../../bench/payload.ts'
 import { TailFrameWriter } from '../../lib/live/tail-frames.ts'
-import { serializeTailEvent } from '../../lib/live/tail-event.ts'
 
 const day = 86_400_000
 const receivedAt = Date.UTC(2025, 10, 21, 12, 0, 0)
 const bounds: TimeBounds = { receivedAt, minTs: receivedAt - 30 * day, maxTs: receivedAt + 2 * day }
 const seq = 42
+const referenceRowBuffer = new EventRow()
 
 /** The reference row of a line, or null when the line fails. */
 function referenceRow (line: string): EventRow | null {
@@ -28,21 +32,28 @@ function referenceRow (line: string): EventRow | null {
   } catch {
     return null
   }
-  const row = normalizeEvent(value, bounds)
-  return row instanceof EventRejection ? null : row
+  return normalizeEvent(value, bounds, referenceRowBuffer) === null ? referenceRowBuffer : null
 }
 
-function referenceBytes (row: EventRow, size: number): Buffer {
+function rowBytes (row: EventRow, size: number): Buffer {
   const writer = new EventRowWriter('org_1', 'web', receivedAt, 64)
   writer.write(row, seq, size)
   return Buffer.from(writer.finish())
+}
+
+/** The events API's JSON of a row's values, by JSON.stringify: attrs spliced in before received_at. */
+function referenceJson (values: EventObject): string {
+  const { attrs, ...fields } = values
+  const fixed = JSON.stringify({ ...fields, received_at: receivedAt })
+  const at = fixed.lastIndexOf(',"received_at":')
+  return fixed.slice(0, at) + ',"attrs":' + String(attrs) + fixed.slice(at)
 }
 
 const scanner = new LineScanner()
 scanner.setBounds(bounds)
 const frames = new TailFrameWriter()
 
-interface Outcome { outcome: number, end: number, bytes?: Buffer, row?: EventRow }
+interface Outcome { outcome: number, end: number, bytes?: Buffer, row?: EventObject }
 
 /** Scans `line` placed after `before` in a buffer, followed by '\n' and `after`, as in a task. */
 function scan (line: string, before = '', after = ''): Outcome {
@@ -50,9 +61,7 @@ function scan (line: string, before = '', after = ''): Outcome {
   const start = Buffer.byteLength(before)
   const end = scanner.scan(buffer, start)
   if (scanner.outcome !== scannedRow) return { outcome: scanner.outcome, end }
-  const writer = new EventRowWriter('org_1', 'web', receivedAt, 64)
-  writer.writeScanned(scanner, seq, end - start)
-  return { outcome: scannedRow, end, bytes: Buffer.from(writer.finish()), row: scanner.toEventRow() }
+  return { outcome: scannedRow, end, bytes: rowBytes(scanner.row, end - start), row: scanner.row.toObject() }
 }
 
 /**
@@ -68,15 +77,16 @@ function check (line: string, before = '', after = ''): string {
   if (got.outcome === blankLine) return /^[ \t\r]*$/.test(line) ? 'taken' : `${at}: taken as blank`
   const row = referenceRow(line)
   if (row === null) return `${at}: taken, but the reference fails it`
-  const want = JSON.stringify(readEventRows(referenceBytes(row, size)))
+  const want = JSON.stringify(readEventRows(rowBytes(row, size)))
   const gotRows = JSON.stringify(readEventRows(got.bytes!))
   if (want !== gotRows) return `${at}: row ${gotRows}, reference ${want}`
-  if (JSON.stringify(row) !== JSON.stringify(got.row)) return `${at}: EventRow ${JSON.stringify(got.row)}, reference ${JSON.stringify(row)}`
-  // The scanner's state still holds the line (scan() read nothing after it).
+  const values = row.toObject()
+  if (JSON.stringify(values) !== JSON.stringify(got.row)) return `${at}: row ${JSON.stringify(got.row)}, reference ${JSON.stringify(values)}`
+  // The scanner's row still holds the line (scan() read nothing after it).
   frames.reset()
-  frames.addScanned(scanner, receivedAt)
+  frames.add(scanner.row, receivedAt)
   const frame = Buffer.from(frames.finish())
-  const wantFrame = Buffer.from('event: event\ndata: ' + serializeTailEvent(row, receivedAt) + '\n\n')
+  const wantFrame = Buffer.from('event: event\ndata: ' + referenceJson(values) + '\n\n')
   if (!frame.equals(wantFrame)) return `${at}: tail frame ${JSON.stringify(frame.toString())}, reference ${JSON.stringify(wantFrame.toString())}`
   return 'taken'
 }
@@ -289,8 +299,8 @@ t.test('nesting: the scanner takes what the reference keeps (64 levels) and decl
   for (const line of [`{"x":${nest(65)}}`, `{"x":${objects(65)}}`, `{"x":${nest(5_000)}}`, `{"log":"m","x":${nest(65)}}`,
     JSON.stringify({ log: `{"host":${nest(65)}}` })]) {
     t.equal(scan(line).outcome, declined, line.slice(0, 40))
-    const result = normalizeEvent(JSON.parse(line), bounds)
-    t.equal(result instanceof EventRejection ? result.code : 'stored', 'too_deep', 'the reference fails it with too_deep')
+    const result = normalizeEvent(JSON.parse(line), bounds, new EventRow())
+    t.equal(result?.code ?? 'stored', 'too_deep', 'the reference fails it with too_deep')
   }
   const kept = JSON.stringify({ log: `{"other":${nest(100)}}` })
   t.equal(scan(kept).outcome, declined, 'a deep nested log object is declined')

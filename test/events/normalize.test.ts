@@ -1,6 +1,12 @@
+// The reference path (lib/events/normalize.ts, formerly lib/ingest/event-schema.ts): one parsed
+// line into an event row, read back as an object by field name.
 import t from 'tap'
-import { EventRejection, epochMsFromNumber, epochMsFromRfc3339, maxValueDepth, normalizeEvent, nestsDeeperThan } from '../../lib/ingest/event-schema.ts'
-import type { EventRow, TimeBounds } from '../../lib/ingest/event-schema.ts'
+import { maxValueDepth, nestsDeeperThan } from '../../lib/events/normalize.ts'
+import type { TimeBounds } from '../../lib/events/normalize.ts'
+import { EventRejection } from '../../lib/events/rejection.ts'
+import { epochMsFromNumber, epochMsFromRfc3339 } from '../../lib/events/time.ts'
+import { normalizeToObject } from '../helpers/events.ts'
+import type { EventObject as EventRow } from '../helpers/events.ts'
 import type { Test } from 'tap'
 
 const day = 86_400_000
@@ -8,7 +14,7 @@ const receivedAt = Date.UTC(2025, 10, 21, 12, 0, 0) // 2025-11-21T12:00:00Z
 const bounds: TimeBounds = { receivedAt, minTs: receivedAt - 30 * day, maxTs: receivedAt + 2 * day }
 
 function normalize (json: string): EventRow | EventRejection {
-  return normalizeEvent(JSON.parse(json), bounds)
+  return normalizeToObject(JSON.parse(json), bounds)
 }
 
 function row (t: Test, json: string): EventRow {
@@ -38,7 +44,7 @@ const emptyRow: EventRow = {
   rt: null,
   bytes: null,
   src: null,
-  userAgent: null,
+  user_agent: null,
   message: null,
   filename: null,
   attrs: '{}',
@@ -49,7 +55,7 @@ t.test('format 1: every field into its column, nothing else in attrs', async (t)
   t.strictSame(row(t, JSON.stringify({
     ts, host: 'web-1', path: '/api', method: 'GET', status: 200, rt: 0.25, bytes: 512, src: '10.0.0.1', user_agent: 'curl/8',
   })), {
-    ts, host: 'web-1', path: '/api', method: 'GET', status: 200, rt: 0.25, bytes: 512, src: '10.0.0.1', userAgent: 'curl/8', message: null, filename: null, attrs: '{}',
+    ts, host: 'web-1', path: '/api', method: 'GET', status: 200, rt: 0.25, bytes: 512, src: '10.0.0.1', user_agent: 'curl/8', message: null, filename: null, attrs: '{}',
   })
   t.strictSame(row(t, '{}'), emptyRow, 'an empty object is an event with the receive time')
   t.strictSame(row(t, '{"host":"","status":100,"rt":0,"bytes":0}'), { ...emptyRow, host: '', status: 100, rt: 0, bytes: 0 }, 'empty strings and lower bounds')
@@ -189,7 +195,7 @@ t.test('attrs keep every other key as JSON text', async (t) => {
     'odd "key"\n': 1,
   }
   const attrs = row(t, JSON.stringify({ host: 'h', ...extra })).attrs
-  t.strictSame(JSON.parse(attrs), extra, 'round-trips through JSON.parse')
+  t.strictSame(JSON.parse(attrs as string), extra, 'round-trips through JSON.parse')
   t.equal(row(t, '{"a":1,"host":"h","b":"x"}').attrs, '{"a":1,"b":"x"}', 'compact, in line order')
   t.equal(row(t, '{"b":1,"2":2,"a":3,"1":4}').attrs, '{"1":4,"2":2,"b":1,"a":3}', 'integer-like keys first, as JSON.parse orders them')
   t.equal(row(t, '{"big":1e999}').attrs, '{"big":null}', 'Infinity is written as JSON writes it')
@@ -202,7 +208,7 @@ t.test('__proto__ and constructor keys are plain data', async (t) => {
     const result = row(t, line)
     t.equal(result.host, 'h')
     t.equal(result.attrs, `{${keys}}`, line)
-    t.ok(Object.hasOwn(JSON.parse(result.attrs), '__proto__'), '__proto__ is a key of attrs')
+    t.ok(Object.hasOwn(JSON.parse(result.attrs as string), '__proto__'), '__proto__ is a key of attrs')
     t.equal(Object.getPrototypeOf(result), Object.prototype, 'the row keeps its prototype')
   }
   const nested = row(t, JSON.stringify({ log: `{${keys},"host":"h"}` }))
@@ -253,7 +259,7 @@ t.test('format 2 with a JSON object in log: its fields are extracted', async (t)
   const nested = { ts: '2025-11-21T11:00:00Z', host: 'api', path: '/x', method: 'POST', status: 201, rt: 0.002, bytes: 10, src: '1.2.3.4', user_agent: 'ua', level: 'warn' }
   const log = JSON.stringify(nested)
   t.strictSame(row(t, JSON.stringify({ log, stream: 'stderr' })), {
-    ts: Date.UTC(2025, 10, 21, 11), host: 'api', path: '/x', method: 'POST', status: 201, rt: 0.002, bytes: 10, src: '1.2.3.4', userAgent: 'ua',
+    ts: Date.UTC(2025, 10, 21, 11), host: 'api', path: '/x', method: 'POST', status: 201, rt: 0.002, bytes: 10, src: '1.2.3.4', user_agent: 'ua',
     message: log, filename: null, attrs: '{"stream":"stderr"}',
   }, 'other nested keys stay in the message only')
   t.equal(row(t, JSON.stringify({ log: ' \t\r\n' + log })).host, 'api', 'leading whitespace before {')
