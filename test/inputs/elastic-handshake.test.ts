@@ -66,6 +66,8 @@ t.test('setup objects exist and a PUT is acknowledged', async (t) => {
     t.equal(put.status, 200)
     t.same(put.body, { acknowledged: true })
   }
+  const alias = await call('HEAD', '/api/elastic/_alias/logstash')
+  t.equal(alias.status, 200, 'a rollover alias exists')
   const template = await call('GET', '/api/elastic/_index_template/logs')
   t.equal(template.body.index_templates[0].name, 'logs')
   const ds = await call('GET', '/api/elastic/_data_stream/logs-app')

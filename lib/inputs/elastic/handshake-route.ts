@@ -6,7 +6,7 @@
 // - `_license`, `_xpack` (Filebeat's and Logstash's feature checks), `_cluster/health` and
 //   `_nodes` (Vector's healthcheck, Logstash);
 // - index templates (composable and legacy), component templates, ILM policies, ingest
-//   pipelines, data streams: GET answers that one exists (so a setup step skips it), PUT
+//   pipelines, data streams, aliases (Logstash's rollover alias): GET answers that one exists (so a setup step skips it), PUT
 //   acknowledges and stores nothing;
 // - `GET|HEAD|PUT /api/elastic/{index}` and `{index}/_refresh` (the JS bulk helper's
 //   `refreshOnCompletion`): the index exists, the refresh succeeded.
@@ -70,6 +70,7 @@ export function registerElasticHandshakeRoutes (router: Router, deps: HandshakeD
   answer('GET', '/api/elastic/_ilm/policy/:name', (ctx) => ({
     [ctx.params.name]: { version: 1, modified_date: buildDate, policy: { phases: { hot: { min_age: '0ms', actions: {} } } } },
   }))
+  answer('GET', '/api/elastic/_alias/:name', (ctx) => ({ [ctx.params.name]: { aliases: { [ctx.params.name]: { is_write_index: true } } } }))
   answer('GET', '/api/elastic/_ingest/pipeline/:name', (ctx) => ({ [ctx.params.name]: { description: '', processors: [] } }))
   answer('GET', '/api/elastic/_data_stream/:name', (ctx) => ({
     data_streams: [{
