@@ -188,6 +188,29 @@ t.test('a PAT is refused, and an empty body is a 400', async (t) => {
   t.equal(empty.body.error, 'empty_body')
 })
 
+t.test('a body of more items than its answer may list is a 413 and stores nothing', async (t) => {
+  // 64 KiB decoded bytes at most: 512 items (128 bytes of answer each).
+  const small = await startServer(t, { ingest: { maxDecodedBytes: 65536, maxRawBytes: 65536, maxLineBytes: 4096 } })
+  const created = await small.api('POST', '/api/streams', { body: { name: 'bulk-many' } })
+  t.equal(created.status, 201)
+  const token = (await small.api('POST', '/api/streams/bulk-many/ingest-token', { body: {} })).body.token
+  const tgt = { server: small, stream: 'bulk-many', token }
+  const send = async (body: string) => {
+    const res = await request(small.url + '/api/elastic/_bulk', { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/x-ndjson' }, body })
+    return { status: res.statusCode, body: await res.body.json() as any }
+  }
+  const tooMany = await send(ndjson(Array.from({ length: 600 }, () => ({ delete: {} }))))
+  t.equal(tooMany.status, 413)
+  t.equal(tooMany.body.error, 'payload_too_large')
+  const tooManyDocs = await send(ndjson(Array.from({ length: 300 }, (_, i) => [{ index: {} }, { n: i }]).flat()))
+  t.equal(tooManyDocs.status, 413)
+  t.equal((await storedEvents(tgt)).length, 0)
+  const fits = await send(ndjson(Array.from({ length: 250 }, (_, i) => [{ index: {} }, { n: i }]).flat()))
+  t.equal(fits.status, 200)
+  t.equal(fits.body.items.length, 250)
+  t.equal((await storedEvents(tgt)).length, 250)
+})
+
 t.test('a refused request is a 429 with Retry-After and stores nothing', async (t) => {
   const limited = await startServer(t, { limits: { requestsPerMinute: 1 } })
   const created = await limited.api('POST', '/api/streams', { body: { name: 'bulk-429' } })

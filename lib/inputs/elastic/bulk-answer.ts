@@ -29,6 +29,32 @@ export class BulkSummary extends IngestSummary {
     super.addFailure(failure)
     this.mainFailures.set(failure.line, failure)
   }
+
+  /** Lines that are not blank: a bound on the request's items, counted without building them. */
+  contentLines (): number {
+    let n = this.mainFailures.size
+    for (const task of this.bulk) {
+      if (task === undefined) continue
+      for (let i = 0; i < task.kinds.length; i++) if (task.kinds[i] !== lineKind.blank) n++
+    }
+    return n
+  }
+}
+
+/**
+ * Bytes of answer counted per item when bounding a request's items: a stored item renders to
+ * about 150 bytes, a minimal bulk item (`{"delete":{}}`) is 14 bytes of body, so without a bound a
+ * body of tiny items would be answered with ten times its size.
+ */
+export const answerBytesPerItem = 128
+
+/** Throws 413 payload_too_large when the body holds more lines than `maxAnswerBytes` of answer can list. */
+export function checkItemCount (summary: BulkSummary, maxAnswerBytes: number): void {
+  const maxItems = Math.floor(maxAnswerBytes / answerBytesPerItem)
+  const lines = summary.contentLines()
+  if (lines > maxItems) {
+    throw new SluiceError('payload_too_large', `The body holds ${lines} lines; a bulk request is answered for at most ${maxItems} items: send fewer per request`)
+  }
 }
 
 /** One item of the answer. */

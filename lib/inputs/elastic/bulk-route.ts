@@ -14,7 +14,7 @@ import { findStream } from '../../streams/streams.ts'
 import { runIngest } from '../../ingest/ingest-pipeline.ts'
 import type { IngestAnswer, IngestOutcome, IngestRequest } from '../../ingest/ingest-pipeline.ts'
 import type { IngestRouteDeps } from '../../ingest/ingest-route.ts'
-import { BulkSummary, pairItems, renderBulkAnswer } from './bulk-answer.ts'
+import { BulkSummary, checkItemCount, pairItems, renderBulkAnswer } from './bulk-answer.ts'
 import type { BulkItem } from './bulk-answer.ts'
 import { elasticBulkKind } from './bulk-lines.ts'
 import { elasticHandler } from './elastic-request.ts'
@@ -36,11 +36,12 @@ export function registerElasticBulkRoutes (router: Router, deps: IngestRouteDeps
 async function handleBulk (ctx: RequestContext, deps: IngestRouteDeps): Promise<void> {
   const { org, token } = deps.auth.requireIngestToken(ctx.req)
   const stream = findStream(deps.store, org.id, token.stream)
-  await runIngest(ctx, deps, bulkRequest(ctx, org, token, stream, ctx.params.index ?? stream.name))
+  await runIngest(ctx, deps, bulkRequest(ctx, org, token, stream, ctx.params.index ?? stream.name, deps.config.maxDecodedBytes))
 }
 
 function bulkRequest (
   ctx: RequestContext, org: IngestRequest['org'], token: IngestRequest['token'], stream: IngestRequest['stream'], defaultIndex: string,
+  maxAnswerBytes: number,
 ): IngestRequest {
   let items: BulkItem[] = []
   return {
@@ -49,7 +50,11 @@ function bulkRequest (
     checkContentType: checkBulkContentType,
     summary: () => new BulkSummary(),
     // Pairing may refuse the body whole (400): before the commit, so that it stores nothing.
-    beforeCommit: (outcome) => { items = pairItems(outcome.summary as BulkSummary) },
+    // The answer lists every item: bounded like a body (ingest.maxDecodedBytes), checked before the items are built.
+    beforeCommit: (outcome) => {
+      checkItemCount(outcome.summary as BulkSummary, maxAnswerBytes)
+      items = pairItems(outcome.summary as BulkSummary)
+    },
     answer: (outcome) => answerBulk(ctx, outcome, items, defaultIndex),
   }
 }
