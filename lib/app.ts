@@ -34,6 +34,8 @@ import { registerIngestRoute } from './ingest/ingest-route.ts'
 import type { ParseWorkerData } from './parse-worker-entry.ts'
 import { registerOtlpRoutes } from './inputs/otlp/otlp-route.ts'
 import { registerLokiRoutes } from './inputs/loki/loki-route.ts'
+import { registerElasticBulkRoutes } from './inputs/elastic/bulk-route.ts'
+import { registerElasticHandshakeRoutes } from './inputs/elastic/handshake-route.ts'
 import { createSluiceMetrics } from './metrics/metrics.ts'
 import type { SluiceMetrics } from './metrics/metrics.ts'
 import { registerMetricsRoute } from './metrics/metrics-route.ts'
@@ -168,6 +170,8 @@ export async function createApp (config: Config, log: Logger, options: AppOption
     registerIngestRoute(router, ingestDeps)
     registerOtlpRoutes(router, ingestDeps)
     registerLokiRoutes(router, ingestDeps)
+    registerElasticBulkRoutes(router, ingestDeps)
+    registerElasticHandshakeRoutes(router, { auth })
     registerTailRoute(router, { auth, accounts, hub: tailHub })
     registerEventsRoute(router, { auth, accounts, clickhouse })
     registerStatsRoute(router, { auth, accounts, clickhouse })

@@ -50,7 +50,11 @@ export class Router {
   #routes: Route[] = []
 
   add (method: string, pattern: string, handler: Handler): this {
-    this.#routes.push({ method, segments: pattern.split('/').filter(Boolean), handler })
+    const segments = pattern.split('/').filter(Boolean)
+    // A pattern ending in '/' (other than '/') ends with an empty segment, matched by a path that
+    // ends in '/': '/api/elastic/', the root Elasticsearch clients ask for below their base path.
+    if (pattern.length > 1 && pattern.endsWith('/')) segments.push('')
+    this.#routes.push({ method, segments, handler })
     return this
   }
 

@@ -91,6 +91,10 @@ export interface IngestRequest {
   framing?: 'lines' | 'body'
   /** Refuses a Content-Type the input does not read (400); default: the NDJSON types. */
   checkContentType?: (header: string | undefined) => void
+  /** The request's summary: a subclass may keep more of each task's result (default IngestSummary). */
+  summary?: () => IngestSummary
+  /** Checks the parsed request before anything is stored: a SluiceError thrown here stores nothing. */
+  beforeCommit?: (outcome: IngestOutcome) => void
   /**
    * The answer to send once the rows are committed. May throw a SluiceError instead (a 4xx is
    * kept for an Idempotency-Key replay like any answer). Called after the commit, or with
@@ -198,7 +202,7 @@ async function readAndStore (
     throw err
   }
 
-  const summary = new IngestSummary()
+  const summary = request.summary?.() ?? new IngestSummary()
   const { stages: limits, decoded } = byteStages(config, ticket, decoder)
   const framing = frame(config, request.framing ?? 'lines', summary)
   const live = deps.tailHub.liveRequestFor(org.id, stream.name)
@@ -225,6 +229,7 @@ async function readAndStore (
     requestId: ctx.requestId,
     summary,
   }
+  request.beforeCommit?.(outcome)
   if (summary.ingested === 0) return request.answer(outcome)
 
   ticket.releaseBytes() // from here the writer counts them

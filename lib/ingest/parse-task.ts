@@ -56,9 +56,10 @@ export interface ParseTask {
 /**
  * The kinds of worker task (ParseTask.inputKind). Besides NDJSON, whole-body inputs decoded by
  * lib/inputs/ (one task per request): OTLP logs as protobuf or JSON, Loki push as JSON or
- * snappy-compressed protobuf.
+ * snappy-compressed protobuf. And Elasticsearch `_bulk` lines ('elastic-bulk'), read per line by
+ * lib/inputs/elastic/ (parseLinesWith).
  */
-export type InputKind = 'ndjson' | 'otlp-proto' | 'otlp-json' | 'loki-proto' | 'loki-json'
+export type InputKind = 'ndjson' | 'otlp-proto' | 'otlp-json' | 'loki-proto' | 'loki-json' | 'elastic-bulk'
 
 /** A whole body a worker could not read at all (lib/inputs/): the request stores nothing. */
 export interface BodyError {
@@ -89,5 +90,21 @@ export interface ParseResult {
   live?: LiveOutput
   /** A whole-body input's body that could not be read at all (then nothing else is set). */
   bodyError?: BodyError
+  /**
+   * What an input that reads the lines itself (parse-worker.ts parseLinesWith) sends back for its
+   * own answer, structured-cloned: for 'elastic-bulk', lib/inputs/elastic/bulk-lines.ts BulkLines.
+   */
+  inputResult?: unknown
+}
+
+/**
+ * Where an input that reads a task's lines itself (ParseTask.inputKind 'elastic-bulk') stores its
+ * records: the reference path of a JSON line (parse-worker.ts), failures counted with the task's.
+ */
+export interface LineSink {
+  /** Stores `value` (a parsed JSON record) as line `line`'s event of `size` bytes; returns its rejection, or null once stored. */
+  addValue (value: unknown, line: number, size: number): { code: LineFailureCode, message: string } | null
+  /** Fails line `line` without storing anything. */
+  fail (line: number, code: LineFailureCode, message: string): void
 }
 

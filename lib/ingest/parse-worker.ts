@@ -19,11 +19,12 @@ import { move, transferableSymbol, valueSymbol } from 'piscina'
 import { EventRow } from '../events/event-row.ts'
 import { normalizeEvent } from '../events/normalize.ts'
 import type { TimeBounds } from '../events/normalize.ts'
+import type { EventRejection } from '../events/rejection.ts'
 import { EventRowWriter } from './row-serializer.ts'
 import { LineScanner, blankLine, scannedRow } from './line-scanner.ts'
 import { LiveCollector } from '../live/live-collector.ts'
 import { maxListedFailures } from './parse-task.ts'
-import type { BodyError, LineFailure, LineFailureCode, ParseResult, ParseTask, RecordSink } from './parse-task.ts'
+import type { BodyError, LineFailure, LineFailureCode, LineSink, ParseResult, ParseTask, RecordSink } from './parse-task.ts'
 import type { LiveOutput } from '../live/live-protocol.ts'
 
 const newline = 10
@@ -40,15 +41,17 @@ class MovableParseResult implements ParseResult {
   failures: LineFailure[]
   failureCounts: Partial<Record<LineFailureCode, number>>
   declare live?: LiveOutput
+  declare inputResult?: unknown
 
   constructor (rows: ArrayBuffer, ingested: number, failed: number, failures: LineFailure[],
-    failureCounts: Partial<Record<LineFailureCode, number>>, live: LiveOutput | undefined) {
+    failureCounts: Partial<Record<LineFailureCode, number>>, live: LiveOutput | undefined, inputResult?: unknown) {
     this.rows = rows
     this.ingested = ingested
     this.failed = failed
     this.failures = failures
     this.failureCounts = failureCounts
     if (live) this.live = live
+    if (inputResult !== undefined) this.inputResult = inputResult
   }
 
   get [transferableSymbol] (): ArrayBuffer { return this.rows }
@@ -56,7 +59,7 @@ class MovableParseResult implements ParseResult {
 }
 
 /** Accumulates one task's rows, counts and failures. */
-export class TaskOutput {
+export class TaskOutput implements LineSink {
   readonly #rows: EventRowWriter
   readonly bounds: TimeBounds
   readonly #seqBase: number
@@ -88,13 +91,14 @@ export class TaskOutput {
    * line, or a record a protocol adapter built. Line `line` (its number in the request), of
    * `size` bytes. The rules and failures are the reference path's.
    */
-  addValue (value: unknown, line: number, size: number): void {
+  addValue (value: unknown, line: number, size: number): EventRejection | null {
     const rejection = normalizeEvent(value, this.bounds, referenceRow)
     if (rejection !== null) {
       this.fail(line, rejection.code, rejection.message)
-      return
+      return rejection
     }
     this.addRow(referenceRow, line, size)
+    return null
   }
 
   /** Parses text[start, end), one line without its '\n', of `size` bytes in the body. */
@@ -116,8 +120,8 @@ export class TaskOutput {
     this.#failureCounts[code] = (this.#failureCounts[code] ?? 0) + 1
   }
 
-  finish (): MovableParseResult {
-    return new MovableParseResult(this.#rows.finish(), this.#ingested, this.#failed, this.#failures, this.#failureCounts, this.#live?.finish())
+  finish (inputResult?: unknown): MovableParseResult {
+    return new MovableParseResult(this.#rows.finish(), this.#ingested, this.#failed, this.#failures, this.#failureCounts, this.#live?.finish(), inputResult)
   }
 }
 
@@ -196,4 +200,16 @@ export function parseRecords (task: ParseTask, decode: (sink: RecordSink) => Bod
   })
   if (bodyError !== null) return { rows: new ArrayBuffer(0), ingested: 0, failed: 0, failures: [], failureCounts: {}, bodyError }
   return move(output.finish()) as MovableParseResult
+}
+
+/**
+ * A task whose lines an input reads itself (ParseTask.inputKind 'elastic-bulk'): `parse` gets the
+ * task's bytes and a sink storing records through the reference path, and returns what the
+ * input's answer needs (ParseResult.inputResult). The parsers live in lib/inputs/ and are passed
+ * in by the worker entry (lib/parse-worker-entry.ts), so ingest imports no input.
+ */
+export function parseLinesWith (task: ParseTask, parse: (bytes: Buffer, firstLine: number, sink: LineSink) => unknown): ParseResult {
+  const output = new TaskOutput(task)
+  const inputResult = parse(Buffer.from(task.input), task.firstLine, output)
+  return move(output.finish(inputResult)) as MovableParseResult
 }

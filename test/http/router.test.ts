@@ -26,6 +26,14 @@ t.test('parseRequestTarget: origin-form only, path kept as sent, query through U
   }
 })
 
+t.test('Router#add: a pattern ending in / matches only the path ending in / (the Elasticsearch root)', async (t) => {
+  const router = new Router().add('GET', '/api/elastic/', noop).add('GET', '/api/elastic', noop).add('GET', '/api/streams', noop)
+  t.match(router.find('GET', '/api/elastic/'), { kind: 'found', pattern: '/api/elastic/' })
+  t.match(router.find('GET', '/api/elastic'), { kind: 'found', pattern: '/api/elastic' })
+  t.match(router.find('GET', '/api/streams/'), { kind: 'not_found' }, 'other trailing slashes still name no route')
+  t.match(router.find('GET', '/api/elastic//'), { kind: 'not_found' })
+})
+
 t.test('Router#find matches segments exactly', async (t) => {
   const router = new Router()
     .add('GET', '/', noop)

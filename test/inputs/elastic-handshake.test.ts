@@ -1,0 +1,104 @@
+// The requests Elasticsearch shippers make besides _bulk, over raw HTTP: the version handshake
+// with the product header, the license and feature checks, health and nodes, setup objects that
+// exist and acknowledge, index probes, and the authentication they all need.
+import t from 'tap'
+import { request } from 'undici'
+import { startServer } from '../helpers/server.ts'
+import type { TestServer } from '../helpers/server.ts'
+import { createIngestTarget } from '../helpers/ingest.ts'
+import type { IngestTarget } from '../helpers/ingest.ts'
+
+let s: TestServer
+let tgt: IngestTarget
+t.before(async () => {
+  s = await startServer(t)
+  tgt = await createIngestTarget(s, 'handshake')
+})
+
+async function call (method: string, path: string, headers: Record<string, string> = {}, body?: string) {
+  const res = await request(s.url + path, { method: method as 'GET', headers: { authorization: `Bearer ${tgt.token}`, ...headers }, body })
+  const text = await res.body.text()
+  return { status: res.statusCode, headers: res.headers, body: text ? JSON.parse(text) : null }
+}
+
+t.test('GET /api/elastic/ answers like Elasticsearch 8 with the product header; HEAD and the path without the slash too', async (t) => {
+  for (const path of ['/api/elastic/', '/api/elastic']) {
+    const r = await call('GET', path)
+    t.equal(r.status, 200)
+    t.equal(r.headers['x-elastic-product'], 'Elasticsearch')
+    t.match(r.body, { name: String, cluster_name: String, cluster_uuid: String, tagline: 'You Know, for Search' })
+    t.match(r.body.version, { number: /^8\.\d+\.\d+$/, build_flavor: 'default', lucene_version: String })
+  }
+  const head = await call('HEAD', '/api/elastic/')
+  t.equal(head.status, 200)
+  t.equal(head.headers['x-elastic-product'], 'Elasticsearch')
+  const again = await call('GET', '/api/elastic/')
+  t.equal(again.body.cluster_uuid, (await call('GET', '/api/elastic')).body.cluster_uuid, 'the cluster id is stable')
+})
+
+t.test('the feature checks and health probes answer in Elasticsearch\'s shapes', async (t) => {
+  const license = await call('GET', '/api/elastic/_license')
+  t.equal(license.status, 200)
+  t.match(license.body.license, { status: 'active', type: 'basic' })
+  const xpack = await call('GET', '/api/elastic/_xpack')
+  t.equal(xpack.status, 200)
+  t.match(xpack.body, { license: { status: 'active' }, features: { ilm: { available: true, enabled: true } } })
+  const health = await call('GET', '/api/elastic/_cluster/health')
+  t.equal(health.status, 200)
+  t.equal(health.body.status, 'green')
+  for (const path of ['/api/elastic/_nodes', '/api/elastic/_nodes/_local', '/api/elastic/_nodes/_all/http']) {
+    const nodes = await call('GET', path)
+    t.equal(nodes.status, 200, path)
+    t.equal(nodes.body._nodes.total, 1)
+    const [node] = Object.values(nodes.body.nodes) as any[]
+    t.match(node.version, /^8\./)
+    t.notOk(node.http, 'no publish address for a sniffer to follow')
+  }
+})
+
+t.test('setup objects exist and a PUT is acknowledged', async (t) => {
+  const json = { 'content-type': 'application/json' }
+  for (const kind of ['_index_template', '_component_template', '_template', '_ilm/policy', '_ingest/pipeline']) {
+    const got = await call('GET', `/api/elastic/${kind}/filebeat-8.17.0`)
+    t.equal(got.status, 200, kind)
+    t.equal((await call('HEAD', `/api/elastic/${kind}/filebeat-8.17.0`)).status, 200)
+    const put = await call('PUT', `/api/elastic/${kind}/filebeat-8.17.0`, json, '{"index_patterns":["filebeat-*"]}')
+    t.equal(put.status, 200)
+    t.same(put.body, { acknowledged: true })
+  }
+  const alias = await call('HEAD', '/api/elastic/_alias/logstash')
+  t.equal(alias.status, 200, 'a rollover alias exists')
+  const template = await call('GET', '/api/elastic/_index_template/logs')
+  t.equal(template.body.index_templates[0].name, 'logs')
+  const ds = await call('GET', '/api/elastic/_data_stream/logs-app')
+  t.equal(ds.body.data_streams[0].name, 'logs-app')
+  t.same((await call('PUT', '/api/elastic/_data_stream/logs-app')).body, { acknowledged: true })
+})
+
+t.test('index probes: the index exists, creating it is acknowledged, a refresh succeeds', async (t) => {
+  const head = await call('HEAD', '/api/elastic/logs-2026.11.24')
+  t.equal(head.status, 200)
+  const got = await call('GET', '/api/elastic/logs-2026.11.24')
+  t.ok(got.body['logs-2026.11.24'])
+  const put = await call('PUT', '/api/elastic/my-index')
+  t.match(put.body, { acknowledged: true, index: 'my-index' })
+  const refresh = await call('POST', '/api/elastic/my-index/_refresh')
+  t.same(refresh.body, { _shards: { total: 1, successful: 1, failed: 0 } })
+  const unknown = await call('GET', '/api/elastic/_cat')
+  t.equal(unknown.status, 404)
+  t.equal(unknown.body.error, 'not_found')
+})
+
+t.test('every route needs an ingest token; the errors carry the product header', async (t) => {
+  const none = await request(s.url + '/api/elastic/', { method: 'GET' })
+  t.equal(none.statusCode, 401)
+  t.equal(none.headers['x-elastic-product'], 'Elasticsearch')
+  await none.body.text()
+  const pat = await call('GET', '/api/elastic/_license', { authorization: `Bearer ${s.adminToken}` })
+  t.equal(pat.status, 403)
+  t.equal(pat.body.error, 'wrong_token_kind')
+  const apiKey = await call('GET', '/api/elastic/_xpack', { authorization: `ApiKey ${Buffer.from(`id:${tgt.token}`).toString('base64')}` })
+  t.equal(apiKey.status, 200)
+  const basic = await call('GET', '/api/elastic/', { authorization: `Basic ${Buffer.from(`elastic:${tgt.token}`).toString('base64')}` })
+  t.equal(basic.status, 200)
+})
