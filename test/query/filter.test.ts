@@ -5,6 +5,7 @@
 import t from 'tap'
 import { createTestDatabase } from '../helpers/clickhouse.ts'
 import { migration } from '../../lib/storage/migrations/002_events.ts'
+import { migration as levelMigration } from '../../lib/storage/migrations/006_events_level.ts'
 import { joinSql, sql } from '../../lib/storage/sql.ts'
 import { parseFilter } from '../../lib/query/filter-parser.ts'
 import { filterToSql } from '../../lib/query/filter-sql.ts'
@@ -98,7 +99,7 @@ const expected: Record<string, number[]> = {
 
 t.test('the SQL filter selects exactly what the matcher accepts', async (t) => {
   const { clickhouse } = await createTestDatabase(t)
-  for (const statement of migration.statements) await clickhouse.command(statement)
+  for (const statement of [...migration.statements, ...levelMigration.statements]) await clickhouse.command(statement)
   const rows = fixtures.map((f) => sql`('org', 'stream', ${f.id}, 0, ${f.host ?? null}, ${f.path ?? null}, ${f.method ?? null},
     ${f.status ?? null}, NULL, NULL, ${f.src ?? null}, ${f.user_agent ?? null}, ${f.message ?? null}, ${f.filename ?? null}, '{}')`)
   await clickhouse.command(sql`INSERT INTO events (org_id, stream, ts, received_at, host, path, method, status, rt, bytes,
