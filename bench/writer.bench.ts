@@ -14,8 +14,10 @@ import { createBatchWriter, writerSettings } from '../lib/storage/batch-writer.t
 import { loadConfig } from '../lib/config.ts'
 import type { InsertStats } from '../lib/storage/batch-writer.ts'
 import { migration as eventsMigration } from '../lib/storage/migrations/002_events.ts'
+import { migration as levelMigration } from '../lib/storage/migrations/006_events_level.ts'
 import { eventColumns } from '../lib/ingest/parse-task.ts'
 import { EventRowWriter } from '../lib/ingest/row-serializer.ts'
+import { EventRow } from '../lib/events/event-row.ts'
 import { createLogger } from '../lib/logger.ts'
 
 const { values: args } = parseArgs({
@@ -43,13 +45,14 @@ const agents = ['Mozilla/5.0 (Windows NT 10.0; Win64; x64) Chrome/131.0', 'curl/
 function makeWrite (seed: number, n: number): Buffer {
   const now = Date.now()
   const rows = new EventRowWriter('org_bench', 'web', now, n * 220)
+  const row = new EventRow()
   for (let i = 0; i < n; i++) {
     const k = seed * 7919 + i
-    rows.write({
+    rows.write(row.fill({
       ts: now - (k % 60_000), host: hosts[k % 3], path: paths[k % 4], method: 'GET', status: k % 5 === 0 ? 404 : 200,
-      rt: Number(`0.0${k % 97}`), bytes: k % 20_000, src: `203.0.113.${k % 250}`, userAgent: agents[k % 3],
+      rt: Number(`0.0${k % 97}`), bytes: k % 20_000, src: `203.0.113.${k % 250}`, user_agent: agents[k % 3],
       message: `request ${k} served`, filename: null, attrs: `{"pod":"web-${k % 17}"}`,
-    }, k, 180)
+    }), k, 180)
   }
   return Buffer.from(rows.finish())
 }
@@ -134,7 +137,7 @@ async function runWriters (): Promise<void> {
 
 try {
   await clickhouse.ensureDatabase()
-  for (const statement of eventsMigration.statements) await clickhouse.command(statement)
+  for (const statement of [...eventsMigration.statements, ...levelMigration.statements]) await clickhouse.command(statement)
   console.log(`# Batch writer benchmark: Node ${process.version}, ClickHouse ${await clickhouse.version()}, ${cpus().length} x ${cpus()[0]?.model ?? '?'}`)
   await compareBodies()
   await clickhouse.command('TRUNCATE TABLE events')

@@ -32,6 +32,17 @@ export function sendJson (ctx: RequestContext, status: number, body: unknown, he
   res.end(payload)
 }
 
+/** A JSON answer whose UTF-8 text is already written (the events API's pages, lib/events/event-json.ts). */
+export function sendJsonBytes (ctx: RequestContext, status: number, body: Uint8Array): void {
+  const { res } = ctx
+  if (res.headersSent) return
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': body.byteLength,
+  })
+  res.end(body)
+}
+
 export function sendEmpty (ctx: RequestContext, status: number): void {
   if (ctx.res.headersSent) return
   ctx.res.writeHead(status)

@@ -3,18 +3,13 @@
 // events table, plus counts and the first failures. Both directions move ArrayBuffers (transferred
 // with Piscina.move, never cloned).
 import type { LiveStatsPartial } from '../live/live-stats.ts'
+import type { LineFailureCode } from '../events/rejection.ts'
 
-/** Codes a single line can fail with (they appear in the ingest response's `failures`). */
-export const lineFailureCodes = [
-  'invalid_json',
-  'not_an_object',
-  'invalid_field',
-  'invalid_utf8',
-  'line_too_long',
-  'ts_out_of_range',
-  'too_deep',
-] as const
-export type LineFailureCode = typeof lineFailureCodes[number]
+// The failure codes and the column order belong to the event model (lib/events/); re-exported
+// for the ingest code that names them here.
+export { lineFailureCodes } from '../events/rejection.ts'
+export type { LineFailureCode } from '../events/rejection.ts'
+export { eventColumns } from '../events/fields.ts'
 
 export interface LineFailure {
   /** 1-based line number in the request body (JSON array bodies: 1-based element index). */
@@ -93,13 +88,6 @@ export interface ParseResult {
   /** Present when the task asked for it (ParseTask.live). */
   live?: LiveOutput
 }
-
-/** Column order of the rows a worker produces; the events table's INSERT names them in this order. */
-export const eventColumns = [
-  'org_id', 'stream', 'ts', 'received_at',
-  'host', 'path', 'method', 'status', 'rt', 'bytes', 'src', 'user_agent',
-  'message', 'filename', 'attrs', 'seq', 'size',
-] as const
 
 /** Lines per request that `seq` can number (2^25); a 64 MiB body has fewer non-blank lines. */
 export const seqLineSpace = 2 ** 25

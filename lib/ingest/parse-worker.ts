@@ -6,16 +6,19 @@
 // so the line parses as if it were not there.
 //
 // Hot path: a task is checked for UTF-8 in one native call, then each line goes through the
-// LineScanner (line-scanner.ts), which reads it from its bytes and writes its row without
-// JSON.parse or JS strings. A line the scanner declines (any failing line, and the rare shapes it
-// leaves alone) takes the reference path: decoded, JSON.parse, normalizeEvent, EventRowWriter#write,
-// which words every failure. Rows are written into one buffer (row-serializer.ts) that piscina
+// LineScanner (line-scanner.ts), which reads it from its bytes into an event row
+// (lib/events/event-row.ts) without JSON.parse or JS strings. A line the scanner declines (any
+// failing line, and the rare shapes it leaves alone) takes the reference path: decoded,
+// JSON.parse, normalizeEvent (lib/events/normalize.ts) into the same row shape, which words every
+// failure. Either row then goes to the one writer (EventRowWriter#write) and, while the stream is
+// tailed, the one live entry point (LiveCollector#add). Rows are written into one buffer (row-serializer.ts) that piscina
 // transfers back. Only a task that holds invalid UTF-8 takes the per-line path throughout, so that
 // the bad line fails alone.
 import { Buffer, isUtf8 } from 'node:buffer'
 import { move, transferableSymbol, valueSymbol } from 'piscina'
-import { EventRejection, normalizeEvent } from './event-schema.ts'
-import type { TimeBounds } from './event-schema.ts'
+import { EventRow } from '../events/event-row.ts'
+import { normalizeEvent } from '../events/normalize.ts'
+import type { TimeBounds } from '../events/normalize.ts'
 import { EventRowWriter } from './row-serializer.ts'
 import { LineScanner, blankLine, scannedRow } from './line-scanner.ts'
 import { LiveCollector } from '../live/live-collector.ts'
@@ -52,7 +55,7 @@ class MovableParseResult implements ParseResult {
 }
 
 /** Accumulates one task's rows, counts and failures. */
-class TaskOutput {
+export class TaskOutput {
   readonly #rows: EventRowWriter
   readonly bounds: TimeBounds
   readonly #seqBase: number
@@ -72,11 +75,25 @@ class TaskOutput {
     this.#live = task.live ? new LiveCollector(task.live, task.receivedAt) : null
   }
 
-  /** Stores the row `scanner` just read from line `line` of `size` bytes. */
-  addScanned (scanner: LineScanner, line: number, size: number): void {
-    this.#rows.writeScanned(scanner, this.#seqBase + line, size)
-    if (this.#live !== null) this.#live.addScanned(scanner)
+  /** Stores `row`, read from line `line` of `size` bytes. */
+  addRow (row: EventRow, line: number, size: number): void {
+    this.#rows.write(row, this.#seqBase + line, size)
+    if (this.#live !== null) this.#live.add(row)
     this.#ingested++
+  }
+
+  /**
+   * Stores an event given as a JS value in the line shape (docs/api.md section 6.4): a parsed
+   * line, or a record a protocol adapter built. Line `line` (its number in the request), of
+   * `size` bytes. The rules and failures are the reference path's.
+   */
+  addValue (value: unknown, line: number, size: number): void {
+    const rejection = normalizeEvent(value, this.bounds, referenceRow)
+    if (rejection !== null) {
+      this.fail(line, rejection.code, rejection.message)
+      return
+    }
+    this.addRow(referenceRow, line, size)
   }
 
   /** Parses text[start, end), one line without its '\n', of `size` bytes in the body. */
@@ -89,14 +106,7 @@ class TaskOutput {
       this.fail(line, 'invalid_json', (err as SyntaxError).message)
       return
     }
-    const row = normalizeEvent(value, this.bounds)
-    if (row instanceof EventRejection) {
-      this.fail(line, row.code, row.message)
-      return
-    }
-    this.#rows.write(row, this.#seqBase + line, size)
-    if (this.#live !== null) this.#live.add(row)
-    this.#ingested++
+    this.addValue(value, line, size)
   }
 
   fail (line: number, code: LineFailureCode, message: string): void {
@@ -121,6 +131,8 @@ function isBlank (text: string, start: number, end: number): boolean {
 
 /** One per worker: its buffers are reused by every task. */
 const scanner = new LineScanner()
+/** The reference path's row, one per worker like the scanner's. */
+const referenceRow = new EventRow()
 
 function parseValidBytes (output: TaskOutput, bytes: Buffer, firstLine: number): void {
   scanner.setBounds(output.bounds)
@@ -129,7 +141,7 @@ function parseValidBytes (output: TaskOutput, bytes: Buffer, firstLine: number):
   while (start < bytes.length) {
     let end = scanner.scan(bytes, start)
     if (scanner.outcome === scannedRow) {
-      output.addScanned(scanner, line, end - start)
+      output.addRow(scanner.row, line, end - start)
     } else if (scanner.outcome !== blankLine) {
       // The contract ends every line with '\n'; a last line without one is still a line.
       end = bytes.indexOf(newline, start)

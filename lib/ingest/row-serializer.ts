@@ -1,4 +1,5 @@
-// EventRow -> ClickHouse RowBinary, columns in `eventColumns` order, for
+// An event row (lib/events/event-row.ts) -> ClickHouse RowBinary, columns in `eventColumns` order
+// (lib/events/fields.ts), for
 // `INSERT INTO events (<eventColumns>) FORMAT RowBinary`; and the reader of those bytes, for tests
 // and benchmarks.
 //
@@ -16,22 +17,14 @@
 // - UInt16, UInt32, UInt64: little-endian. ts, bytes and seq are integers below 2^53.
 // - Float64 (rt): the IEEE 754 double, little-endian: stored exactly as JSON.parse read it.
 //
-// A string's length is written before its bytes, and a long string's UTF-8 length is known only
-// once it is encoded. So the writer reserves as many length bytes as the string's worst case
-// (3 bytes per UTF-16 unit) needs, encodes, and writes the length padded to that many bytes
-// (0x85 0x00 for 5 when two were reserved). ClickHouse's readVarUInt reads a group at a time
-// until a byte without the high bit, so a padded length reads as the same number; it saves a
-// native call per string (Buffer.byteLength) or a copy.
-//
-// Rows are written straight into one growing buffer: short strings by a JS loop that encodes
-// UTF-8, longer ones by Buffer#write (native), numbers through a DataView.
+// A row's strings are UTF-8 byte spans already (the line scanner's, or the reference path's
+// encoded onto the row's scratch), so each is its exact length as a VarUInt and a copy. Rows are
+// written straight into one growing buffer, numbers through a DataView. Columns follow the field
+// table: a new field needs no change here.
 import { Buffer } from 'node:buffer'
-import type { EventRow } from './event-schema.ts'
-import type { LineScanner } from './line-scanner.ts'
-
-// Below this many UTF-16 units the JS loop beats a native write (measured: the native call costs
-// about as much as copying 15 characters in JS).
-const shortString = 16
+import type { EventRow } from '../events/event-row.ts'
+import { eventFields, fieldCount, isStringField } from '../events/fields.ts'
+import { maxUtf8BytesPerUnit } from '../events/json-lex.ts'
 
 // Spans up to this many bytes are copied by a JS loop, longer ones by Buffer#copy (a native call,
 // which costs about as much as copying 40 bytes in JS).
@@ -40,123 +33,90 @@ const spanCopyLoop = 40
 const isNull = 1
 const notNull = 0
 
-// Bound on a row's bytes besides its strings: 4 UInt64 (32), Float64 and UInt16 (10), UInt32
-// (4), 9 null flags, and 10 string lengths of at most 4 bytes each (40).
-const rowOverheadBytes = 32 + 10 + 4 + 9 + 40
-// Worst case bytes per UTF-16 code unit: 3 (a BMP character above U+07FF, or U+FFFD for a lone
-// surrogate; a surrogate pair is 4 bytes for 2 units).
-const maxBytesPerUnit = 3
+// How each field's column is written, by its rule.
+const cString = 0
+const cTs = 1 // UInt64, never NULL
+const cUInt16 = 2
+const cFloat64 = 3
+const cUInt64 = 4
+const columnKinds = Uint8Array.from(eventFields, (f, i) =>
+  isStringField[i] ? cString : f.rule === 'ts' ? cTs : f.rule === 'status' ? cUInt16 : f.rule === 'seconds' ? cFloat64 : cUInt64)
+
+// Bound on a row's bytes besides its strings: per field at most a null flag and 8 bytes or a
+// 5-byte string length; attrs' length (5), seq (8), size (4).
+const rowOverheadBytes = fieldCount * 9 + 5 + 8 + 4
 
 /** Writes the rows of one task into one buffer: write() per row, then finish(). */
 export class EventRowWriter {
   #bytes: Buffer<ArrayBuffer>
   #view: DataView
   #length = 0
-  // org_id and stream, then received_at, are the same on every row: encoded once, copied per row.
+  // org_id, stream and received_at are the same on every row: encoded once, copied per row.
   readonly #prefix: Uint8Array
-  readonly #receivedAt: Uint8Array
 
   /** initialBytes: expected output size; the buffer doubles when it runs out. */
   constructor (orgId: string, stream: string, receivedAt: number, initialBytes: number) {
     this.#bytes = Buffer.allocUnsafeSlow(Math.max(initialBytes, 1024))
     this.#view = new DataView(this.#bytes.buffer)
-    this.#reserve(maxBytesPerUnit * (orgId.length + stream.length) + 8)
-    this.#writeString(orgId)
-    this.#writeString(stream)
+    this.#reserve(maxUtf8BytesPerUnit * (orgId.length + stream.length) + 16)
+    this.#writeText(orgId)
+    this.#writeText(stream)
+    this.#writeUInt64(receivedAt)
     this.#prefix = Buffer.from(this.#bytes.subarray(0, this.#length))
     this.#length = 0
-    this.#writeUInt64(receivedAt)
-    this.#receivedAt = Buffer.from(this.#bytes.subarray(0, 8))
-    this.#length = 0
   }
 
-  /** seq: the row's unique sequence number; size: its line's bytes in the request. */
+  /** Writes `row` (of a line of `size` bytes in the request) with its unique sequence number `seq`. */
   write (row: EventRow, seq: number, size: number): void {
-    this.#reserve(this.#prefix.length + rowOverheadBytes + maxBytesPerUnit * (
-      stringLength(row.host) + stringLength(row.path) + stringLength(row.method) +
-      stringLength(row.src) + stringLength(row.userAgent) + stringLength(row.message) +
-      stringLength(row.filename) + row.attrs.length))
-    const bytes = this.#bytes
-    const view = this.#view
-    this.#writeConstant(this.#prefix)
-    this.#writeUInt64(row.ts)
-    this.#writeConstant(this.#receivedAt)
-    this.#writeNullableString(row.host)
-    this.#writeNullableString(row.path)
-    this.#writeNullableString(row.method)
-    if (row.status === null) {
-      bytes[this.#length++] = isNull
-    } else {
-      bytes[this.#length] = notNull
-      view.setUint16(this.#length + 1, row.status, true)
-      this.#length += 3
-    }
-    if (row.rt === null) {
-      bytes[this.#length++] = isNull
-    } else {
-      bytes[this.#length] = notNull
-      // -0 would be stored as -0 and print as "-0": rt >= 0 allows it, the column should not.
-      view.setFloat64(this.#length + 1, row.rt + 0, true)
-      this.#length += 9
-    }
-    if (row.bytes === null) {
-      bytes[this.#length++] = isNull
-    } else {
-      bytes[this.#length++] = notNull
-      this.#writeUInt64(row.bytes)
-    }
-    this.#writeNullableString(row.src)
-    this.#writeNullableString(row.userAgent)
-    this.#writeNullableString(row.message)
-    this.#writeNullableString(row.filename)
-    this.#writeString(row.attrs)
-    this.#writeUInt64(seq)
-    view.setUint32(this.#length, size, true)
-    this.#length += 4
-  }
-
-  /**
-   * Writes the row a LineScanner just read (outcome scannedRow): the same bytes write() gives
-   * for the EventRow of that line, its strings copied from the scanner's byte spans.
-   */
-  writeScanned (row: LineScanner, seq: number, size: number): void {
-    const sources = row.stringSource
-    const starts = row.stringStart
-    const ends = row.stringEnd
     this.#reserve(this.#prefix.length + rowOverheadBytes + row.stringBytesAtMost(size))
     const bytes = this.#bytes
     const view = this.#view
+    const numbers = row.number
+    const sources = row.source
     this.#writeConstant(this.#prefix)
-    this.#writeUInt64(row.ts)
-    this.#writeConstant(this.#receivedAt)
-    // host, path, method; then status, rt, bytes; then src, user_agent, message, filename.
-    this.#writeNullableSpan(sources[0], starts[0], ends[0])
-    this.#writeNullableSpan(sources[1], starts[1], ends[1])
-    this.#writeNullableSpan(sources[2], starts[2], ends[2])
-    if (row.status < 0) {
-      bytes[this.#length++] = isNull
-    } else {
-      bytes[this.#length] = notNull
-      view.setUint16(this.#length + 1, row.status, true)
-      this.#length += 3
+    for (let f = 0; f < fieldCount; f++) {
+      switch (columnKinds[f]) {
+        case cString: {
+          const source = sources[f]
+          if (source === null) {
+            bytes[this.#length++] = isNull
+          } else {
+            bytes[this.#length++] = notNull
+            this.#writeSpan(source, row.start[f], row.end[f])
+          }
+          break
+        }
+        case cTs:
+          this.#writeUInt64(numbers[f])
+          break
+        case cUInt16:
+          if (numbers[f] < 0) {
+            bytes[this.#length++] = isNull
+          } else {
+            bytes[this.#length] = notNull
+            view.setUint16(this.#length + 1, numbers[f], true)
+            this.#length += 3
+          }
+          break
+        case cFloat64:
+          if (numbers[f] < 0) {
+            bytes[this.#length++] = isNull
+          } else {
+            bytes[this.#length] = notNull
+            // -0 would be stored as -0 and print as "-0": rt >= 0 allows it, the column should not.
+            view.setFloat64(this.#length + 1, numbers[f] + 0, true)
+            this.#length += 9
+          }
+          break
+        default:
+          if (numbers[f] < 0) {
+            bytes[this.#length++] = isNull
+          } else {
+            bytes[this.#length++] = notNull
+            this.#writeUInt64(numbers[f])
+          }
+      }
     }
-    if (row.rt < 0) {
-      bytes[this.#length++] = isNull
-    } else {
-      bytes[this.#length] = notNull
-      view.setFloat64(this.#length + 1, row.rt + 0, true)
-      this.#length += 9
-    }
-    if (row.bytes < 0) {
-      bytes[this.#length++] = isNull
-    } else {
-      bytes[this.#length++] = notNull
-      this.#writeUInt64(row.bytes)
-    }
-    this.#writeNullableSpan(sources[3], starts[3], ends[3])
-    this.#writeNullableSpan(sources[4], starts[4], ends[4])
-    this.#writeNullableSpan(sources[5], starts[5], ends[5])
-    this.#writeNullableSpan(sources[6], starts[6], ends[6])
     this.#writeSpan(row.attrsBytes, 0, row.attrsLength)
     this.#writeUInt64(seq)
     view.setUint32(this.#length, size, true)
@@ -187,30 +147,12 @@ export class EventRowWriter {
     this.#length += 8
   }
 
-  #writeNullableString (value: string | null): void {
-    if (value === null) {
-      this.#bytes[this.#length++] = isNull
-    } else {
-      this.#bytes[this.#length++] = notNull
-      this.#writeString(value)
-    }
-  }
-
   /** Bytes that every row repeats (a dozen or two): copied by a loop, cheaper than a native set(). */
   #writeConstant (constant: Uint8Array): void {
     const bytes = this.#bytes
     let at = this.#length
     for (let k = 0; k < constant.length; k++) bytes[at++] = constant[k]
     this.#length = at
-  }
-
-  #writeNullableSpan (source: Buffer | null, start: number, end: number): void {
-    if (source === null) {
-      this.#bytes[this.#length++] = isNull
-    } else {
-      this.#bytes[this.#length++] = notNull
-      this.#writeSpan(source, start, end)
-    }
   }
 
   /** A String column from UTF-8 bytes: its exact length as a VarUInt, then the bytes. */
@@ -231,88 +173,11 @@ export class EventRowWriter {
     this.#length = at
   }
 
-  #writeString (text: string): void {
-    if (text.length < shortString) {
-      // At most 15 units: 45 bytes, a one-byte length.
-      const start = this.#length
-      this.#length = start + 1
-      this.#encode(text)
-      this.#bytes[start] = this.#length - start - 1
-      return
-    }
-    const lengthBytes = varUIntBytes(text.length * maxBytesPerUnit)
-    const start = this.#length + lengthBytes
-    const written = this.#bytes.write(text, start)
-    writePaddedVarUInt(this.#bytes, this.#length, written, lengthBytes)
-    this.#length = start + written
+  /** A String column from a JS string (org and stream names, once per task). */
+  #writeText (text: string): void {
+    const encoded = Buffer.from(text)
+    this.#writeSpan(encoded, 0, encoded.length)
   }
-
-  /** UTF-8 of `text` at #length, as Buffer#write encodes it. */
-  #encode (text: string): void {
-    const bytes = this.#bytes
-    let at = this.#length
-    for (let i = 0; i < text.length; i++) {
-      const code = text.charCodeAt(i)
-      if (code < 0x80) {
-        bytes[at++] = code
-      } else if (code < 0xd800 || code > 0xdfff) {
-        at = writeCodePoint(bytes, at, code)
-      } else {
-        const low = code < 0xdc00 ? text.charCodeAt(i + 1) : NaN
-        if (low >= 0xdc00 && low <= 0xdfff) {
-          at = writeCodePoint(bytes, at, 0x10000 + ((code - 0xd800) << 10) + (low - 0xdc00))
-          i++
-        } else {
-          // A lone surrogate: U+FFFD, as Buffer#write and TextEncoder write it.
-          at = writeCodePoint(bytes, at, 0xfffd)
-        }
-      }
-    }
-    this.#length = at
-  }
-}
-
-/** The UTF-8 of code point `point` (not a surrogate) at bytes[at]; returns the index after it. */
-export function writeCodePoint (bytes: Uint8Array, at: number, point: number): number {
-  if (point < 0x80) {
-    bytes[at++] = point
-  } else if (point < 0x800) {
-    bytes[at++] = 0xc0 | (point >> 6)
-    bytes[at++] = 0x80 | (point & 0x3f)
-  } else if (point < 0x10000) {
-    bytes[at++] = 0xe0 | (point >> 12)
-    bytes[at++] = 0x80 | ((point >> 6) & 0x3f)
-    bytes[at++] = 0x80 | (point & 0x3f)
-  } else {
-    bytes[at++] = 0xf0 | (point >> 18)
-    bytes[at++] = 0x80 | ((point >> 12) & 0x3f)
-    bytes[at++] = 0x80 | ((point >> 6) & 0x3f)
-    bytes[at++] = 0x80 | (point & 0x3f)
-  }
-  return at
-}
-
-function stringLength (value: string | null): number {
-  return value === null ? 0 : value.length
-}
-
-/** Bytes of the shortest VarUInt that holds `value`. */
-function varUIntBytes (value: number): number {
-  let bytes = 1
-  while (value >= 0x80) {
-    value = Math.floor(value / 0x80)
-    bytes++
-  }
-  return bytes
-}
-
-/** `value` as a VarUInt of exactly `count` bytes (padded with empty groups); `value` must fit. */
-function writePaddedVarUInt (bytes: Uint8Array, at: number, value: number, count: number): void {
-  for (let i = 0; i < count - 1; i++) {
-    bytes[at + i] = 0x80 | (value & 0x7f)
-    value = Math.floor(value / 0x80)
-  }
-  bytes[at + count - 1] = value
 }
 
 /**
@@ -357,13 +222,14 @@ export function readEventRows (rows: ArrayBuffer | Uint8Array): Array<Array<stri
   const float64 = (): string => { need(8); at += 8; return String(view.getFloat64(at - 8, true)) }
   const uint32 = (): string => { need(4); at += 4; return String(view.getUint32(at - 4, true)) }
   const out: Array<Array<string | null>> = []
+  const readers = eventFields.map((f, i) =>
+    isStringField[i] ? () => nullable(string) : f.rule === 'ts' ? uint64 : f.rule === 'status' ? () => nullable(uint16)
+      : f.rule === 'seconds' ? () => nullable(float64) : () => nullable(uint64))
   while (at < bytes.length) {
-    out.push([
-      string(), string(), uint64(), uint64(),
-      nullable(string), nullable(string), nullable(string), nullable(uint16), nullable(float64), nullable(uint64),
-      nullable(string), nullable(string), nullable(string), nullable(string),
-      string(), uint64(), uint32(),
-    ])
+    const row: Array<string | null> = [string(), string(), uint64()]
+    for (const read of readers) row.push(read())
+    row.push(string(), uint64(), uint32())
+    out.push(row)
   }
   return out
 }

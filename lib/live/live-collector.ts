@@ -11,9 +11,7 @@
 // rows are drawn by geometric skips (the gap to the next one), which picks each row with the same
 // 1-in-`sampleEvery` chance as a coin per row; so once every cap is spent, a row that is not
 // sampled costs a counter, and an empty q's drops are added up when the task ends.
-import type { EventRow } from '../ingest/event-schema.ts'
-import { scannedStrings } from '../ingest/line-scanner.ts'
-import type { LineScanner } from '../ingest/line-scanner.ts'
+import type { EventRow } from '../events/event-row.ts'
 import { PathCounter } from './path-counter.ts'
 import type { LiveOutput, LiveRequest } from '../ingest/parse-task.ts'
 import { parseFilter } from '../query/filter-parser.ts'
@@ -33,11 +31,10 @@ function rowsToNextSample (): number {
   return 1 + Math.floor(Math.log(1 - Math.random()) / logMissed)
 }
 
-/** Paths of the rows the line scanner read, by their bytes; one per worker, cleared per task. */
+/** Paths of the task's rows, by their bytes; one per worker, cleared per task. */
 const pathCounter = new PathCounter()
 /** The tail frames of a task; one per worker, reset per task. */
 const frames = new TailFrameWriter()
-const pathSlot = scannedStrings.indexOf('path')
 
 /** Compiled filters by their text; bounded, since clients come and go. */
 const matchers = new Map<string, Matcher>()
@@ -81,22 +78,9 @@ export class LiveCollector {
     frames.reset()
   }
 
+  /** One stored row: its strings are decoded only when a filter needs them. */
   add (row: EventRow): void {
-    this.#stats.add(row.status, row.bytes, row.rt, row.path)
-    this.#match(row, null)
-  }
-
-  /** The row a LineScanner just read: its strings are decoded only when a filter needs them. */
-  addScanned (scanner: LineScanner): void {
-    this.#stats.addCounts(scanner.status < 0 ? null : scanner.status, scanner.bytes < 0 ? null : scanner.bytes,
-      scanner.rt < 0 ? null : scanner.rt)
-    const path = scanner.stringSource[pathSlot]
-    if (path !== null) pathCounter.add(path, scanner.stringStart[pathSlot], scanner.stringEnd[pathSlot])
-    this.#match(null, scanner)
-  }
-
-  /** Matches the row (given, or decoded from `scanner` when needed) against the filters. */
-  #match (row: EventRow | null, scanner: LineScanner | null): void {
+    this.#stats.add(row, pathCounter)
     const sampled = --this.#untilSample === 0
     if (sampled) this.#untilSample = rowsToNextSample()
     else if (this.#open === 0) { this.#passedOver++; return }
@@ -115,8 +99,7 @@ export class LiveCollector {
         continue
       }
       if (!open && !sampled) continue
-      row ??= scanner!.toEventRow()
-      view ??= { host: row.host, path: row.path, method: row.method, src: row.src, filename: row.filename, user_agent: row.userAgent, message: row.message, status: row.status }
+      view ??= row.toObject() as EventLike
       if (!m(view)) continue
       if (open) {
         if (++this.#taken[i] === this.#caps[i]) this.#open--
@@ -126,8 +109,7 @@ export class LiveCollector {
       }
     }
     if (mask !== 0) {
-      if (scanner !== null) frames.addScanned(scanner, this.#receivedAt)
-      else frames.addRow(row!, this.#receivedAt)
+      frames.add(row, this.#receivedAt)
       this.#masks.push(mask)
     }
   }

@@ -9,6 +9,8 @@
 // Top paths are counted per task and the task's 32 most frequent kept: a path that is frequent
 // overall is frequent in most tasks, so the merged top 10 is right for the paths that matter,
 // and counts are lower bounds.
+import type { EventRow } from '../events/event-row.ts'
+import { fBytes, fPath, fRt, fStatus } from '../events/fields.ts'
 import type { SeriesPoint } from '../query/stats-query.ts'
 import type { PathCounter } from './path-counter.ts'
 
@@ -57,24 +59,24 @@ export class LiveStats {
   #rtCount = 0
   #paths = new Map<string, number>()
 
-  /** One event's fields (null when absent). */
-  add (status: number | null, bytes: number | null, rtS: number | null, path: string | null): void {
-    this.addCounts(status, bytes, rtS)
-    if (path !== null) this.#paths.set(path, (this.#paths.get(path) ?? 0) + 1)
-  }
-
-  /** One event's fields but its path, which the caller counts in a PathCounter. */
-  addCounts (status: number | null, bytes: number | null, rtS: number | null): void {
+  /** One stored event; its path is counted by its bytes in `paths` (the task's counter, given to toPartial). */
+  add (row: EventRow, paths: PathCounter): void {
+    const numbers = row.number
     this.count++
-    if (status !== null && status >= 200 && status < 600) this.status[Math.floor(status / 100) - 2]++
-    if (bytes !== null) this.bytes += bytes
-    if (rtS !== null) {
+    const status = numbers[fStatus]
+    if (status >= 200 && status < 600) this.status[Math.floor(status / 100) - 2]++
+    const bytes = numbers[fBytes]
+    if (bytes >= 0) this.bytes += bytes
+    const rtS = numbers[fRt]
+    if (rtS >= 0) {
       this.#rt[bucketOf(rtS)]++
       this.#rtCount++
     }
+    const path = row.source[fPath]
+    if (path !== null) paths.add(path, row.start[fPath], row.end[fPath])
   }
 
-  /** The task's partial; `counted` holds the paths of the events added by addCounts(). */
+  /** The task's partial; `counted` holds the paths of the events added by add(). */
   toPartial (counted?: PathCounter): LiveStatsPartial {
     if (counted !== undefined && counted.size > 0) {
       for (const [path, n] of counted.frequent(pathsPerTask)) this.#paths.set(path, (this.#paths.get(path) ?? 0) + n)

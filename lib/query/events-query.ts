@@ -20,9 +20,13 @@
 //   reads what is committed when it runs (an event committed meanwhile into a window already read
 //   shows on no page, as one committed behind the cursor of an earlier page does).
 import { SluiceError } from '../errors.ts'
-import { maxValueDepth, nestsDeeperThan } from '../ingest/event-schema.ts'
+import { Buffer } from 'node:buffer'
+import { EventJsonBuffer } from '../events/event-json.ts'
+import { EventRow } from '../events/event-row.ts'
+import { eventFields, fieldCount, fTs, isStringField } from '../events/fields.ts'
+import { maxValueDepth, nestsDeeperThan } from '../events/normalize.ts'
 import type { ClickHouse } from '../storage/clickhouse.ts'
-import { sql } from '../storage/sql.ts'
+import { rawSql, sql } from '../storage/sql.ts'
 import type { SqlFragment } from '../storage/sql.ts'
 
 /** Events per page when `limit` is not given, and the most a page may ask for. */
@@ -46,32 +50,16 @@ export interface EventsParams {
   windowed?: boolean
 }
 
-export interface EventJson {
-  ts: number
-  host: string | null
-  path: string | null
-  status: number | null
-  rt: number | null
-  bytes: number | null
-  method: string | null
-  src: string | null
-  user_agent: string | null
-  message: string | null
-  filename: string | null
-  attrs: unknown
-  received_at: number
-}
+/** An event of the events API (docs/api.md section 7.3): the field table's members, attrs, received_at. */
+export type EventJson = Record<string, unknown> & { ts: number, attrs: unknown, received_at: number }
 
 export interface EventsPage {
   events: EventJson[]
   next_cursor: string | null
 }
 
-/** A row as ClickHouse returns it: the event's fields, its seq, and attrs still JSON text. */
-interface EventRowOut extends Omit<EventJson, 'attrs'> {
-  seq: number
-  attrs: string
-}
+/** A row as ClickHouse returns it: the fields' columns, seq, received_at, and attrs still JSON text. */
+type EventRowOut = Record<string, string | number | null> & { ts: number, seq: number, attrs: string, received_at: number }
 
 export function encodeCursor (ts: number, seq: number): string {
   return Buffer.from(`${ts}.${seq}`).toString('base64url')
@@ -83,13 +71,19 @@ export function decodeCursor (cursor: string): { ts: number, seq: number } {
   return { ts: Number(m[1]), seq: Number(m[2]) }
 }
 
-/** The API's event object: format-1 names, absent fields null, attrs an object, times in ms. */
-function toEventJson (r: EventRowOut): EventJson {
-  return {
-    ts: r.ts, host: r.host, path: r.path, status: r.status, rt: r.rt, bytes: r.bytes, method: r.method,
-    src: r.src, user_agent: r.user_agent, message: r.message, filename: r.filename,
-    attrs: readAttrs(r.attrs), received_at: r.received_at,
+/** A stored row as an event row, for the one writer of the events API's JSON (lib/events/event-json.ts). */
+function fillRow (row: EventRow, r: EventRowOut): void {
+  row.reset(r.received_at)
+  for (let f = 0; f < fieldCount; f++) {
+    const value = r[eventFields[f].column]
+    if (value === null || value === undefined) continue
+    if (isStringField[f]) row.setText(f, String(value))
+    else row.number[f] = Number(value)
   }
+  row.number[fTs] = Number(r.ts)
+  const attrs = readAttrs(r.attrs)
+  // attrs as stored when it is the object it holds; else the text, as a JSON string.
+  row.setAttrsText(typeof attrs === 'string' ? JSON.stringify(attrs) : r.attrs)
 }
 
 /**
@@ -111,6 +105,9 @@ export function readAttrs (text: string): unknown {
   return nestsDeeperThan(value, maxValueDepth + 1) ? text : value
 }
 
+/** The field table's columns, as the SELECT lists them. */
+const selectedColumns = rawSql(eventFields.map((f) => f.column).join(', '))
+
 /** The first window of a page, ms. */
 const firstWindowMs = 1000
 /** A window is at most this many times the previous one. */
@@ -126,7 +123,7 @@ function eventsWindowSql (params: EventsParams, after: { ts: number, seq: number
   const keyset = after ? sql`AND (ts < ${after.ts} OR (ts = ${after.ts} AND seq < ${after.seq}))` : sql``
   const filter = params.filter ?? null
   return sql`
-      SELECT ts, seq, host, path, status, rt, bytes, method, src, user_agent, message, filename, attrs, received_at
+      SELECT ${selectedColumns}, seq, attrs, received_at
       FROM events
       ${filter !== null && prewhere ? sql`PREWHERE ${filter}` : sql``}
       WHERE org_id = ${params.orgId} AND stream = ${params.stream}${params.hiddenBefore ? sql` AND received_at > ${params.hiddenBefore}` : sql``}
@@ -142,7 +139,8 @@ function nextWindowMs (previousMs: number, spanReadMs: number, found: number, mi
   return Math.min(previousMs * maxGrowth, Math.max(previousMs, wanted))
 }
 
-export async function queryEvents (clickhouse: ClickHouse, params: EventsParams): Promise<EventsPage> {
+/** One page of events as the events API's JSON object text (`{"events":[...],"next_cursor":...}`), UTF-8. */
+export async function queryEventsJson (clickhouse: ClickHouse, params: EventsParams): Promise<Uint8Array> {
   // One row more than asked tells whether another page exists.
   const wanted = params.limit + 1
   const after = params.cursor ? decodeCursor(params.cursor) : null
@@ -165,8 +163,21 @@ export async function queryEvents (clickhouse: ClickHouse, params: EventsParams)
   }
   const page = rows.length > params.limit ? rows.slice(0, params.limit) : rows
   const last = page[page.length - 1]
-  return {
-    events: page.map(toEventJson),
-    next_cursor: rows.length > params.limit ? encodeCursor(last.ts, last.seq) : null,
+  const nextCursor = rows.length > params.limit ? encodeCursor(last.ts, last.seq) : null
+  const out = new EventJsonBuffer()
+  const row = new EventRow()
+  out.ascii('{"events":[')
+  for (let i = 0; i < page.length; i++) {
+    if (i > 0) out.ascii(',')
+    fillRow(row, page[i])
+    out.event(row, Number(page[i].received_at))
   }
+  out.ascii('],"next_cursor":' + JSON.stringify(nextCursor) + '}')
+  return out.view()
+}
+
+/** One page of events as the object a client reads (queryEventsJson's text, parsed): for tests and benchmarks. */
+export async function queryEvents (clickhouse: ClickHouse, params: EventsParams): Promise<EventsPage> {
+  const json = await queryEventsJson(clickhouse, params)
+  return JSON.parse(Buffer.from(json.buffer, json.byteOffset, json.byteLength).toString('utf8')) as EventsPage
 }

@@ -17,8 +17,9 @@ import { Buffer, isUtf8 } from 'node:buffer'
 import parseTask from '../../lib/ingest/parse-worker.ts'
 import type { ParseResult, ParseTask } from '../../lib/ingest/parse-task.ts'
 import { LineScanner, blankLine, declined, scannedRow } from '../../lib/ingest/line-scanner.ts'
-import { EventRejection, normalizeEvent } from '../../lib/ingest/event-schema.ts'
-import type { TimeBounds } from '../../lib/ingest/event-schema.ts'
+import { EventRow } from '../../lib/events/event-row.ts'
+import { normalizeEvent } from '../../lib/events/normalize.ts'
+import type { TimeBounds } from '../../lib/events/normalize.ts'
 import { EventRowWriter, readEventRows } from '../../lib/ingest/row-serializer.ts'
 import { frameBody } from '../helpers/framing.ts'
 
@@ -58,6 +59,7 @@ interface Outcome { rows: Array<Array<string | null>>, ingested: number, failed:
 /** What the reference path alone makes of a task body. */
 function referenceParse (bytes: Buffer, firstLine = 1): Outcome {
   const writer = new EventRowWriter('org_1', 'web', receivedAt, 1024)
+  const referenceRow = new EventRow()
   const out: Outcome = { rows: [], ingested: 0, failed: 0, failures: [] }
   linesOf(bytes).forEach((lineBytes, i) => {
     const line = firstLine + i
@@ -70,9 +72,9 @@ function referenceParse (bytes: Buffer, firstLine = 1): Outcome {
     } catch {
       return fail('invalid_json')
     }
-    const row = normalizeEvent(value, bounds)
-    if (row instanceof EventRejection) return fail(row.code)
-    writer.write(row, seqBase + line, lineBytes.length)
+    const rejection = normalizeEvent(value, bounds, referenceRow)
+    if (rejection !== null) return fail(rejection.code)
+    writer.write(referenceRow, seqBase + line, lineBytes.length)
     out.ingested++
   })
   out.rows = readEventRows(writer.finish())
@@ -209,7 +211,7 @@ t.test('the scanner on any line: no throw, and a line it takes is stored as the 
     if (scanner.outcome !== scannedRow) return false
     taken++
     const got = new EventRowWriter('org_1', 'web', receivedAt, 64)
-    got.writeScanned(scanner, 7, line.length)
+    got.write(scanner.row, 7, line.length)
     const want = referenceParse(line, 7 - seqBase)
     return want.ingested === 1 && JSON.stringify(readEventRows(got.finish())) === JSON.stringify(want.rows)
   }

@@ -1,24 +1,29 @@
-// The line scanner against the reference path (JSON.parse, normalizeEvent, EventRowWriter#write):
-// every line it takes must come out as the same RowBinary row (read back field by field: the
-// reference pads some string lengths, which ClickHouse reads as the same number) and, for the
-// live tail, the same EventRow and the same SSE frame bytes (TailFrameWriter#addScanned against
-// serializeTailEvent). Lines come from a seeded generator of the shapes shippers send and of the corner
-// cases of docs/api.md section 6.4, plus hand-picked ones; declining is always allowed, except for the
-// common shapes listed at the end, which the fast path exists for.
+// The line scanner against the reference path (JSON.parse, normalizeEvent): every line it takes
+// must come out as the same event row (lib/events/event-row.ts), field for field; the same
+// RowBinary row through EventRowWriter#write, read back column by column (every stored column);
+// and the same tail frame bytes through TailFrameWriter#add, which must also be the events API's
+// JSON as JSON.stringify writes it from the reference row's values (an independent check of the
+// one JSON writer, lib/events/event-json.ts). Lines come from a seeded generator of the shapes
+// shippers send and of the corner cases of docs/api.md section 6.4, plus hand-picked ones;
+// declining is always allowed, except for the common shapes listed at the end, which the fast
+// path exists for.
 import t from 'tap'
 import type { Test } from 'tap'
 import { LineScanner, blankLine, declined, scannedRow } from '../../lib/ingest/line-scanner.ts'
-import { EventRejection, normalizeEvent } from '../../lib/ingest/event-schema.ts'
-import type { EventRow, TimeBounds } from '../../lib/ingest/event-schema.ts'
+import { EventRow } from '../../lib/events/event-row.ts'
+import { eventFields } from '../../lib/events/fields.ts'
+import type { EventObject } from '../../lib/events/event-row.ts'
+import { normalizeEvent } from '../../lib/events/normalize.ts'
+import type { TimeBounds } from '../../lib/events/normalize.ts'
 import { EventRowWriter, readEventRows } from '../../lib/ingest/row-serializer.ts'
 import { createRandom, generateLines } from '../../bench/payload.ts'
 import { TailFrameWriter } from '../../lib/live/tail-frames.ts'
-import { serializeTailEvent } from '../../lib/live/tail-event.ts'
 
 const day = 86_400_000
 const receivedAt = Date.UTC(2025, 10, 21, 12, 0, 0)
 const bounds: TimeBounds = { receivedAt, minTs: receivedAt - 30 * day, maxTs: receivedAt + 2 * day }
 const seq = 42
+const referenceRowBuffer = new EventRow()
 
 /** The reference row of a line, or null when the line fails. */
 function referenceRow (line: string): EventRow | null {
@@ -28,21 +33,28 @@ function referenceRow (line: string): EventRow | null {
   } catch {
     return null
   }
-  const row = normalizeEvent(value, bounds)
-  return row instanceof EventRejection ? null : row
+  return normalizeEvent(value, bounds, referenceRowBuffer) === null ? referenceRowBuffer : null
 }
 
-function referenceBytes (row: EventRow, size: number): Buffer {
+function rowBytes (row: EventRow, size: number): Buffer {
   const writer = new EventRowWriter('org_1', 'web', receivedAt, 64)
   writer.write(row, seq, size)
   return Buffer.from(writer.finish())
+}
+
+/** The events API's JSON of a row's values, by JSON.stringify: attrs spliced in before received_at. */
+function referenceJson (values: EventObject): string {
+  const { attrs, ...fields } = values
+  const fixed = JSON.stringify({ ...fields, received_at: receivedAt })
+  const at = fixed.lastIndexOf(',"received_at":')
+  return fixed.slice(0, at) + ',"attrs":' + String(attrs) + fixed.slice(at)
 }
 
 const scanner = new LineScanner()
 scanner.setBounds(bounds)
 const frames = new TailFrameWriter()
 
-interface Outcome { outcome: number, end: number, bytes?: Buffer, row?: EventRow }
+interface Outcome { outcome: number, end: number, bytes?: Buffer, row?: EventObject }
 
 /** Scans `line` placed after `before` in a buffer, followed by '\n' and `after`, as in a task. */
 function scan (line: string, before = '', after = ''): Outcome {
@@ -50,9 +62,7 @@ function scan (line: string, before = '', after = ''): Outcome {
   const start = Buffer.byteLength(before)
   const end = scanner.scan(buffer, start)
   if (scanner.outcome !== scannedRow) return { outcome: scanner.outcome, end }
-  const writer = new EventRowWriter('org_1', 'web', receivedAt, 64)
-  writer.writeScanned(scanner, seq, end - start)
-  return { outcome: scannedRow, end, bytes: Buffer.from(writer.finish()), row: scanner.toEventRow() }
+  return { outcome: scannedRow, end, bytes: rowBytes(scanner.row, end - start), row: scanner.row.toObject() }
 }
 
 /**
@@ -68,15 +78,16 @@ function check (line: string, before = '', after = ''): string {
   if (got.outcome === blankLine) return /^[ \t\r]*$/.test(line) ? 'taken' : `${at}: taken as blank`
   const row = referenceRow(line)
   if (row === null) return `${at}: taken, but the reference fails it`
-  const want = JSON.stringify(readEventRows(referenceBytes(row, size)))
+  const want = JSON.stringify(readEventRows(rowBytes(row, size)))
   const gotRows = JSON.stringify(readEventRows(got.bytes!))
   if (want !== gotRows) return `${at}: row ${gotRows}, reference ${want}`
-  if (JSON.stringify(row) !== JSON.stringify(got.row)) return `${at}: EventRow ${JSON.stringify(got.row)}, reference ${JSON.stringify(row)}`
-  // The scanner's state still holds the line (scan() read nothing after it).
+  const values = row.toObject()
+  if (JSON.stringify(values) !== JSON.stringify(got.row)) return `${at}: row ${JSON.stringify(got.row)}, reference ${JSON.stringify(values)}`
+  // The scanner's row still holds the line (scan() read nothing after it).
   frames.reset()
-  frames.addScanned(scanner, receivedAt)
+  frames.add(scanner.row, receivedAt)
   const frame = Buffer.from(frames.finish())
-  const wantFrame = Buffer.from('event: event\ndata: ' + serializeTailEvent(row, receivedAt) + '\n\n')
+  const wantFrame = Buffer.from('event: event\ndata: ' + referenceJson(values) + '\n\n')
   if (!frame.equals(wantFrame)) return `${at}: tail frame ${JSON.stringify(frame.toString())}, reference ${JSON.stringify(wantFrame.toString())}`
   return 'taken'
 }
@@ -101,13 +112,15 @@ const random = createRandom(20251121)
 const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]
 const chance = (p: number): boolean => random() < p
 
-const fieldKeys = ['host', 'path', 'method', 'status', 'ts', 'rt', 'bytes', 'src', 'user_agent'] as const
-const otherKeys = ['stream', 'pod', 'message', 'filename', 'level', '__proto__', 'constructor', '1', '01', '-1', 'a b', 'é', 'k"q', 'x\\y', '', 'hostname', 'ts2', 'log2', 'Host']
+/** The format-1 fields of the field table: every one is generated, so the test covers a new column. */
+const fieldKeys: readonly string[] = eventFields.filter((f) => f.format === 1).map((f) => f.key)
+const otherKeys = ['stream', 'pod', 'message', 'filename', 'msg', 'time', '@timestamp', 'severity', 'http', 'levelname', '__proto__', 'constructor', '1', '01', '-1', 'a b', 'é', 'k"q', 'x\\y', '', 'hostname', 'ts2', 'log2', 'Host']
 const escapedKeys = ['"\\u0068ost"', '"ho\\u0073t"', '"\\u006cog"', '"a\\/b"', '"a\\nb"', '"\\"q\\""']
 const stringBodies = [
   'web-01', '', ' ', 'GET', '/api/v1/users', 'caf\u00e9', '\u00e9\u{1f600}', '\u2028', 'tab\there', 'a"quote', 'back\\slash',
   'line\nbreak', 'nul\u0000char', '\u007f', '{"host":"nested"}', '2025-11-21T11:59:00Z', '1763726340000',
 ]
+const levelTexts = ['info', 'INFO', 'Warning', 'warn', 'err', 'ERROR', 'crit', 'fatal', 'debug', 'trace', 'notice', 'verbose', 'loud', '', 'inf', 'info ', '30', '3', 'caf\u00e9']
 const rawEscapes = ['\\/', '\\u0041', '\\u00e9', '\\u20ac', '\\ud83d\\ude00', '\\ud800', '\\udc00x', '\\b', '\\f', '\\r', '\\u001f', '\\u005C', '\\U0041', '\\x41', '\\']
 const numbers = [
   '0', '-0', '1', '99', '100', '200', '599', '600', '200.0', '2e2', '2E+2', '1.5', '0.25', '-1', '1e999', '-1e999', '1E400',
@@ -147,10 +160,12 @@ function fieldValue (key: string, depth: number): string {
   const r = random()
   if (r < 0.08) return 'null'
   switch (key) {
-    case 'status': return r < 0.6 ? pick(['200', '404', '503', '200.0', '2e2']) : r < 0.8 ? pick(numbers) : anyValue(depth)
-    case 'ts': return r < 0.35 ? JSON.stringify(pick(times)) : r < 0.8 ? pick(numbers) : anyValue(depth)
-    case 'rt': return r < 0.5 ? pick(['0.123', '0', '1.5', '0.000123', '12']) : r < 0.8 ? pick(numbers) : anyValue(depth)
-    case 'bytes': return r < 0.5 ? pick(['0', '5120', '123456']) : r < 0.8 ? pick(numbers) : anyValue(depth)
+    // Numeric strings ("200") are numbers for numeric fields (issue 15).
+    case 'status': return r < 0.6 ? pick(['200', '404', '503', '200.0', '2e2']) : r < 0.7 ? pick(numbers) : r < 0.8 ? JSON.stringify(pick(numbers)) : anyValue(depth)
+    case 'ts': return r < 0.35 ? JSON.stringify(pick(times)) : r < 0.7 ? pick(numbers) : r < 0.8 ? JSON.stringify(pick(numbers)) : anyValue(depth)
+    case 'rt': return r < 0.5 ? pick(['0.123', '0', '1.5', '0.000123', '12']) : r < 0.7 ? pick(numbers) : r < 0.8 ? JSON.stringify(pick(numbers)) : anyValue(depth)
+    case 'bytes': return r < 0.5 ? pick(['0', '5120', '123456']) : r < 0.7 ? pick(numbers) : r < 0.8 ? JSON.stringify(pick(numbers)) : anyValue(depth)
+    case 'level': return r < 0.5 ? JSON.stringify(pick(levelTexts)) : r < 0.7 ? pick(['10', '30', '35', '60', '70', '0', '3', '7', '8', '9']) : r < 0.8 ? JSON.stringify(pick(numbers)) : anyValue(depth)
     case 'log': return r < 0.4 ? JSON.stringify(nestedText(depth)) : r < 0.85 ? jsonString() : anyValue(depth)
     case 'filename': return r < 0.8 ? jsonString() : anyValue(depth)
     default: return fieldKeys.includes(key as typeof fieldKeys[number]) ? (r < 0.8 ? jsonString() : anyValue(depth)) : anyValue(depth)
@@ -254,7 +269,12 @@ t.test('the shapes shippers send are taken, not declined', async (t) => {
     '{"ts":1763726340000,"host":"web-1","method":"GET","path":"/x?a=1","status":200,"rt":0.012,"bytes":512,"src":"10.0.0.1","user_agent":"curl/8"}',
     '{"ts":"2025-11-21T11:59:00.123Z","host":"web-1","status":404}',
     '{"log":"GET /x 200\\n","stream":"stdout","time":"2025-11-21T11:59:00.1234567Z"}',
-    '{"log":"{\\"ts\\":\\"2025-11-21T11:59:00Z\\",\\"status\\":500,\\"path\\":\\"/a\\",\\"msg\\":\\"x \\\\\\"y\\\\\\"\\"}\\n","stream":"stderr"}',
+    '{"log":"{\\"ts\\":\\"2025-11-21T11:59:00Z\\",\\"status\\":500,\\"path\\":\\"/a\\",\\"level\\":\\"warn\\"}\\n","stream":"stderr"}',
+    // Issue 15: shippers' field names, mapped on the fast path too.
+    '{"level":30,"time":1763726340000,"pid":7,"hostname":"web-1","msg":"request done","req":{"id":1}}', // pino
+    '{"@timestamp":"2025-11-21T11:59:00.123Z","message":"GET /x","log.level":"info","service.name":"api"}', // ECS, flattened
+    '{"time":"2025-11-21T11:59:00+00:00","remote_addr":"10.0.0.1","request_method":"GET","uri":"/x","status":"200","body_bytes_sent":"512","request_time":"0.012","http_user_agent":"curl/8"}', // nginx JSON log_format
+    '{"severity_text":"ERROR","severityNumber":17,"body":"boom","timestamp":"1763726340123456789"}', // OpenTelemetry-shaped
     '{"log":"<html> \\u003cb\\u003e caf\\u00e9","filename":"/var/log/app.log"}',
     '{"message":"hello","level":"info","kubernetes":{"pod_name":"api-1","labels":{"app":"api"}},"tags":["a","b"]}',
     '{"host":"a","path":"/p","extra":null,"n":1.5,"big":1e3,"ok":true}',
@@ -289,8 +309,8 @@ t.test('nesting: the scanner takes what the reference keeps (64 levels) and decl
   for (const line of [`{"x":${nest(65)}}`, `{"x":${objects(65)}}`, `{"x":${nest(5_000)}}`, `{"log":"m","x":${nest(65)}}`,
     JSON.stringify({ log: `{"host":${nest(65)}}` })]) {
     t.equal(scan(line).outcome, declined, line.slice(0, 40))
-    const result = normalizeEvent(JSON.parse(line), bounds)
-    t.equal(result instanceof EventRejection ? result.code : 'stored', 'too_deep', 'the reference fails it with too_deep')
+    const result = normalizeEvent(JSON.parse(line), bounds, new EventRow())
+    t.equal(result?.code ?? 'stored', 'too_deep', 'the reference fails it with too_deep')
   }
   const kept = JSON.stringify({ log: `{"other":${nest(100)}}` })
   t.equal(scan(kept).outcome, declined, 'a deep nested log object is declined')

@@ -3,10 +3,11 @@
 // `sampleEvery` (so `dropped` is an estimate there); live stats see every row.
 import t from 'tap'
 import { LiveCollector, sampleEvery } from '../../lib/live/live-collector.ts'
-import type { EventRow } from '../../lib/ingest/event-schema.ts'
+import type { EventRow } from '../../lib/events/event-row.ts'
+import { eventRow } from '../helpers/events.ts'
 
 function row (i: number): EventRow {
-  return {
+  return eventRow({
     ts: 1_700_000_000_000 + i,
     host: i % 2 === 0 ? 'even' : 'odd',
     path: `/p/${i % 3}`,
@@ -15,11 +16,11 @@ function row (i: number): EventRow {
     rt: 0.01,
     bytes: 10,
     src: null,
-    userAgent: null,
+    user_agent: null,
     message: null,
     filename: null,
     attrs: '{}',
-  }
+  })
 }
 
 t.test('within the caps every match is serialized once and counted', async (t) => {

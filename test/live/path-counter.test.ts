@@ -3,6 +3,7 @@
 import t from 'tap'
 import { PathCounter } from '../../lib/live/path-counter.ts'
 import { LiveStats } from '../../lib/live/live-stats.ts'
+import { eventRow } from '../helpers/events.ts'
 
 /** Counts each path of `paths` from a buffer holding them all, as the scanner's spans. */
 function countAll (counter: PathCounter, paths: string[]): void {
@@ -47,13 +48,20 @@ t.test('reports paths as LiveStats chooses them: repeated ones first, most frequ
   for (let i = 0; i < 10; i++) paths.push(`/once${i}`)
   const counter = new PathCounter()
   countAll(counter, paths)
+  // The same events through LiveStats#add, its paths counted in a counter of its own, and as
+  // partials merged from one-event partials (LiveStats keeps merged paths in a Map by string).
   const fromBytes = new LiveStats()
+  const rowCounter = new PathCounter()
   const fromStrings = new LiveStats()
   for (const path of paths) {
-    fromBytes.addCounts(200, 1, 0.1)
-    fromStrings.add(200, 1, 0.1, path)
+    fromBytes.add(eventRow({ ts: 0, status: 200, bytes: 1, rt: 0.1, path }), rowCounter)
+    const one = new LiveStats()
+    const oneCounter = new PathCounter()
+    one.add(eventRow({ ts: 0, status: 200, bytes: 1, rt: 0.1, path }), oneCounter)
+    fromStrings.merge(one.toPartial(oneCounter))
   }
-  const a = fromBytes.toPartial(counter)
+  t.strictSame(new Map(rowCounter.frequent(1000)), new Map(counter.frequent(1000)), 'LiveStats#add counts each path once')
+  const a = fromBytes.toPartial(rowCounter)
   const b = fromStrings.toPartial()
   t.equal(a.paths.length, 32)
   const byCount = (list: Array<[string, number]>): number[] => list.map(([, n]) => n).sort((x, y) => y - x)

@@ -12,15 +12,17 @@ import type { BatchWriterOptions, InsertStats } from '../../lib/storage/batch-wr
 import { createClickHouse, ClickHouseError, clickhouseCodes } from '../../lib/storage/clickhouse.ts'
 import type { ClickHouse } from '../../lib/storage/clickhouse.ts'
 import { migration as eventsMigration } from '../../lib/storage/migrations/002_events.ts'
+import { migration as levelMigration } from '../../lib/storage/migrations/006_events_level.ts'
 import { eventColumns } from '../../lib/ingest/parse-task.ts'
 import { EventRowWriter } from '../../lib/ingest/row-serializer.ts'
+import { eventRow, tsvRow } from '../helpers/events.ts'
 import { createLogger } from '../../lib/logger.ts'
 import { SluiceError } from '../../lib/errors.ts'
 import { createTestDatabase } from '../helpers/clickhouse.ts'
 import { startTcpProxy } from '../helpers/tcp-proxy.ts'
 
 const db = await createTestDatabase(t, 'sluice_test_writer')
-for (const statement of eventsMigration.statements) await db.clickhouse.command(statement)
+for (const statement of [...eventsMigration.statements, ...levelMigration.statements]) await db.clickhouse.command(statement)
 
 const day = 1_700_000_000_000 // all rows in one daily partition, so one insert = one part
 
@@ -28,10 +30,10 @@ const day = 1_700_000_000_000 // all rows in one daily partition, so one insert 
 function eventRows (stream: string, n: number): Buffer {
   const writer = new EventRowWriter('org1', stream, day, 64)
   for (let i = 0; i < n; i++) {
-    writer.write({
+    writer.write(eventRow({
       ts: day + i, host: 'web-1', path: `/api/items/${i}`, method: 'GET', status: 200, rt: 0.012, bytes: 512,
-      src: '10.0.0.1', userAgent: 'curl/8.0', message: `message ${i}`, filename: null, attrs: '{}',
-    }, i, 100)
+      src: '10.0.0.1', user_agent: 'curl/8.0', message: `message ${i}`, filename: null, attrs: '{}',
+    }), i, 100)
   }
   return Buffer.from(writer.finish())
 }
@@ -40,7 +42,10 @@ function eventRows (stream: string, n: number): Buffer {
 function tsvRows (stream: string, n: number): Buffer {
   let text = ''
   for (let i = 0; i < n; i++) {
-    text += `org1\t${stream}\t${day + i}\t${day}\tweb-1\t/api/items/${i}\tGET\t200\t0.012\t512\t10.0.0.1\tcurl/8.0\tmessage ${i}\t\\N\t{}\t${i}\t100\n`
+    text += tsvRow({
+      org_id: 'org1', stream, ts: day + i, received_at: day, host: 'web-1', path: `/api/items/${i}`, method: 'GET', status: 200,
+      rt: 0.012, bytes: 512, src: '10.0.0.1', user_agent: 'curl/8.0', message: `message ${i}`, filename: null, attrs: '{}', seq: i, size: 100,
+    }) + '\n'
   }
   return Buffer.from(text)
 }

@@ -6,6 +6,7 @@ import { createIngestTarget } from '../helpers/ingest.ts'
 import { enforceRetention } from '../../lib/storage/retention.ts'
 import { createLogger } from '../../lib/logger.ts'
 import { eventColumns } from '../../lib/ingest/parse-task.ts'
+import { tsvRow } from '../helpers/events.ts'
 
 const day = 86_400_000
 
@@ -16,7 +17,7 @@ t.test('old partitions are dropped and short-retention streams trimmed', async (
   const org = s.app.store.orgByName('default')!.id
   const now = Date.now()
   const row = (stream: string, ts: number, i: number) =>
-    [org, stream, ts, now, 'h', '/p', 'GET', 200, 0.1, 1, '\\N', '\\N', '\\N', '\\N', '{}', i, 10].join('\t')
+    tsvRow({ org_id: org, stream, ts, received_at: now, host: 'h', path: '/p', method: 'GET', status: 200, rt: 0.1, bytes: 1, attrs: '{}', seq: i, size: 10 })
   const rows = [
     row('keep30', now - 40 * day, 1), // past every retention: its day partition goes
     row('keep30', now - 3 * day, 2), // within 30 days: stays
