@@ -11,6 +11,7 @@ import { migration as rollups } from './migrations/003_rollups.ts'
 import { migration as audit } from './migrations/004_audit.ts'
 import { migration as streamLifecycle } from './migrations/005_stream_lifecycle.ts'
 import { migration as eventsLevel } from './migrations/006_events_level.ts'
+import { migration as levelRollup } from './migrations/007_level_rollup.ts'
 
 export interface Migration {
   id: number
@@ -18,7 +19,7 @@ export interface Migration {
   statements: string[]
 }
 
-export const migrations: readonly Migration[] = [metadata, events, rollups, audit, streamLifecycle, eventsLevel]
+export const migrations: readonly Migration[] = [metadata, events, rollups, audit, streamLifecycle, eventsLevel, levelRollup]
 
 export interface MigrateResult {
   applied: number[]
