@@ -67,6 +67,7 @@ const topLists = [
   { key: 'not_found_paths', title: '404 paths', field: 'path', extra: ['status:404'], columns: [countColumn] },
   { key: 'user_agents', title: 'User agents', field: 'user_agent', columns: [countColumn] },
   { key: 'filenames', title: 'Files', field: 'filename', columns: [countColumn] },
+  { key: 'levels', title: 'Levels', field: 'level', columns: [countColumn] },
 ]
 
 export class TopLists {
@@ -122,7 +123,8 @@ export class TopLists {
     const terms = [filterTerm(list.field, value), ...(list.extra ?? [])]
     const label = value === null || value === undefined ? el('span', { class: 'none' }, '(none)') : String(value)
     const keyCell = el('td', { class: 'key', title: `Filter: ${terms.join(' ')}` },
-      list.field === 'status' ? el('span', { class: `status s${statusClass(value)}` }, label) : label)
+      list.field === 'status' ? el('span', { class: `status s${statusClass(value)}` }, label)
+        : list.field === 'level' && value !== null ? levelBadge(value) : label)
     // A bar behind the name, as long as the row's share of the largest value: the ranking at a glance.
     const barColumn = list.columns.findIndex((c) => c.bar)
     if (barColumn !== -1 && maxima[barColumn] > 0) {
@@ -141,7 +143,7 @@ export class TopLists {
 }
 
 /** @type {Record<string, string>} */
-const fieldLabels = { path: 'Path', status: 'Status', host: 'Host', src: 'Source', user_agent: 'User agent', filename: 'File' }
+const fieldLabels = { path: 'Path', status: 'Status', host: 'Host', src: 'Source', user_agent: 'User agent', filename: 'File', level: 'Level' }
 
 /** @param {string} field */
 function fieldLabel (field) {
@@ -157,10 +159,25 @@ function numberOf (value) {
   return typeof value === 'number' ? value : null
 }
 
+/** The levels of docs/api.md section 7.3, each with its colour (app.css, `.lvl-<level>`). */
+const knownLevels = new Set(['trace', 'debug', 'info', 'warn', 'error', 'fatal'])
+
+/**
+ * A level as a coloured badge; a value outside the known six keeps the neutral colour.
+ * @param {unknown} level
+ * @returns {HTMLSpanElement | string}
+ */
+export function levelBadge (level) {
+  if (typeof level !== 'string' || level === '') return ''
+  return el('span', { class: knownLevels.has(level) ? `lvl lvl-${level}` : 'lvl' }, level)
+}
+
 // --- events table ----------------------------------------------------------------------------
 
 /** Rows kept in the live tail: enough to scroll back a little, few enough to stay fast. */
 export const maxTailRows = 500
+/** Columns of the events table (index.html), which a notice row spans. */
+const eventColumns = 10
 
 export class EventsTable {
   /** @type {HTMLTableSectionElement} */
@@ -223,7 +240,7 @@ export class EventsTable {
    * @param {string} text
    */
   notice (text) {
-    this.#tbody.prepend(el('tr', { class: 'notice' }, el('td', { colspan: 9 }, text)))
+    this.#tbody.prepend(el('tr', { class: 'notice' }, el('td', { colspan: eventColumns }, text)))
     this.#trim(maxTailRows)
   }
 
@@ -235,7 +252,7 @@ export class EventsTable {
     /** @type {HTMLTableRowElement | undefined} */
     let row = this.#tbody.rows[0]
     if (row === undefined || !row.classList.contains('dropped')) {
-      row = el('tr', { class: 'notice dropped', dataset: { count: 0 } }, el('td', { colspan: 9 }))
+      row = el('tr', { class: 'notice dropped', dataset: { count: 0 } }, el('td', { colspan: eventColumns }))
       this.#tbody.prepend(row)
       this.#trim(maxTailRows)
     }
@@ -268,6 +285,7 @@ export class EventsTable {
     const cls = statusClass(event.status)
     const tr = el('tr', { class: 'event' + (fresh ? ' fresh' : ''), tabindex: 0 },
       el('td', { class: 'time', title: new Date(event.ts).toISOString() }, formatEventTime(event.ts, { withDate: this.#withDate })),
+      el('td', { class: 'level' }, levelBadge(event.level)),
       el('td', {}, event.status == null ? '' : el('span', { class: `status s${cls}` }, String(event.status))),
       el('td', { class: 'method' }, event.method ?? ''),
       el('td', { class: 'host' }, event.host ?? ''),
@@ -295,13 +313,13 @@ function summarizeAttrs (attrs) {
 
 /** @type {Array<[keyof SluiceEvent, string]>} */
 const detailFields = [
-  ['status', 'Status'], ['method', 'Method'], ['host', 'Host'], ['path', 'Path'], ['rt', 'Response time'],
+  ['level', 'Level'], ['status', 'Status'], ['method', 'Method'], ['host', 'Host'], ['path', 'Path'], ['rt', 'Response time'],
   ['bytes', 'Bytes'], ['src', 'Source'], ['user_agent', 'User agent'], ['filename', 'File'],
 ]
 /** @param {string} text */
 const aside = (text) => el('span', { class: 'aside' }, text)
 /** @type {Set<string>} */
-const filterable = new Set(['host', 'path', 'method', 'src', 'status', 'filename', 'user_agent'])
+const filterable = new Set(['level', 'host', 'path', 'method', 'src', 'status', 'filename', 'user_agent'])
 
 export class DetailDrawer {
   /** @type {HTMLElement} */
