@@ -14,6 +14,7 @@ import { createBatchWriter, writerSettings } from '../lib/storage/batch-writer.t
 import { loadConfig } from '../lib/config.ts'
 import type { InsertStats } from '../lib/storage/batch-writer.ts'
 import { migration as eventsMigration } from '../lib/storage/migrations/002_events.ts'
+import { migration as levelMigration } from '../lib/storage/migrations/006_events_level.ts'
 import { eventColumns } from '../lib/ingest/parse-task.ts'
 import { EventRowWriter } from '../lib/ingest/row-serializer.ts'
 import { EventRow } from '../lib/events/event-row.ts'
@@ -136,7 +137,7 @@ async function runWriters (): Promise<void> {
 
 try {
   await clickhouse.ensureDatabase()
-  for (const statement of eventsMigration.statements) await clickhouse.command(statement)
+  for (const statement of [...eventsMigration.statements, ...levelMigration.statements]) await clickhouse.command(statement)
   console.log(`# Batch writer benchmark: Node ${process.version}, ClickHouse ${await clickhouse.version()}, ${cpus().length} x ${cpus()[0]?.model ?? '?'}`)
   await compareBodies()
   await clickhouse.command('TRUNCATE TABLE events')

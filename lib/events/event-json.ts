@@ -9,7 +9,7 @@
 // surrogate). Numbers as JSON.stringify writes them (String(value)).
 import { Buffer } from 'node:buffer'
 import type { EventRow } from './event-row.ts'
-import { eventFields, fieldCount } from './fields.ts'
+import { eventFields, fieldCount, isStringField } from './fields.ts'
 
 const encoder = new TextEncoder()
 const ascii = (text: string): Uint8Array => encoder.encode(text)
@@ -18,7 +18,7 @@ const nullText = ascii('null')
 /** Per field: `{"name":` for the first, `,"name":` for the others. */
 const memberKeys = eventFields.map((f, i) => ascii((i === 0 ? '{' : ',') + JSON.stringify(f.name) + ':'))
 /** Per field: 0 a string, 1 an integer, 2 any other number. */
-const memberKinds = Uint8Array.from(eventFields, (f) => f.rule === 'string' ? 0 : f.rule === 'seconds' ? 2 : 1)
+const memberKinds = Uint8Array.from(eventFields, (f, i) => isStringField[i] ? 0 : f.rule === 'seconds' ? 2 : 1)
 const keyAttrs = ascii(',"attrs":')
 const keyReceivedAt = ascii(',"received_at":')
 /** Bytes of an event's JSON besides its strings and attrs, at most (keys, numbers, nulls). */

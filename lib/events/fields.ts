@@ -1,10 +1,17 @@
 // The event fields: ONE table from which everything that knows a field follows (docs/api.md
-// section 6.4): the reference path's type rules and failure messages (normalize.ts), the line
-// scanner's key classes (lib/ingest/line-scanner.ts), the row's slots (event-row.ts), the RowBinary
-// column order (`eventColumns`, lib/ingest/row-serializer.ts), the events API's JSON members and
-// their order (event-json.ts), and the strings the live tail's filters see.
+// section 6.4): the reference path's type rules, failure messages and field mapping
+// (normalize.ts), the line scanner's key classes (lib/ingest/line-scanner.ts), the row's slots
+// (event-row.ts), the RowBinary column order (`eventColumns`, lib/ingest/row-serializer.ts), the
+// events API's JSON members and their order (event-json.ts), and the strings the live tail's
+// filters see.
 //
 // Adding a column: one line here, one migration (lib/storage/migrations/), and the tests.
+//
+// Field mapping (`aliases`): the names common schemas use for a field (pino, Bunyan, GELF,
+// journald, OpenTelemetry, Elastic Common Schema, Python logging, nginx), tried in order when the
+// seed's own key gives no value. A dotted alias (`host.name`) is a key spelt that way or a path
+// into nested objects (`{"host":{"name":..}}`). The seed's key always wins; an alias whose value
+// does not fit the field stays in attrs (never failing the line), as does one that is not used.
 //
 // A field's index in `eventFields` is its number everywhere (the scanner's key class, the row's
 // slot, bit masks of fields): fewer than 31 fields, so a mask fits a small integer.
@@ -16,9 +23,12 @@
  * - ts: an RFC 3339 string or epoch seconds/ms/µs/ns by magnitude, within the task's bounds;
  * - status: an integer 100-599 (UInt16);
  * - seconds: a finite number >= 0 (Float64);
- * - count: an integer 0..2^53-1 (UInt64).
+ * - count: an integer 0..2^53-1 (UInt64);
+ * - level: a level name or number, normalised to trace|debug|info|warn|error|fatal (level.ts),
+ *   stored as its name; a value that is no level is kept in attrs (never failing the line).
+ * Numeric rules (ts, status, seconds, count, level) take numeric strings too ("status":"200").
  */
-export type FieldRule = 'string' | 'ts' | 'status' | 'seconds' | 'count'
+export type FieldRule = 'string' | 'ts' | 'status' | 'seconds' | 'count' | 'level'
 
 export interface EventField {
   /** The member name in the events API's JSON and in `q`. */
@@ -38,22 +48,28 @@ export interface EventField {
   readonly format: 1 | 2
   /** The failure message of a value of the wrong type (invalid_field). */
   readonly message: string
+  /** Other keys for this field, in order of preference (see "Field mapping" above). */
+  readonly aliases: readonly string[]
 }
 
 /** In the events API's member order. */
 export const eventFields: readonly EventField[] = [
-  { name: 'ts', key: 'ts', column: 'ts', type: 'UInt64', rule: 'ts', format: 1, message: 'ts must be an RFC 3339 string or a number of epoch seconds, milliseconds, microseconds or nanoseconds' },
-  { name: 'host', key: 'host', column: 'host', type: 'Nullable(String)', rule: 'string', format: 1, message: 'host must be a string' },
-  { name: 'path', key: 'path', column: 'path', type: 'Nullable(String)', rule: 'string', format: 1, message: 'path must be a string' },
-  { name: 'status', key: 'status', column: 'status', type: 'Nullable(UInt16)', rule: 'status', format: 1, message: 'status must be an integer 100-599' },
-  { name: 'rt', key: 'rt', column: 'rt', type: 'Nullable(Float64)', rule: 'seconds', format: 1, message: 'rt must be a finite number >= 0 (seconds)' },
-  { name: 'bytes', key: 'bytes', column: 'bytes', type: 'Nullable(UInt64)', rule: 'count', format: 1, message: 'bytes must be an integer from 0 to 2^53-1' },
-  { name: 'method', key: 'method', column: 'method', type: 'Nullable(String)', rule: 'string', format: 1, message: 'method must be a string' },
-  { name: 'src', key: 'src', column: 'src', type: 'Nullable(String)', rule: 'string', format: 1, message: 'src must be a string' },
-  { name: 'user_agent', key: 'user_agent', column: 'user_agent', type: 'Nullable(String)', rule: 'string', format: 1, message: 'user_agent must be a string' },
-  { name: 'message', key: 'log', column: 'message', type: 'Nullable(String)', rule: 'string', format: 2, message: 'log must be a string' },
-  { name: 'filename', key: 'filename', column: 'filename', type: 'Nullable(String)', rule: 'string', format: 2, message: 'filename must be a string' },
+  { name: 'ts', key: 'ts', column: 'ts', type: 'UInt64', rule: 'ts', format: 1, message: 'ts must be an RFC 3339 string or a number of epoch seconds, milliseconds, microseconds or nanoseconds', aliases: ['time', 'timestamp', '@timestamp', 'date'] },
+  { name: 'host', key: 'host', column: 'host', type: 'Nullable(String)', rule: 'string', format: 1, message: 'host must be a string', aliases: ['hostname', 'host.name'] },
+  { name: 'path', key: 'path', column: 'path', type: 'Nullable(String)', rule: 'string', format: 1, message: 'path must be a string', aliases: ['url.path', 'uri'] },
+  { name: 'status', key: 'status', column: 'status', type: 'Nullable(UInt16)', rule: 'status', format: 1, message: 'status must be an integer 100-599', aliases: ['http.response.status_code', 'http.status_code'] },
+  { name: 'rt', key: 'rt', column: 'rt', type: 'Nullable(Float64)', rule: 'seconds', format: 1, message: 'rt must be a finite number >= 0 (seconds)', aliases: ['request_time'] },
+  { name: 'bytes', key: 'bytes', column: 'bytes', type: 'Nullable(UInt64)', rule: 'count', format: 1, message: 'bytes must be an integer from 0 to 2^53-1', aliases: ['http.response.body.bytes', 'body_bytes_sent'] },
+  { name: 'method', key: 'method', column: 'method', type: 'Nullable(String)', rule: 'string', format: 1, message: 'method must be a string', aliases: ['http.request.method', 'http.method', 'request_method'] },
+  { name: 'src', key: 'src', column: 'src', type: 'Nullable(String)', rule: 'string', format: 1, message: 'src must be a string', aliases: ['source.address', 'client.address', 'source.ip', 'client.ip', 'remote_addr'] },
+  { name: 'user_agent', key: 'user_agent', column: 'user_agent', type: 'Nullable(String)', rule: 'string', format: 1, message: 'user_agent must be a string', aliases: ['user_agent.original', 'http.user_agent', 'http_user_agent'] },
+  { name: 'message', key: 'log', column: 'message', type: 'Nullable(String)', rule: 'string', format: 2, message: 'log must be a string', aliases: ['message', 'msg', 'MESSAGE', 'body', 'short_message'] },
+  { name: 'filename', key: 'filename', column: 'filename', type: 'Nullable(String)', rule: 'string', format: 2, message: 'filename must be a string', aliases: ['log.file.path'] },
+  { name: 'level', key: 'level', column: 'level', type: 'Nullable(String)', rule: 'level', format: 1, message: 'level must be a level name or number', aliases: ['severity', 'severity_text', 'severityText', 'levelname', 'log.level', 'severityNumber', 'severity_number'] },
 ]
+
+/** Aliases whose numbers are OpenTelemetry severity numbers (1-24), not syslog or pino levels. */
+export const severityNumberAliases: ReadonlySet<string> = new Set(['severityNumber', 'severity_number'])
 
 export const fieldCount = eventFields.length
 
@@ -74,8 +90,16 @@ export const fBytes = fieldNumber('bytes')
 export const fMessage = fieldNumber('message')
 export const fFilename = fieldNumber('filename')
 
-/** Per field, whether its value is a string (a byte span in a row). */
-export const isStringField: readonly boolean[] = eventFields.map((f) => f.rule === 'string')
+export const fLevel = fieldNumber('level')
+
+/** Per field, whether its value is a string (a byte span in a row): a level is stored as its name. */
+export const isStringField: readonly boolean[] = eventFields.map((f) => f.rule === 'string' || f.rule === 'level')
+
+/**
+ * Every alias key, and the first segment of every dotted alias (`http` of `http.request.method`):
+ * keys whose value the mapping may read. The line scanner declines lines holding one.
+ */
+export const mappedKeys: ReadonlySet<string> = new Set(eventFields.flatMap((f) => f.aliases.flatMap((a) => [a, a.split('.')[0]])))
 
 /** Bit mask of the format-1 fields (the ones a `log` object may carry). */
 export const format1Mask = eventFields.reduce((mask, f, i) => f.format === 1 ? mask | (1 << i) : mask, 0)

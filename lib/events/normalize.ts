@@ -4,19 +4,24 @@
 // over as JS objects; nothing JSON.parse can return makes it throw. The row's strings are
 // encoded onto its scratch, so everything downstream reads one row shape.
 //
-// - Format 2 is a line with a `log` key. `log` must be a string and becomes `message`; `filename`,
-//   when present, must be a string. Everything else is lenient: a format-1 field that is invalid
-//   (wrong type, or a ts out of range) is kept in attrs instead of failing the line. When `log`
-//   holds a JSON object (its first non-blank character is '{' and it parses), its format-1 fields
-//   are extracted the same lenient way; its other keys stay in `message` only. Each format-1
-//   field takes the nested value when valid, else the top-level value when valid; a value that
-//   does not fill its column is kept in attrs under its name (the nested one when both are left
-//   over, since attrs holds each key once).
-// - Format 1 is any other object, strictly checked: a wrong type or range fails the line. Its
-//   fields are the table's format-1 fields (host, path, method, src, user_agent, status, ts, rt,
-//   bytes); `message` and `filename` are columns of format 2 only, so in a format-1 line they are
-//   attrs like any key.
-// - JSON `null` for a field (a format-1 field, `log`, `filename`) means the field is absent: the
+// - Format 2 is a line whose `log` is a string: it becomes `message`; `filename`, when present,
+//   must be a string. Everything else is lenient: a field that is invalid (wrong type, or a ts
+//   out of range) is kept in attrs instead of failing the line. When `log` holds a JSON object
+//   (its first non-blank character is '{' and it parses), its fields are extracted the same
+//   lenient way, and its other keys go to attrs too. Each field takes the nested value when
+//   valid, else the top-level value when valid; a value that does not fill its column is kept
+//   in attrs under its name (the nested one when both are left over, since attrs holds each key
+//   once).
+// - Format 1 is any other object (`log` absent, null, or an object, read as Elastic Common
+//   Schema's `log`), strictly checked: a seed field (the table's format-1 fields: host, path,
+//   method, src, user_agent, status, ts, rt, bytes) of a wrong scalar type or range fails the
+//   line; an object under a seed key is ECS nesting (`"host":{"name":..}`), kept in attrs and
+//   read by the aliases; `level` never fails (a value that is no level is kept in attrs).
+// - Field mapping: a field the seed's keys leave empty takes the first of its aliases
+//   (fields.ts) that fits it, in the log object first, then in the line; an alias that does not
+//   fit stays in attrs, never failing the line. In format 1 `filename` is tried that way too.
+// - Numeric rules take numeric strings ("status":"200", what nginx's JSON log_format writes).
+// - JSON `null` under a seed key (a format-1 field, `log`, `filename`) means the field is absent: the
 //   column is NULL and nothing goes to attrs. Shippers write null for "no value", and failing
 //   such lines would drop good data. So a null `log` makes a format-1 line. Under any other key
 //   null is data, kept in attrs.
@@ -36,7 +41,8 @@
 //   The line scanner declines such lines (its own depth bound is this constant), so both paths
 //   agree.
 import type { EventRow } from './event-row.ts'
-import { eventFields, fieldOfKey, fMessage, fFilename } from './fields.ts'
+import { eventFields, fieldCount, fieldOfKey, fMessage, severityNumberAliases } from './fields.ts'
+import { isNumericText, levelBytes, levelOf, levelOffsets } from './level.ts'
 import { EventRejection } from './rejection.ts'
 import { epochMsFromNumber, epochMsFromRfc3339 } from './time.ts'
 
@@ -56,34 +62,58 @@ const stored = 0
 const wrongType = 1
 const outOfRange = 2
 
-/** Validates a non-null value of field `field` by its rule and stores it in the row when valid. */
-function storeField (row: EventRow, field: number, value: unknown, bounds: TimeBounds): number {
+/** A ts value's ms since the epoch: a number by magnitude, RFC 3339 text or a numeric string; NaN when none. */
+function tsOf (value: unknown): number {
+  if (typeof value === 'number') return epochMsFromNumber(value)
+  if (typeof value !== 'string') return NaN
+  const ms = epochMsFromRfc3339(value)
+  return Number.isNaN(ms) && isNumericText(value) ? epochMsFromNumber(Number(value)) : ms
+}
+
+/** A number, or a numeric string's number ("status":"200"); NaN otherwise. */
+function numberOf (value: unknown): number {
+  if (typeof value === 'number') return value
+  return typeof value === 'string' && isNumericText(value) ? Number(value) : NaN
+}
+
+/**
+ * Validates a non-null value of field `field` by its rule and stores it in the row when valid.
+ * `severityNumber`: a level is an OpenTelemetry severity number.
+ */
+function storeField (row: EventRow, field: number, value: unknown, bounds: TimeBounds, severityNumber = false): number {
   switch (eventFields[field].rule) {
     case 'string':
       if (typeof value !== 'string') return wrongType
       row.setText(field, value)
       return stored
-    case 'status':
-      if (typeof value !== 'number' || !Number.isInteger(value) || value < 100 || value > 599) return wrongType
-      break
+    case 'level': {
+      const level = levelOf(value, severityNumber)
+      if (level < 0) return wrongType
+      row.setSpan(field, levelBytes, levelOffsets[level], levelOffsets[level + 1])
+      return stored
+    }
     case 'ts': {
-      const ms = typeof value === 'number' ? epochMsFromNumber(value) : typeof value === 'string' ? epochMsFromRfc3339(value) : NaN
+      const ms = tsOf(value)
       if (Number.isNaN(ms)) return wrongType
       if (ms < bounds.minTs || ms > bounds.maxTs) return outOfRange
       row.number[field] = ms
       return stored
     }
+  }
+  const number = numberOf(value)
+  switch (eventFields[field].rule) {
+    case 'status':
+      if (!Number.isInteger(number) || number < 100 || number > 599) return wrongType
+      break
     case 'seconds':
       // JSON.parse turns 1e999 into Infinity, which no column can hold.
-      if (typeof value !== 'number' || !(value >= 0) || value === Infinity) return wrongType
-      // -0 would be stored as -0 and print as "-0": rt >= 0 allows it, the column should not.
-      row.number[field] = value + 0
-      return stored
-    case 'count':
-      if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) return wrongType
+      if (!(number >= 0) || number === Infinity) return wrongType
       break
+    default: // count
+      if (!Number.isSafeInteger(number) || number < 0) return wrongType
   }
-  row.number[field] = value as number
+  // -0 would be stored as -0 and print as "-0": rt >= 0 allows it, the column should not.
+  row.number[field] = number + 0
   return stored
 }
 
@@ -93,7 +123,7 @@ function describeTime (ms: number): string {
 }
 
 function rejectTs (value: unknown, bounds: TimeBounds): EventRejection {
-  const ms = typeof value === 'number' ? epochMsFromNumber(value) : epochMsFromRfc3339(value as string)
+  const ms = tsOf(value)
   const message = ms < bounds.minTs
     ? `ts ${describeTime(ms)} is older than the stream's retention (${describeTime(bounds.minTs)})`
     : `ts ${describeTime(ms)} is after the newest accepted time (${describeTime(bounds.maxTs)})`
@@ -150,103 +180,162 @@ function appendAttr (attrs: string, pair: string): string {
   return attrs === '' ? '{' + pair : attrs + ',' + pair
 }
 
+function isPlainObject (value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
 /**
  * Validates and normalizes one parsed line (or a record a protocol adapter built as a JS object in
  * the line shape) into `row`, which it resets first. Returns null when the row holds the event, or
  * the rejection that fails the line: `not_an_object`, `invalid_field`, `ts_out_of_range` or
  * `too_deep`.
+ *
+ * Each field takes the first of these that fits it (a value that does not stays in attrs):
+ * - format 2: the field in the object `log` holds, then the line's own key (both lenient);
+ *   format 1: the line's own key, strictly (a wrong scalar type fails the line; an object is read
+ *   as ECS and kept in attrs; a level never fails);
+ * - then its aliases (fields.ts), in order: in the `log` object first (format 2), then the line.
+ * attrs holds every key not used for a field (null under a field's key means absent: not kept),
+ * the `log` object's first, each key once.
  */
 export function normalizeEvent (value: unknown, bounds: TimeBounds, row: EventRow): EventRejection | null {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+  if (!isPlainObject(value)) {
     return new EventRejection('not_an_object', `a line must be a JSON object, not ${describeJsonType(value)}`)
   }
   row.reset(bounds.receivedAt)
-  const line = value as JsonObject
+  const line = value
   // "log" is not on Object.prototype, so a plain read sees only the line's own key. Likewise the
   // for-in loops below see own keys only: nothing in a worker adds enumerable prototype keys.
-  const outcome = line.log === undefined || line.log === null ? normalizeFormat1(line, bounds, row) : normalizeFormat2(line, bounds, row)
-  if (typeof outcome === 'string') {
-    row.setAttrsText(outcome === '' ? '{}' : outcome + '}')
-    return null
+  const log = line.log
+  const format2 = typeof log === 'string'
+  if (log !== undefined && log !== null && !format2 && !isPlainObject(log)) {
+    return new EventRejection('invalid_field', eventFields[fMessage].message)
   }
-  return outcome
+  let filled = 0
+  // Keys used for a field (or null under a field's key): not kept in attrs.
+  const usedNested = new Set<string>()
+  const used = new Set<string>()
+  let nested: JsonObject | undefined
+  if (format2) {
+    row.setText(fMessage, log)
+    filled |= 1 << fMessage
+    used.add('log')
+    nested = parseNestedObject(log)
+    if (nested !== undefined) {
+      for (const key in nested) {
+        const field = fieldOfKey(key)
+        if (field < 0 || eventFields[field].format !== 1) continue
+        const v = nested[key]
+        if (v === null) usedNested.add(key)
+        else if (storeField(row, field, v, bounds) === stored) {
+          filled |= 1 << field
+          usedNested.add(key)
+        }
+      }
+    }
+  } else if (log === null) {
+    used.add('log') // a null log made this line format 1: it is absent, not an attr
+  }
+  for (const key in line) {
+    const field = fieldOfKey(key)
+    if (field < 0 || field === fMessage) continue
+    const v = line[key]
+    const format = eventFields[field].format
+    if (format === 2) {
+      // filename: a column of format 2, checked as the seed checks it; in format 1 an alias.
+      if (!format2) continue
+      if (v !== null && typeof v !== 'string') return new EventRejection('invalid_field', eventFields[field].message)
+      if (v !== null) {
+        row.setText(field, v)
+        filled |= 1 << field
+      }
+      used.add(key)
+      continue
+    }
+    if (v === null) {
+      used.add(key)
+      continue
+    }
+    // A field the log object filled: the line's value stays in attrs.
+    if ((filled & (1 << field)) !== 0) continue
+    const outcome = storeField(row, field, v, bounds)
+    if (outcome === stored) {
+      filled |= 1 << field
+      used.add(key)
+    } else if (!format2 && !isPlainObject(v) && eventFields[field].rule !== 'level') {
+      if (outcome === wrongType) return new EventRejection('invalid_field', eventFields[field].message)
+      return rejectTs(v, bounds)
+    }
+  }
+  for (let field = 0; field < fieldCount; field++) {
+    if ((filled & (1 << field)) !== 0) continue
+    const f = eventFields[field]
+    // In format 1, a format-2 field's own key (filename) is tried like an alias, first.
+    const keys = f.format === 2 && !format2 && f.key !== 'log' ? [f.key, ...f.aliases] : f.aliases
+    if (keys.length === 0) continue
+    if (nested !== undefined && field !== fMessage && mapAlias(row, field, keys, nested, usedNested, bounds)) continue
+    mapAlias(row, field, keys, line, used, bounds)
+  }
+  let attrs = ''
+  if (nested !== undefined) {
+    for (const key in nested) {
+      if (usedNested.has(key)) continue
+      const pair = attrPair(key, nested[key])
+      if (pair === undefined) {
+        // A deep value under a key that is no field stays in the message only, as it did before
+        // such keys were kept in attrs; a field's value is held to the limit (too_deep).
+        const field = fieldOfKey(key)
+        if (field < 0 || eventFields[field].format !== 1) continue
+        return tooDeep(key)
+      }
+      attrs = appendAttr(attrs, pair)
+      // attrs holds each key once: the log object's value, when both have it.
+      used.add(key)
+    }
+  }
+  for (const key in line) {
+    if (used.has(key)) continue
+    const pair = attrPair(key, line[key])
+    if (pair === undefined) return tooDeep(key)
+    attrs = appendAttr(attrs, pair)
+  }
+  row.setAttrsText(attrs === '' ? '{}' : attrs + '}')
+  return null
+}
+
+/**
+ * Stores the first of `keys` found in `object` (a key spelt that way, or a dotted path into its
+ * objects) whose value fits field `field`; a key spelt that way is then marked used. True when
+ * one did.
+ */
+function mapAlias (row: EventRow, field: number, keys: readonly string[], object: JsonObject, used: Set<string>,
+  bounds: TimeBounds): boolean {
+  for (const key of keys) {
+    let v: unknown = Object.hasOwn(object, key) ? object[key] : undefined
+    const spelt = v !== undefined
+    if (!spelt && key.includes('.')) v = valueAtPath(object, key)
+    if (v === undefined || v === null) continue
+    if (storeField(row, field, v, bounds, severityNumberAliases.has(key)) !== stored) continue
+    if (spelt) used.add(key)
+    return true
+  }
+  return false
+}
+
+/** The value at a dotted path through nested objects (`host.name`), or undefined. */
+function valueAtPath (object: JsonObject, path: string): unknown {
+  let at: unknown = object
+  for (const segment of path.split('.')) {
+    if (!isPlainObject(at) || !Object.hasOwn(at, segment)) return undefined
+    at = at[segment]
+  }
+  return at
 }
 
 function describeJsonType (value: unknown): string {
   if (value === null) return 'null'
   if (Array.isArray(value)) return 'an array'
   return typeof value === 'string' ? 'a string' : typeof value === 'number' ? 'a number' : 'a boolean'
-}
-
-/** The fields into the row; returns attrs' text so far ('' for none, else without its '}') or the rejection. */
-function normalizeFormat1 (line: JsonObject, bounds: TimeBounds, row: EventRow): string | EventRejection {
-  let attrs = ''
-  for (const key in line) {
-    const value = line[key]
-    const field = fieldOfKey(key)
-    if (field < 0 || eventFields[field].format !== 1) {
-      // A null log made this line format 1: it is absent, not an attr.
-      if (field === fMessage && value === null) continue
-      const pair = attrPair(key, value)
-      if (pair === undefined) return tooDeep(key)
-      attrs = appendAttr(attrs, pair)
-    } else if (value !== null) {
-      const outcome = storeField(row, field, value, bounds)
-      if (outcome === wrongType) return new EventRejection('invalid_field', eventFields[field].message)
-      if (outcome === outOfRange) return rejectTs(value, bounds)
-    }
-  }
-  return attrs
-}
-
-function normalizeFormat2 (line: JsonObject, bounds: TimeBounds, row: EventRow): string | EventRejection {
-  const log = line.log
-  if (typeof log !== 'string') return new EventRejection('invalid_field', eventFields[fMessage].message)
-  row.setText(fMessage, log)
-  let attrs = ''
-  // Fields filled from the nested object, and fields whose nested value went to attrs.
-  let fromNested = 0
-  let nestedInAttrs = 0
-  const nested = parseNestedObject(log)
-  if (nested !== undefined) {
-    for (const key in nested) {
-      const value = nested[key]
-      const field = fieldOfKey(key)
-      if (field < 0 || eventFields[field].format !== 1 || value === null) continue
-      if (storeField(row, field, value, bounds) === stored) {
-        fromNested |= 1 << field
-      } else {
-        const pair = attrPair(key, value)
-        if (pair === undefined) return tooDeep(key)
-        attrs = appendAttr(attrs, pair)
-        nestedInAttrs |= 1 << field
-      }
-    }
-  }
-  for (const key in line) {
-    const field = fieldOfKey(key)
-    if (field === fMessage) continue
-    const value = line[key]
-    if (field === fFilename) {
-      if (value === null) continue
-      if (typeof value !== 'string') return new EventRejection('invalid_field', eventFields[fFilename].message)
-      row.setText(fFilename, value)
-      continue
-    }
-    if (field >= 0) {
-      if (value === null) continue
-      const bit = 1 << field
-      if ((fromNested & bit) === 0) {
-        if (storeField(row, field, value, bounds) === stored) continue
-        // Both values invalid: attrs holds the nested one under this key already.
-        if ((nestedInAttrs & bit) !== 0) continue
-      }
-    }
-    const pair = attrPair(key, value)
-    if (pair === undefined) return tooDeep(key)
-    attrs = appendAttr(attrs, pair)
-  }
-  return attrs
 }
 
 /** The object a `log` string holds, if it holds one: text starting with '{' that parses. */

@@ -26,7 +26,8 @@
 // division (Clinger's fast path), anything longer by Number() on the token's text.
 import { Buffer } from 'node:buffer'
 import { EventRow } from '../events/event-row.ts'
-import { eventFields, fieldCount, fFilename, fMessage, format1Mask } from '../events/fields.ts'
+import { eventFields, fieldCount, fFilename, fMessage, format1Mask, mappedKeys, severityNumberAliases } from '../events/fields.ts'
+import { levelBytes, levelOffsets, levelOfNameBytes, levelOfNumber, levelOfSeverityNumber } from '../events/level.ts'
 import {
   BACKSLASH, JsonLexer, LF, QUOTE, copyBytes, escOther, escSimple, escSurrogate, numberOf, sameBytes, skipBlank, skipSpace,
 } from '../events/json-lex.ts'
@@ -51,10 +52,28 @@ const tNull = 4
 const tContainer = 5
 
 // Key classes: a key naming a field of the table (fields.ts) has that field's number; format 2's
-// `log` is the message field's. Every other key is kOther.
+// `log` is the message field's. A key the field mapping may read (an alias, or the first segment
+// of a dotted one: fields.ts mappedKeys) is kMapped, and its line is declined (the reference path
+// maps it). Every other key is kOther.
 const kLog = fMessage
 const kFilename = fFilename
 const kOther = fieldCount
+const kMapped = fieldCount + 1
+/**
+ * Each alias spelt as a key (fields.ts `aliases`) has class aliasBase + its index in aliasKeys;
+ * the scanner maps those as the reference path does (a dotted alias read as a path is the
+ * reference path's alone: its first segment is kMapped).
+ */
+const aliasBase = fieldCount + 2
+const aliasKeys: Array<{ key: string, field: number }> = eventFields.flatMap((f, field) => f.aliases.map((key) => ({ key, field })))
+/** Per field, the classes to try for it in order when its own key gave no value. */
+const aliasClassesOf: number[][] = eventFields.map((f, field) => [
+  // In format 1, a format-2 field's own key (filename) is tried like an alias, first.
+  ...(f.format === 2 && f.key !== eventFields[fMessage].key ? [field] : []),
+  ...aliasKeys.flatMap((a, k) => a.field === field ? [aliasBase + k] : []),
+])
+/** Per alias class (from aliasBase): whether its numbers are OpenTelemetry severity numbers. */
+const aliasSeverity = aliasKeys.map((a) => severityNumberAliases.has(a.key))
 
 // Field rules as small integers, per key class, for #storeField.
 const rString = 0
@@ -62,12 +81,14 @@ const rTs = 1
 const rStatus = 2
 const rSeconds = 3
 const rCount = 4
+const rLevel = 5
 const ruleOf = Uint8Array.from(eventFields, (f) =>
-  f.rule === 'string' ? rString : f.rule === 'ts' ? rTs : f.rule === 'status' ? rStatus : f.rule === 'seconds' ? rSeconds : rCount)
+  f.rule === 'string' ? rString : f.rule === 'ts' ? rTs : f.rule === 'status' ? rStatus : f.rule === 'seconds' ? rSeconds
+    : f.rule === 'level' ? rLevel : rCount)
 
 /** Whether key class `cls` is a format-1 field (one a `log` object may carry too). */
 function isFormat1 (cls: number): boolean {
-  return (format1Mask & (1 << cls)) !== 0
+  return cls < fieldCount && (format1Mask & (1 << cls)) !== 0
 }
 
 /** #members: read the line again, recording its members (format 2, or an invalid field). */
@@ -91,7 +112,7 @@ export class LineScanner {
   #bounds: TimeBounds = { receivedAt: 0, minTs: 0, maxTs: 0 }
   // Inside a `log` object LF is whitespace; on a line it ends the line.
   #lfIsSpace = false
-  // #members stores format-1 members as it reads them (else it records them for #format2).
+  // #members stores format-1 members as it reads them (else it records them for #recorded).
   #direct = true
   // A nested scan failed for a reason other than invalid JSON: decline the line.
   #unsupported = false
@@ -117,6 +138,8 @@ export class LineScanner {
   readonly #valueNumber = new Float64Array(maxMembers)
   readonly #valuePlain = new Uint8Array(maxMembers)
   readonly #valueRead = new Uint8Array(maxMembers)
+  /** #recorded: members whose value went to a column (or null under a field's key). */
+  readonly #used = new Uint8Array(maxMembers)
 
   // The format-1 fields found in a `log` object (by key class).
   #nestedSeen = 0
@@ -158,10 +181,7 @@ export class LineScanner {
       end = this.#members(line, i + 1)
     }
     if (end < 0) return 0
-    if (!this.#direct) {
-      const log = this.#find(kLog)
-      if (log < 0 || this.#valueType[log] === tNull || !this.#format2(line, log)) return 0
-    }
+    if (!this.#direct && !this.#recorded(line, this.#find(kLog))) return 0
     i = skipSpace(line, end, false)
     if (i < line.length && line[i] !== LF) return 0
     const row = this.row
@@ -186,8 +206,8 @@ export class LineScanner {
   /**
    * The members of the top-level object from after its '{'; returns the index after its '}', -1
    * to decline the line, or readAgain. While #direct, each member is stored by format 1's rules
-   * as it is read, and readAgain means the line needs #format2 or has an invalid field; else the
-   * members are recorded for #format2. A line that starts with a non-null log switches to
+   * as it is read, and readAgain means the line needs #recorded (format 2, a mapped key, an invalid field); else the
+   * members are recorded for #recorded. A line that starts with a non-null log switches to
    * recording at once, with nothing to undo.
    */
   #members (src: Buffer, i: number): number {
@@ -201,7 +221,11 @@ export class LineScanner {
       if (i < 0 || this.#lex.escapes !== 0) return -1
       const keyEnd = i - 1
       const cls = classifyKey(src, keyStart, keyEnd)
-      if (cls === kOther) {
+      if (cls === kMapped) return -1
+      if (cls >= aliasBase) {
+        if (this.#direct) return readAgain
+        if (this.#find(cls) >= 0) return -1 // a repeated key: JSON.parse keeps the last
+      } else if (cls === kOther) {
         const first = src[keyStart]
         if (first >= 0x30 && first <= 0x39) return -1
         if (this.#repeatsKey(src, keyStart, keyEnd)) return -1
@@ -225,9 +249,11 @@ export class LineScanner {
             this.#number, this.#numberRead)) return readAgain
         } else if (cls === kLog) {
           if (type !== tNull) return readAgain
+        } else if (cls === kFilename) {
+          return readAgain // a column of format 2; in format 1 mapped (the reference path's)
         } else if (!this.#appendAttr(src, keyStart, keyEnd, cls, type, this.#start, this.#end, this.#escapes,
           this.#numberPlain, this.#numberRead, this.#number)) {
-          return cls === kFilename ? readAgain : -1 // a format-2 filename may be what attrs cannot hold
+          return -1
         }
       }
       if (!this.#direct || cls === kOther) {
@@ -268,50 +294,107 @@ export class LineScanner {
     return -1
   }
 
-  #format2 (line: Buffer, log: number): boolean {
-    // #logString set the message.
-    if (this.#valueType[log] !== tString) return false
-    let fromNested = 0
+  /**
+   * Fills the row from the recorded members: format 2 when `log` (a member, or -1) is a string,
+   * else format 1 (a line with a mapped key or a filename). False to decline the line.
+   */
+  #recorded (line: Buffer, log: number): boolean {
+    const format2 = log >= 0 && this.#valueType[log] !== tNull
+    const row = this.row
+    let filled = 0
+    if (format2) {
+      // #logString set the message.
+      if (this.#valueType[log] !== tString) return false
+      filled = 1 << fMessage
+      const source = row.source[fMessage]!
+      // parseNestedObject's test, on the message: its first non-blank character is '{'.
+      if (source[skipBlank(source, row.start[fMessage], row.end[fMessage])] === 0x7b) {
+        const fromNested = this.#nestedObject(line)
+        if (fromNested < 0) return false
+        filled |= fromNested
+      }
+    }
+    const used = this.#used
+    for (let m = 0; m < this.#count; m++) {
+      used[m] = 0
+      const cls = this.#class[m]
+      const type = this.#valueType[m]
+      if (cls === kLog) {
+        used[m] = 1 // the message, or a null log: absent
+      } else if (cls === kFilename) {
+        if (!format2) continue // mapped like an alias, below
+        if (type === tNull) {
+          used[m] = 1
+          continue
+        }
+        if (type !== tString) return false
+        if (!this.#storeString(fFilename, line, this.#valueStart[m], this.#valueEnd[m], this.#valueEscapes[m])) return false
+        filled |= 1 << fFilename
+        used[m] = 1
+      } else if (isFormat1(cls)) {
+        if (type === tNull) {
+          used[m] = 1
+          continue
+        }
+        // A field the log object filled: this value goes to attrs.
+        if ((filled & (1 << cls)) !== 0) continue
+        if (this.#storeMember(line, cls, m, false)) {
+          filled |= 1 << cls
+          used[m] = 1
+          continue
+        }
+        // Format 1 fails the line (or reads an object as ECS): the reference path's to word.
+        if (!format2) return false
+        // Format 2 keeps an invalid value in attrs; but a string for a numeric field may be a
+        // numeric string the reference path reads.
+        if (type === tString && ruleOf[cls] !== rString) return false
+      }
+    }
+    // Fields still empty take their aliases, in order (the log object's were declined).
+    for (let field = 0; field < fieldCount; field++) {
+      if ((filled & (1 << field)) !== 0) continue
+      const classes = aliasClassesOf[field]
+      for (let c = 0; c < classes.length; c++) {
+        const cls = classes[c]
+        if (cls === field && format2) continue // filename in format 2 was read above
+        const m = this.#find(cls)
+        if (m < 0 || this.#valueType[m] === tNull) continue
+        if (!this.#storeMember(line, field, m, cls >= aliasBase && aliasSeverity[cls - aliasBase])) {
+          // A string that may be a numeric string: the reference path's to read.
+          if (this.#valueType[m] === tString && ruleOf[field] !== rString) return false
+          continue
+        }
+        used[m] = 1
+        break
+      }
+    }
+    for (let m = 0; m < this.#count; m++) {
+      if (used[m] === 1) continue
+      if (!this.#appendAttr(line, this.#keyStart[m], this.#keyEnd[m], this.#class[m], this.#valueType[m], this.#valueStart[m], this.#valueEnd[m],
+        this.#valueEscapes[m], this.#valuePlain[m] === 1, this.#valueRead[m] === 1, this.#valueNumber[m])) return false
+    }
+    return true
+  }
+
+  /** Reads the object the message (a log string) holds; returns the fields it filled, -1 to decline. */
+  #nestedObject (line: Buffer): number {
     const row = this.row
     let source = row.source[fMessage]!
     let start = row.start[fMessage]
     let end = row.end[fMessage]
-    // parseNestedObject's test, on the message: its first non-blank character is '{'.
-    if (source[skipBlank(source, start, end)] === 0x7b) {
-      if (source !== row.scratch) {
-        // A log without escapes that may be an object: read from a copy, after which a
-        // sentinel stops every scan (in the line, the log's closing quote would not).
-        row.scratchRoom(2 * (end - start) + 1)
-        const at = row.scratchLength
-        row.scratchLength = copyBytes(line, start, end, row.scratch, at)
-        source = row.scratch
-        start = at
-        end = row.scratchLength
-      }
-      // A 0 byte after the message: invalid anywhere in JSON, so no scan reads past it.
-      row.scratch[row.scratchLength++] = 0
-      fromNested = this.#nested(row.scratch, start, end)
-      if (fromNested < 0) return false
+    if (source !== row.scratch) {
+      // A log without escapes that may be an object: read from a copy, after which a
+      // sentinel stops every scan (in the line, the log's closing quote would not).
+      row.scratchRoom(2 * (end - start) + 1)
+      const at = row.scratchLength
+      row.scratchLength = copyBytes(line, start, end, row.scratch, at)
+      source = row.scratch
+      start = at
+      end = row.scratchLength
     }
-    for (let m = 0; m < this.#count; m++) {
-      const cls = this.#class[m]
-      if (cls === kLog) continue
-      const type = this.#valueType[m]
-      if (cls === kFilename) {
-        if (type === tNull) continue
-        if (type !== tString) return false
-        if (!this.#storeString(fFilename, line, this.#valueStart[m], this.#valueEnd[m], this.#valueEscapes[m])) return false
-        continue
-      }
-      if (isFormat1(cls)) {
-        if (type === tNull) continue
-        // A field the log object filled goes to attrs, as does an invalid one (format 2 is lenient).
-        if ((fromNested & (1 << cls)) === 0 && this.#storeMember(line, m)) continue
-      }
-      if (!this.#appendAttr(line, this.#keyStart[m], this.#keyEnd[m], cls, type, this.#valueStart[m], this.#valueEnd[m],
-        this.#valueEscapes[m], this.#valuePlain[m] === 1, this.#valueRead[m] === 1, this.#valueNumber[m])) return false
-    }
-    return true
+    // A 0 byte after the message: invalid anywhere in JSON, so no scan reads past it.
+    row.scratch[row.scratchLength++] = 0
+    return this.#nested(row.scratch, start, end)
   }
 
   /**
@@ -360,7 +443,12 @@ export class LineScanner {
         return -1
       }
       const cls = classifyKey(src, keyStart, keyEnd)
-      if (isFormat1(cls)) {
+      // Other keys of a log object go to attrs (the reference path's): declined.
+      if (!isFormat1(cls)) {
+        this.#unsupported = true
+        return -1
+      }
+      {
         if ((this.#nestedSeen & (1 << cls)) !== 0) {
           this.#unsupported = true
           return -1
@@ -381,14 +469,15 @@ export class LineScanner {
     }
   }
 
-  #storeMember (line: Buffer, m: number): boolean {
-    return this.#storeField(this.#class[m], line, this.#valueType[m], this.#valueStart[m], this.#valueEnd[m],
-      this.#valueEscapes[m], this.#valueNumber[m], this.#valueRead[m] === 1)
+  /** Stores member m's value as field `field`; false when it does not fit. */
+  #storeMember (line: Buffer, field: number, m: number, severityNumber: boolean): boolean {
+    return this.#storeField(field, line, this.#valueType[m], this.#valueStart[m], this.#valueEnd[m],
+      this.#valueEscapes[m], this.#valueNumber[m], this.#valueRead[m] === 1, severityNumber)
   }
 
   /** Validates a non-null value of format-1 field `cls` (normalize.ts's storeField) and stores it; false when invalid. */
   #storeField (cls: number, src: Buffer, type: number, start: number, end: number, escapes: number,
-    number: number, read: boolean): boolean {
+    number: number, read: boolean, severityNumber = false): boolean {
     const rule = ruleOf[cls]
     if (rule === rString) {
       if (type !== tString) return false
@@ -397,14 +486,30 @@ export class LineScanner {
     if (rule === rTs) {
       let ms: number
       if (type === tNumber) ms = epochMsFromNumber(read ? number : numberOf(src, start, end))
-      else if (type === tString && escapes === 0) ms = epochMsFromRfc3339Bytes(src, start, end)
-      else return false
+      else if (type === tString && escapes === 0) {
+        ms = epochMsFromRfc3339Bytes(src, start, end)
+        if (Number.isNaN(ms)) ms = epochMsFromNumber(this.#numericString(src, start, end))
+      } else return false
       if (!(ms >= this.#bounds.minTs && ms <= this.#bounds.maxTs)) return false
       this.row.number[cls] = ms
       return true
     }
-    if (type !== tNumber) return false
-    const value = read ? number : numberOf(src, start, end)
+    if (rule === rLevel) {
+      let level = -1
+      const ofNumber = severityNumber ? levelOfSeverityNumber : levelOfNumber
+      if (type === tNumber) level = ofNumber(read ? number : numberOf(src, start, end))
+      else if (type === tString && escapes === 0) {
+        level = levelOfNameBytes(src, start, end)
+        if (level < 0) level = ofNumber(this.#numericString(src, start, end))
+      }
+      if (level < 0) return false
+      this.row.setSpan(cls, levelBytes, levelOffsets[level], levelOffsets[level + 1])
+      return true
+    }
+    let value: number
+    if (type === tNumber) value = read ? number : numberOf(src, start, end)
+    else if (type === tString && escapes === 0) value = this.#numericString(src, start, end)
+    else return false
     if (rule === rStatus) {
       if (!Number.isInteger(value) || value < 100 || value > 599) return false
     } else if (rule === rSeconds) {
@@ -412,8 +517,14 @@ export class LineScanner {
     } else if (!Number.isSafeInteger(value) || value < 0) {
       return false
     }
-    this.row.number[cls] = value
+    this.row.number[cls] = value + 0 // -0 as 0, as the reference path stores it
     return true
+  }
+
+  /** The number a string body src[start, end) spells as a JSON number ("200"), NaN when it is none. Overwrites the token's number. */
+  #numericString (src: Buffer, start: number, end: number): number {
+    if (this.#numberToken(src, start) !== end) return NaN
+    return this.#numberRead ? this.#number : numberOf(src, start, end)
   }
 
   #storeString (field: number, src: Buffer, start: number, end: number, escapes: number): boolean {
@@ -423,7 +534,7 @@ export class LineScanner {
       return true
     }
     if ((escapes & escSurrogate) !== 0) return false
-    // src may be the scratch itself (a nested field): #format2 made room for this beforehand.
+    // src may be the scratch itself (a nested field): #nestedObject made room for this beforehand.
     if (src !== row.scratch) row.scratchRoom(end - start)
     const at = row.scratchLength
     row.scratchLength = this.#lex.unescapeInto(src, start, end, row.scratch, at)
@@ -665,19 +776,26 @@ export class LineScanner {
 // Key classes by the keys' bytes, from the field table: per key length, the fields whose key has
 // that length and the key's bytes. A key is compared byte by byte with the few candidates of its
 // length (one or two per length), and most keys differ from them in the first byte.
-const keyBytes = eventFields.map((f) => Buffer.from(f.key, 'latin1'))
+const classKeys: Array<[string, number]> = [
+  ...eventFields.map((f, i): [string, number] => [f.key, i]),
+  ...aliasKeys.map((a, k): [string, number] => [a.key, aliasBase + k]),
+]
+for (const key of mappedKeys) if (!classKeys.some(([known]) => known === key)) classKeys.push([key, kMapped])
+const keyBytes = classKeys.map(([key]) => Buffer.from(key, 'utf8'))
+const keyClasses = Uint8Array.from(classKeys, ([, cls]) => cls)
 const maxKeyLength = Math.max(...keyBytes.map((k) => k.length))
+/** Per key length, the indexes (into keyBytes) of the keys of that length. */
 const candidatesByLength: Uint8Array[] = Array.from({ length: maxKeyLength + 1 }, (_, length) =>
-  Uint8Array.from(eventFields.flatMap((_f, i) => keyBytes[i].length === length ? [i] : [])))
+  Uint8Array.from(keyBytes.flatMap((k, i) => k.length === length ? [i] : [])))
 
-/** The key class of the key src[start, end) (no escapes): a field's number, or kOther. */
+/** The key class of the key src[start, end) (no escapes): a field's number, kMapped or kOther. */
 function classifyKey (src: Buffer, start: number, end: number): number {
   const length = end - start
   if (length > maxKeyLength) return kOther
   const candidates = candidatesByLength[length]
   for (let c = 0; c < candidates.length; c++) {
-    const field = candidates[c]
-    if (sameBytes(keyBytes[field], 0, src, start, length)) return field
+    const k = candidates[c]
+    if (sameBytes(keyBytes[k], 0, src, start, length)) return keyClasses[k]
   }
   return kOther
 }

@@ -23,7 +23,7 @@
 // table: a new field needs no change here.
 import { Buffer } from 'node:buffer'
 import type { EventRow } from '../events/event-row.ts'
-import { eventFields, fieldCount } from '../events/fields.ts'
+import { eventFields, fieldCount, isStringField } from '../events/fields.ts'
 import { maxUtf8BytesPerUnit } from '../events/json-lex.ts'
 
 // Spans up to this many bytes are copied by a JS loop, longer ones by Buffer#copy (a native call,
@@ -39,8 +39,8 @@ const cTs = 1 // UInt64, never NULL
 const cUInt16 = 2
 const cFloat64 = 3
 const cUInt64 = 4
-const columnKinds = Uint8Array.from(eventFields, (f) =>
-  f.rule === 'string' ? cString : f.rule === 'ts' ? cTs : f.rule === 'status' ? cUInt16 : f.rule === 'seconds' ? cFloat64 : cUInt64)
+const columnKinds = Uint8Array.from(eventFields, (f, i) =>
+  isStringField[i] ? cString : f.rule === 'ts' ? cTs : f.rule === 'status' ? cUInt16 : f.rule === 'seconds' ? cFloat64 : cUInt64)
 
 // Bound on a row's bytes besides its strings: per field at most a null flag and 8 bytes or a
 // 5-byte string length; attrs' length (5), seq (8), size (4).
@@ -222,8 +222,8 @@ export function readEventRows (rows: ArrayBuffer | Uint8Array): Array<Array<stri
   const float64 = (): string => { need(8); at += 8; return String(view.getFloat64(at - 8, true)) }
   const uint32 = (): string => { need(4); at += 4; return String(view.getUint32(at - 4, true)) }
   const out: Array<Array<string | null>> = []
-  const readers = eventFields.map((f) =>
-    f.rule === 'string' ? () => nullable(string) : f.rule === 'ts' ? uint64 : f.rule === 'status' ? () => nullable(uint16)
+  const readers = eventFields.map((f, i) =>
+    isStringField[i] ? () => nullable(string) : f.rule === 'ts' ? uint64 : f.rule === 'status' ? () => nullable(uint16)
       : f.rule === 'seconds' ? () => nullable(float64) : () => nullable(uint64))
   while (at < bytes.length) {
     const row: Array<string | null> = [string(), string(), uint64()]

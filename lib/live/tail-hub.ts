@@ -8,21 +8,23 @@
 // - Every second each client gets `event: stats` with the stream's aggregates over that second
 //   (all events of the stream, whatever the client's filter); every 15 s a comment heartbeat.
 // - A client is never buffered without bound: past `maxBufferedBytes` unsent, or past
-//   `eventsPerSecond`, events are dropped for that client and counted, and the count is sent as
-//   `event: dropped` once its socket drains. The same allowance, per filter and second, caps how
-//   many events the workers serialize for the tail, so a busy stream costs them little: each
-//   request may serialize what is left of it, and is charged at its start what requests matched
-//   of late (a moving average), the charge settled against what it serialized once it commits.
-//   Charging only at commit let every request in flight see the whole allowance: at 256
-//   concurrent requests the workers serialized 25,000-93,000 events a second for 12,000 sendable
-//   (bench/README.md, "Real-time views"; serializing costs them 2 µs a line). A selective
-//   filter's average is small, so its matches are not cut short by the requests in flight.
+//   `eventsPerSecond` (its TokenBucket), events are dropped for that client and counted, and the
+//   count is sent as `event: dropped` once its socket drains. The same rate, per filter and
+//   second, caps how many events the workers serialize for the tail (FilterAllowance,
+//   tail-allowance.ts), so a busy stream costs them little.
+// - Stats ticks, heartbeats and allowances run on the injected LiveClock (wall time by default).
 // - At most `maxTailsPerOrg` clients per org (429 too_many_tails). close() ends every stream.
 import type { ServerResponse } from 'node:http'
 import { SluiceError } from '../errors.ts'
 import type { LiveOutput, LiveRequest } from './live-protocol.ts'
+import { systemClock } from './live-clock.ts'
+import type { LiveClock } from './live-clock.ts'
 import { LiveStats } from './live-stats.ts'
 import { sseComment, sseEvent, sseOpening, writeSseEvent } from './sse-writer.ts'
+import { FilterAllowance, TokenBucket } from './tail-allowance.ts'
+import type { AllowanceCharge } from './tail-allowance.ts'
+import { countFor, framesFor, framesWhile } from './tail-frame-join.ts'
+import type { FilterFrames } from './tail-frame-join.ts'
 
 export interface TailHubOptions {
   maxTailsPerOrg?: number
@@ -30,35 +32,29 @@ export interface TailHubOptions {
   maxBufferedBytes?: number
   /** Events per second one client is sent at most; a person reads far fewer. */
   eventsPerSecond?: number
+  /** ms between `event: stats`. */
   statsIntervalMs?: number
+  /** ms between heartbeat comments. */
   heartbeatMs?: number
+  /** Time for stats, heartbeats and allowances; wall time unless a test moves it by hand. */
+  clock?: LiveClock
 }
 
 interface TailClient {
   orgId: string
   q: string
   res: ServerResponse
+  /** Events dropped for this client and not yet reported. */
   dropped: number
-  tokens: number
-  refilledAt: number
+  tokens: TokenBucket
 }
 
 interface StreamTail {
   clients: Set<TailClient>
   stats: LiveStats
-  /** Per filter: events the workers may still serialize this second. */
-  allowance: Map<string, number>
-  /** Per filter: matching events per request, a moving average (what a request is charged at its start). */
-  matchesPerRequest: Map<string, number>
-  /** Counts allowance periods; a start charge is settled only within its own. */
-  period: number
+  /** What the workers may serialize per filter (tail-allowance.ts). */
+  allowance: FilterAllowance
 }
-
-/** What a request was charged at its start, per filter, from which stream's allowance period. */
-interface StartCharge { tail: StreamTail, period: number, charged: number[] }
-
-/** Weight of the newest request in the moving average of matches per request. */
-const averageWeight = 0.25
 
 /** How long a client that lost its tail waits before reconnecting (the SSE `retry:` field), ms. */
 const reconnectMs = 2000
@@ -73,51 +69,16 @@ export const tailResponseHeaders = {
   'x-accel-buffering': 'no', // proxies such as nginx must not hold events back
 } as const
 
-/** One filter's share of a request: its events' SSE frames, and what the workers dropped. */
-interface FilterFrames { bytes: Buffer, count: number, dropped: number }
-
-/** Bytes [start, end) of the frames the worker wrote, as a view (no copy). */
-function viewOf (out: LiveOutput, start: number, end: number): Buffer {
-  return Buffer.from(out.frames.buffer, out.frames.byteOffset + start, end - start)
-}
-
-/** Frame i of `out`. */
-function frameOf (out: LiveOutput, i: number): Buffer {
-  return viewOf(out, i === 0 ? 0 : out.ends[i - 1], out.ends[i])
-}
-
-/** The frames of the events that matched filter `bit`, joined (runs of them as one view each). */
-function framesFor (outputs: LiveOutput[], bit: number): FilterFrames {
-  const parts: Buffer[] = []
-  let count = 0
-  let dropped = 0
-  for (const out of outputs) {
-    dropped += out.dropped[bit]
-    let runStart = -1
-    let runEnd = 0
-    for (let i = 0; i < out.ends.length; i++) {
-      if ((out.masks[i] & (1 << bit)) === 0) continue
-      const start = i === 0 ? 0 : out.ends[i - 1]
-      if (start !== runEnd || runStart < 0) {
-        if (runStart >= 0) parts.push(viewOf(out, runStart, runEnd))
-        runStart = start
-      }
-      runEnd = out.ends[i]
-      count++
-    }
-    if (runStart >= 0) parts.push(viewOf(out, runStart, runEnd))
-  }
-  return { bytes: parts.length === 1 ? parts[0] : Buffer.concat(parts), count, dropped }
-}
-
 export class TailHub {
   readonly #maxTailsPerOrg: number
   readonly #maxBufferedBytes: number
   readonly #eventsPerSecond: number
+  readonly #clock: LiveClock
   readonly #streams = new Map<string, StreamTail>()
   readonly #perOrg = new Map<string, number>()
-  readonly #charges = new WeakMap<LiveRequest, StartCharge>()
-  readonly #timers: NodeJS.Timeout[]
+  /** Each request's start charge, and the stream tail that made it. */
+  readonly #charges = new WeakMap<LiveRequest, { tail: StreamTail, charge: AllowanceCharge }>()
+  readonly #stopTimers: Array<() => void>
   #clientCount = 0
   #closed = false
 
@@ -125,11 +86,11 @@ export class TailHub {
     this.#maxTailsPerOrg = options.maxTailsPerOrg ?? 10
     this.#maxBufferedBytes = options.maxBufferedBytes ?? 1024 * 1024
     this.#eventsPerSecond = options.eventsPerSecond ?? 2000
-    this.#timers = [
-      setInterval(() => this.#emitStats(), options.statsIntervalMs ?? 1000),
-      setInterval(() => this.#broadcast(sseComment('heartbeat')), options.heartbeatMs ?? 15_000),
+    this.#clock = options.clock ?? systemClock
+    this.#stopTimers = [
+      this.#clock.every(options.statsIntervalMs ?? 1000, () => this.#emitStats()),
+      this.#clock.every(options.heartbeatMs ?? 15_000, () => this.#broadcast(sseComment('heartbeat'))),
     ]
-    for (const timer of this.#timers) timer.unref()
   }
 
   get clientCount (): number { return this.#clientCount }
@@ -144,10 +105,10 @@ export class TailHub {
     const key = orgId + '/' + stream
     let tail = this.#streams.get(key)
     if (!tail) {
-      tail = { clients: new Set(), stats: new LiveStats(), allowance: new Map(), matchesPerRequest: new Map(), period: 0 }
+      tail = { clients: new Set(), stats: new LiveStats(), allowance: new FilterAllowance(this.#eventsPerSecond, this.#clock) }
       this.#streams.set(key, tail)
     }
-    const client: TailClient = { orgId, q, res, dropped: 0, tokens: this.#eventsPerSecond, refilledAt: Date.now() }
+    const client: TailClient = { orgId, q, res, dropped: 0, tokens: new TokenBucket(this.#eventsPerSecond, this.#clock) }
     tail.clients.add(client)
     this.#perOrg.set(orgId, inOrg + 1)
     this.#clientCount++
@@ -175,11 +136,9 @@ export class TailHub {
     const tail = this.#streams.get(orgId + '/' + stream)
     if (!tail) return null
     const filters = [...new Set([...tail.clients].map((c) => c.q))].slice(0, maxFilters)
-    const caps = filters.map((q) => tail.allowance.get(q) ?? this.#eventsPerSecond)
-    const charged = filters.map((q, i) => Math.min(caps[i], Math.ceil(tail.matchesPerRequest.get(q) ?? 0)))
-    filters.forEach((q, i) => { tail.allowance.set(q, caps[i] - charged[i]) })
-    const request: LiveRequest = { filters, caps }
-    this.#charges.set(request, { tail, period: tail.period, charged })
+    const charge = tail.allowance.start(filters)
+    const request: LiveRequest = { filters, caps: charge.caps }
+    this.#charges.set(request, { tail, charge })
     return request
   }
 
@@ -188,32 +147,15 @@ export class TailHub {
     const tail = this.#streams.get(orgId + '/' + stream)
     if (!tail) return
     for (const out of outputs) tail.stats.merge(out.stats)
-    const charge = this.#charges.get(request)
-    request.filters.forEach((q, bit) => {
-      let serialized = 0
-      let matched = 0
-      for (const out of outputs) {
-        for (const mask of out.masks) if (mask & (1 << bit)) serialized++
-        matched += out.dropped[bit]
-      }
-      matched += serialized
-      const average = tail.matchesPerRequest.get(q)
-      tail.matchesPerRequest.set(q, average === undefined ? matched : average + (matched - average) * averageWeight)
-      // Within the period of its start, what was serialized replaces the start charge; a charge
-      // from an earlier period stays there, and only what went beyond it is charged to this one.
-      const own = charge !== undefined && charge.tail === tail
-      const charged = own ? charge.charged[bit] : 0
-      const delta = own && charge.period === tail.period ? serialized - charged : Math.max(0, serialized - charged)
-      tail.allowance.set(q, Math.max(0, (tail.allowance.get(q) ?? this.#eventsPerSecond) - delta))
-    })
-    const now = Date.now()
+    const started = this.#charges.get(request)
+    tail.allowance.settle(request.filters, started?.tail === tail ? started.charge : undefined,
+      request.filters.map((_, bit) => countFor(outputs, bit)))
     // Clients with the same filter get the same frames unless one ran out of room: those are
-    // built and encoded once per filter, and written to each such client as they are.
+    // joined once per filter, and written to each such client as they are.
     const framesByBit = new Map<number, FilterFrames>()
     for (const client of tail.clients) {
       const bit = request.filters.indexOf(client.q)
       if (bit < 0) continue // joined after the request started: from the next one on
-      this.#refill(client, now)
       let frames = framesByBit.get(bit)
       if (frames === undefined) {
         frames = framesFor(outputs, bit)
@@ -221,9 +163,8 @@ export class TailHub {
       }
       const drained = client.res.writableLength === 0
       client.dropped += frames.dropped
-      if (frames.count > 0 && client.tokens >= frames.count &&
-          client.res.writableLength + frames.bytes.byteLength <= this.#maxBufferedBytes) {
-        client.tokens -= frames.count
+      if (frames.count > 0 && client.res.writableLength + frames.bytes.byteLength <= this.#maxBufferedBytes &&
+          client.tokens.take(frames.count)) {
         client.res.write(frames.bytes)
       } else if (frames.count > 0) {
         this.#writeWhatFits(client, outputs, bit)
@@ -237,43 +178,29 @@ export class TailHub {
 
   /** The client's events of `outputs` one by one while it has tokens and room; the rest dropped. */
   #writeWhatFits (client: TailClient, outputs: LiveOutput[], bit: number): void {
-    const parts: Buffer[] = []
-    let bytes = 0
-    for (const out of outputs) {
-      for (let i = 0; i < out.ends.length; i++) {
-        if ((out.masks[i] & (1 << bit)) === 0) continue
-        if (client.tokens < 1 || client.res.writableLength + bytes > this.#maxBufferedBytes) {
-          client.dropped++
-          continue
-        }
-        client.tokens--
-        const frame = frameOf(out, i)
-        parts.push(frame)
-        bytes += frame.byteLength
+    const room = this.#maxBufferedBytes - client.res.writableLength
+    const bytes = framesWhile(outputs, bit, (_frame, bytesSoFar) => {
+      if (bytesSoFar > room || !client.tokens.take(1)) {
+        client.dropped++
+        return false
       }
-    }
-    if (parts.length > 0) client.res.write(Buffer.concat(parts, bytes))
+      return true
+    })
+    if (bytes.byteLength > 0) client.res.write(bytes)
   }
 
   /** Ends every tail (shutdown). */
   close (): void {
     this.#closed = true
-    for (const timer of this.#timers) clearInterval(timer)
+    for (const stop of this.#stopTimers) stop()
     for (const tail of this.#streams.values()) for (const client of tail.clients) client.res.end()
   }
 
-  #refill (client: TailClient, now: number): void {
-    client.tokens = Math.min(this.#eventsPerSecond, client.tokens + ((now - client.refilledAt) / 1000) * this.#eventsPerSecond)
-    client.refilledAt = now
-  }
-
   #emitStats (): void {
-    const t = Date.now()
+    const t = this.#clock.now()
     for (const tail of this.#streams.values()) {
       const text = sseEvent('stats', JSON.stringify(tail.stats.snapshot(t)))
       tail.stats = new LiveStats()
-      tail.allowance.clear()
-      tail.period++
       for (const client of tail.clients) client.res.write(text)
     }
   }

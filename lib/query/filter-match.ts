@@ -14,6 +14,7 @@
 // The tail calls the predicate once per event per client, so it is compiled once: field terms are
 // closures run first (cheap), and the three searched fields are folded at most once per event.
 import { foldCase, toWellFormed } from './case-fold.ts'
+import { levelNames } from '../events/level.ts'
 import type { FilterField, FilterNode, StatusOperator, StringField } from './filter-parser.ts'
 
 /** An event as the tail sees it: format-1 field names, absent fields null. */
@@ -26,6 +27,8 @@ export interface EventLike {
   readonly filename?: string | null
   readonly user_agent?: string | null
   readonly message?: string | null
+  /** A normalised level name (lib/events/level.ts). */
+  readonly level?: string | null
 }
 
 type Test = (event: EventLike) => boolean
@@ -72,6 +75,10 @@ function compileFieldTest (node: Exclude<FilterNode, { kind: 'text' }>): Test {
     case 'statusClass': {
       const digit = node.digit
       return (event) => event.status !== null && event.status !== undefined && Math.trunc(event.status / 100) === digit
+    }
+    case 'level': {
+      const accepted = new Set<string>(node.levels.map((i) => levelNames[i]))
+      return (event) => event.level !== null && event.level !== undefined && accepted.has(event.level)
     }
   }
 }

@@ -10,6 +10,9 @@
 // - `field:value` is exact and case-sensitive; a trailing `*` outside quotes makes it a prefix
 //   match, so `path:"/a*"` is the literal /a* and `path:*` means "path is present".
 // - `status:` takes 404, 5xx, >=500 (also >, <=, <, =) or a digit prefix such as 40*.
+// - `level:` takes a level name (lib/events/level.ts: trace debug info warn error fatal, or a
+//   synonym such as warning or err), optionally after >=, >, <=, < or =: `level:>=warn` is warn
+//   or worse. `level:*` means "a level is present".
 // - A word or phrase matches case-insensitively (see case-fold.ts) inside message, path or
 //   user_agent. A trailing `*` on either is dropped: a substring match already matches any ending.
 // - `-` negates a term: it holds exactly when the term does not, so `-host:a` keeps events whose
@@ -19,6 +22,7 @@
 // Errors are SluiceError('invalid_query') with details.position.
 import { SluiceError } from '../errors.ts'
 import { toWellFormed } from './case-fold.ts'
+import { levelNames, levelOfName } from '../events/level.ts'
 
 export const filterFields = ['host', 'path', 'method', 'src', 'status', 'filename', 'user_agent'] as const
 export type FilterField = typeof filterFields[number]
@@ -40,8 +44,10 @@ export interface PrefixTerm extends TermBase { kind: 'prefix'; field: FilterFiel
 export interface StatusTerm extends TermBase { kind: 'status'; operator: StatusOperator; value: number }
 /** `status:5xx`: `digit` is the hundreds digit. */
 export interface StatusClassTerm extends TermBase { kind: 'statusClass'; digit: number }
+/** `level:>=warn`: `levels` are the indexes (into levelNames) the term accepts; `level:*` is every one. */
+export interface LevelTerm extends TermBase { kind: 'level'; levels: number[] }
 
-export type FilterNode = TextTerm | EqualsTerm | PrefixTerm | StatusTerm | StatusClassTerm
+export type FilterNode = TextTerm | EqualsTerm | PrefixTerm | StatusTerm | StatusClassTerm | LevelTerm
 
 /** Longest q accepted, in UTF-16 units: far above any hand-written filter, small enough to parse and run cheaply. */
 export const maxFilterLength = 1000
@@ -128,8 +134,8 @@ export function parseFilter (q: string): FilterNode[] {
       continue
     }
 
-    if (!isField(word)) {
-      fail(`unknown field ${JSON.stringify(word)}`, wordStart, `fields: ${filterFields.join(', ')}; quote the term to search for it as text`)
+    if (!isField(word) && word !== 'level') {
+      fail(`unknown field ${JSON.stringify(word)}`, wordStart, `fields: ${filterFields.join(', ')}, level; quote the term to search for it as text`)
     }
     const valueStart = ++i
     let value: string
@@ -143,6 +149,10 @@ export function parseFilter (q: string): FilterNode[] {
       if (isPrefix) value = value.slice(0, -1)
     }
     if (value === '' && !isPrefix) fail(`empty value for ${word}`, valueStart)
+    if (word === 'level') {
+      nodes.push(parseLevel(value, isPrefix, negated, position, valueStart))
+      continue
+    }
     nodes.push(word === 'status'
       ? parseStatus(value, isPrefix, negated, position, valueStart)
       : isPrefix
@@ -163,4 +173,24 @@ function parseStatus (value: string, isPrefix: boolean, negated: boolean, positi
   }
   const shown = isPrefix ? value + '*' : value
   return fail(`status:${shown} is not a status`, valueStart, 'use 404, 5xx, >=500 or 40*')
+}
+
+const levelComparison = /^(>=|<=|>|<|=)?(.+)$/
+
+function parseLevel (value: string, isPrefix: boolean, negated: boolean, position: number, valueStart: number): LevelTerm {
+  const all = levelNames.map((_, i) => i)
+  if (isPrefix) {
+    if (value === '') return { kind: 'level', negated, position, levels: all }
+  } else {
+    const cmp = levelComparison.exec(value)
+    const level = cmp === null ? -1 : levelOfName(cmp[2])
+    if (cmp !== null && level >= 0) {
+      const operator = cmp[1] ?? '='
+      const levels = all.filter((i) => operator === '=' ? i === level : operator === '>=' ? i >= level
+        : operator === '>' ? i > level : operator === '<=' ? i <= level : i < level)
+      return { kind: 'level', negated, position, levels }
+    }
+  }
+  const shown = isPrefix ? value + '*' : value
+  return fail(`level:${shown} is not a level`, valueStart, `use one of ${levelNames.join(', ')}, optionally after >=, >, <=, <`)
 }

@@ -11,6 +11,7 @@
 // - equals:  ifNull(host = 'a', 0)              - prefix: ifNull(startsWith(path, '/api/'), 0)
 // - present (`path:*`): isNotNull(path)         - status prefix compares toString(status)
 // - status:  ifNull(status >= 500, 0)           - class: ifNull(intDiv(status, 100) = 5, 0)
+// - level: ifNull(level IN ('warn', 'error', 'fatal'), 0) (`level:>=warn`); no level: 0
 // - text: ifNull(position(lowerUTF8(col), folded) > 0, 0) over message, path, user_agent, OR-ed;
 //   the needle is folded in JS (case-fold.ts), and the three lowerUTF8 calls are shared by all text
 //   terms because ClickHouse computes an identical expression once per block. The functions run
@@ -21,6 +22,7 @@
 import { joinSql, rawSql, sql } from '../storage/sql.ts'
 import type { SqlFragment } from '../storage/sql.ts'
 import { foldCase } from './case-fold.ts'
+import { levelNames } from '../events/level.ts'
 import type { FilterField, FilterNode } from './filter-parser.ts'
 
 const columns: Record<FilterField, SqlFragment> = {
@@ -55,6 +57,9 @@ function compileTerm (node: FilterNode): SqlFragment {
       return sql`ifNull(status ${rawSql(node.operator)} ${node.value}, 0)`
     case 'statusClass':
       return sql`ifNull(intDiv(status, 100) = ${node.digit}, 0)`
+    case 'level':
+      if (node.levels.length === 0) return rawSql('0')
+      return sql`ifNull(level IN (${joinSql(node.levels.map((i) => sql`${levelNames[i]}`), ', ')}), 0)`
   }
 }
 

@@ -6,7 +6,7 @@
 // - Statements: the series; from a rollup, a look at the minute rollup around the range's partial
 //   edge hours (an edge hour with no events outside the range is read from its hourly row, not
 //   from raw rows); then at once the count-only top lists (hosts, status, sources, user agents,
-//   filenames, and the number of distinct sources) and the path counts; last, the rt digests of
+//   filenames, levels, and the number of distinct sources) and the path counts; last, the rt digests of
 //   the busiest paths only. The series runs beside all of them.
 // - Counts are exact whatever the source: the raw-row aggregates are the rollups' own
 //   (003_rollups.ts), so a rollup answer equals the raw-row answer over the same aligned range.
@@ -27,6 +27,7 @@ import { rawSql, sql, joinSql } from '../storage/sql.ts'
 import type { SqlFragment } from '../storage/sql.ts'
 import { countColumns, countDims, dimTable, pathColumns, rtDigestArguments, rtLevels, seriesColumns } from '../storage/migrations/003_rollups.ts'
 import type { CountDim, Dim, RollupColumn } from '../storage/migrations/003_rollups.ts'
+import { levelDim, levelPresent } from '../storage/migrations/007_level_rollup.ts'
 import { maxTopN, planStats } from './stats-plan.ts'
 import type { StatsParams, StatsPlan } from './stats-plan.ts'
 
@@ -62,16 +63,18 @@ export interface StatsResult {
     sources: Array<{ src: string, count: number }>
     user_agents: Array<{ user_agent: string, count: number }>
     filenames: Array<{ filename: string, count: number }>
+    /** trace|debug|info|warn|error|fatal (migration 6's events.level), events without one left out. */
+    levels: Array<{ level: string, count: number }>
     not_found_paths: Array<{ path: string, count: number }>
     slowest_paths: Array<{ path: string, rt_p95: number, count: number }>
   }
 }
 
-const levels = rtLevels.join(', ')
+const rtLevelList = rtLevels.join(', ')
 const p95Index = rtLevels.indexOf(0.95) + 1 // ClickHouse arrays count from 1
 const hourMs = 3_600_000
 
-const digestMerge = `quantilesTDigestIfMerge(${levels})(rt_digest)`
+const digestMerge = `quantilesTDigestIfMerge(${rtLevelList})(rt_digest)`
 
 function streamIs (plan: StatsPlan): SqlFragment {
   return sql`org_id = ${plan.orgId} AND stream = ${plan.stream}`
@@ -104,7 +107,7 @@ function seriesSql (plan: StatsPlan): SqlFragment {
   const raw = plan.source === 'events'
   const time = rawSql(raw ? 'ts' : plan.source === 'events_1m' ? 'minute_ts' : 'hour_ts')
   const columns = rawSql(seriesColumns.map((c) => c.name === 'rt_digest'
-    ? `${raw ? `quantilesTDigestIf(${levels})(${rtDigestArguments})` : digestMerge} AS rt_quantiles`
+    ? `${raw ? `quantilesTDigestIf(${rtLevelList})(${rtDigestArguments})` : digestMerge} AS rt_quantiles`
     : `${raw ? c.aggregate : `sum(${c.name})`} AS ${c.name}_total`).join(', '))
   const filter = plan.filter ? sql` AND (${plan.filter})` : rawSql('')
   return sql`SELECT intDiv(${time}, ${plan.stepMs}) * ${plan.stepMs} AS t, ${columns}
@@ -164,7 +167,16 @@ async function planTopParts (clickhouse: ClickHouse, plan: StatsPlan): Promise<T
  * BY value: the rollup rows of the whole hours UNION ALL the raw rows of the rest, aggregated to
  * the same columns. `valueIs` narrows the values read, given the value's expression in a branch.
  */
-function dimRows (plan: StatsPlan, parts: TopParts, dim: Dim, columns: RollupColumn[],
+/** The count-only top-list dimensions: migration 3's and level (migration 7). */
+type TopCountDim = CountDim | typeof levelDim
+const topCountDims: readonly TopCountDim[] = [...countDims, levelDim]
+
+/** Which raw rows have a value of dim (level: also not ''). */
+function hasValue (dim: Dim | TopCountDim): SqlFragment {
+  return rawSql(dim === levelDim ? levelPresent : `isNotNull(${dim})`)
+}
+
+function dimRows (plan: StatsPlan, parts: TopParts, dim: Dim | TopCountDim, columns: RollupColumn[],
   valueIs: (value: string) => SqlFragment = () => rawSql('1')): SqlFragment {
   const branches: SqlFragment[] = []
   if (parts.hours) {
@@ -174,19 +186,19 @@ function dimRows (plan: StatsPlan, parts: TopParts, dim: Dim, columns: RollupCol
   if (parts.raw) {
     const column = rawSql(dim)
     branches.push(sql`SELECT assumeNotNull(${column}) AS value, ${rawSql(columns.map((c) => `${c.aggregate} AS ${c.name}`).join(', '))}
-      FROM events WHERE ${parts.raw} AND isNotNull(${column}) AND ${valueIs(dim)} GROUP BY value`)
+      FROM events WHERE ${parts.raw} AND ${hasValue(dim)} AND ${valueIs(dim)} GROUP BY value`)
   }
   return joinSql(branches, ' UNION ALL ')
 }
 
-interface DimRow { dim: CountDim, distinct_values: number, top: Array<[string, number]> }
+interface DimRow { dim: TopCountDim, distinct_values: number, top: Array<[string, number]> }
 
 /**
  * One row per count-only dimension: its number of distinct values and its top N as
  * [value as text, count], ranked in the value's own type (status numerically).
  */
 function countDimsSql (plan: StatsPlan, parts: TopParts): SqlFragment {
-  const branches = countDims.map((dim) => sql`SELECT ${dim} AS dim, count() AS distinct_values,
+  const branches = topCountDims.map((dim) => sql`SELECT ${dim} AS dim, count() AS distinct_values,
       arrayMap(x -> (toString(x.1), x.2), arraySlice(arraySort(x -> (-x.2, x.1), groupArray((value, n_total))), 1, ${plan.topN})) AS top
     FROM (SELECT value, sum(n) AS n_total FROM (${dimRows(plan, parts, dim, countColumns)}) GROUP BY value)`)
   return joinSql(branches, ' UNION ALL ')
@@ -288,7 +300,7 @@ export async function queryStats (clickhouse: ClickHouse, params: StatsParams): 
     bytes += point.bytes
   }
   const dims = new Map(countRows.map((row) => [row.dim, row]))
-  const topOf = (dim: CountDim): Array<[string, number]> => dims.get(dim)?.top ?? []
+  const topOf = (dim: TopCountDim): Array<[string, number]> => dims.get(dim)?.top ?? []
   const p95ByPath = new Map(pathRt.filter((r) => r.rt_n_total > 0).map((r) => [r.value, r.rt_p95]))
   const slowest = pathCounts.busiest
     .flatMap(([path, n]) => {
@@ -316,6 +328,7 @@ export async function queryStats (clickhouse: ClickHouse, params: StatsParams): 
       sources: topOf('src').map(([src, n]) => ({ src, count: n })),
       user_agents: topOf('user_agent').map(([userAgent, n]) => ({ user_agent: userAgent, count: n })),
       filenames: topOf('filename').map(([filename, n]) => ({ filename, count: n })),
+      levels: topOf(levelDim).map(([level, n]) => ({ level, count: n })),
       not_found_paths: pathCounts.by_not_found.map(([path, n]) => ({ path, count: n })),
       slowest_paths: slowest,
     },

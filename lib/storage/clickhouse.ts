@@ -24,6 +24,9 @@ export const clickhouseCodes = {
   UNKNOWN_TABLE: 60,
   UNKNOWN_DATABASE: 81,
   TABLE_ALREADY_EXISTS: 57,
+  // ALTER ... ADD COLUMN of a column that exists (18.16 and current versions).
+  ILLEGAL_COLUMN: 44,
+  DUPLICATE_COLUMN: 15,
   TOO_MANY_PARTS: 252,
   MEMORY_LIMIT_EXCEEDED: 241,
   TIMEOUT_EXCEEDED: 159,

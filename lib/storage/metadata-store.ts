@@ -71,7 +71,7 @@ export interface StreamDeletions {
 }
 
 /** Tables a stream deletion purges: events and every rollup the views fill from it. */
-export const streamDataTables = ['events', 'events_1m', 'events_1h', dimTable('path'), ...countDims.map(dimTable)]
+export const streamDataTables = ['events', 'events_1m', 'events_1h', dimTable('path'), ...countDims.map(dimTable), dimTable('level')]
 
 /** A node's refresh checks the purge of deletions older than this (ms): their mutations exist by then. */
 const purgeCheckAfterMs = 60_000

@@ -1,6 +1,7 @@
 // Numbered schema migrations, applied in order at start. Each statement is idempotent
-// (IF NOT EXISTS), and each applied migration is recorded in `schema_migrations`, so running
+// (IF NOT EXISTS; an ADD COLUMN of a column that exists counts as done), and each applied migration is recorded in `schema_migrations`, so running
 // migrate again — or on two nodes at once — changes nothing.
+import { ClickHouseError, clickhouseCodes } from './clickhouse.ts'
 import type { ClickHouse } from './clickhouse.ts'
 import type { Logger } from '../logger.ts'
 import { sql } from './sql.ts'
@@ -9,6 +10,8 @@ import { migration as events } from './migrations/002_events.ts'
 import { migration as rollups } from './migrations/003_rollups.ts'
 import { migration as audit } from './migrations/004_audit.ts'
 import { migration as streamLifecycle } from './migrations/005_stream_lifecycle.ts'
+import { migration as eventsLevel } from './migrations/006_events_level.ts'
+import { migration as levelRollup } from './migrations/007_level_rollup.ts'
 
 export interface Migration {
   id: number
@@ -16,7 +19,7 @@ export interface Migration {
   statements: string[]
 }
 
-export const migrations: readonly Migration[] = [metadata, events, rollups, audit, streamLifecycle]
+export const migrations: readonly Migration[] = [metadata, events, rollups, audit, streamLifecycle, eventsLevel, levelRollup]
 
 export interface MigrateResult {
   applied: number[]
@@ -32,7 +35,16 @@ export async function migrate (clickhouse: ClickHouse, log: Logger, list: readon
   const applied: number[] = []
   for (const m of [...list].sort((a, b) => a.id - b.id)) {
     if (done.has(m.id)) continue
-    for (const statement of m.statements) await clickhouse.command(statement)
+    for (const statement of m.statements) {
+      try {
+        await clickhouse.command(statement)
+      } catch (err) {
+        // ALTER ... ADD COLUMN (18.16 has no IF NOT EXISTS there) of a column already added: done.
+        const exists = err instanceof ClickHouseError && /\bADD COLUMN\b/.test(statement) &&
+          (err.chCode === clickhouseCodes.ILLEGAL_COLUMN || err.chCode === clickhouseCodes.DUPLICATE_COLUMN)
+        if (!exists) throw err
+      }
+    }
     await clickhouse.command(sql`INSERT INTO schema_migrations (id, name, applied_at) VALUES (${m.id}, ${m.name}, ${Date.now()})`)
     applied.push(m.id)
     log.info('migration applied', { migration: m.id, name: m.name })

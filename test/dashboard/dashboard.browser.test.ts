@@ -41,6 +41,7 @@ function trafficEvents (count: number, spanMs: number, seed: number): object[] {
       rt: Number((0.006 + rnd() ** 5 * (path === '/api/search' ? 1.6 : 0.4) + (wave + 1) * 0.015).toFixed(4)),
       bytes: Math.floor(200 + rnd() * 18_000), src: `10.0.${Math.floor(rnd() * 3)}.${Math.floor(rnd() * 40)}`,
       user_agent: pick(agents), region: pick(['eu-west-1', 'us-east-1']), trace_id: Math.floor(rnd() * 1e12).toString(16),
+      level: status >= 500 ? 'error' : status >= 400 ? 'warn' : 'info', // not from rnd(): the rest stays as it was
     })
   }
   return events.sort((a: any, b: any) => a.ts - b.ts)
@@ -135,12 +136,14 @@ t.test('the dashboard in Chromium', { skip }, async (t: Test) => {
     // The tail sends a sample of a big request (and says how many it left out); the marked events come first.
     await ingest([
       { host: 'web-1', path: '/browser/ok-1', status: 200, rt: 0.02, bytes: 512, method: 'GET', src: '10.9.9.1', user_agent: 'tap' },
-      { host: 'web-2', path: '/browser/fail-1', status: 503, rt: 1.5, bytes: 64, method: 'POST', src: '10.9.9.2', order_id: 'A-17' },
+      { host: 'web-2', path: '/browser/fail-1', status: 503, rt: 1.5, bytes: 64, method: 'POST', src: '10.9.9.2', order_id: 'A-17', level: 'fatal' },
       ...trafficEvents(48, 1000, 7).map((e) => ({ ...e, ts: undefined })),
     ])
     await tailRow('/browser/ok-1').waitFor({ timeout: waitMs })
     await tailRow('/browser/fail-1').waitFor({ timeout: waitMs })
     t.equal(await tailRow('/browser/fail-1').locator('.status').textContent(), '503')
+    t.equal(await tailRow('/browser/fail-1').locator('td.level .lvl.lvl-fatal').textContent(), 'fatal', 'the level column, coloured by level')
+    t.equal(await tailRow('/browser/ok-1').locator('td.level').textContent(), '', 'an event without a level has an empty level cell')
     const order = await page.locator('#events-body tr.event td.path').allTextContents()
     t.ok(order.indexOf('/browser/fail-1') < order.indexOf('/browser/ok-1'), 'newest on top')
     await rateSeen
@@ -208,6 +211,21 @@ t.test('the dashboard in Chromium', { skip }, async (t: Test) => {
     await page.locator('#conn[data-state="history"]', { hasText: 'Updated' }).waitFor({ timeout: waitMs })
     const hostsShown = await page.locator('#events-body td.host').allTextContents()
     t.ok(hostsShown.length > 0 && hostsShown.every((h) => h === host), `only ${host} rows`)
+  })
+
+  await t.test('the levels top list counts events per level, coloured; a row filters by it', async (t) => {
+    await search('')
+    await page.locator('#conn[data-state="history"]', { hasText: 'Updated' }).waitFor({ timeout: waitMs })
+    const rows = page.locator('[data-list="levels"] tbody tr.clickable')
+    await rows.first().waitFor({ timeout: waitMs })
+    const levels = await rows.locator('td.key .lvl').allTextContents()
+    t.same([...levels].sort(), ['error', 'fatal', 'info', 'warn'], 'every level sent in the last 15 minutes')
+    t.equal(levels[0], 'info', 'ranked by count: most events are info')
+    t.equal(await rows.locator('td.key .lvl.lvl-error').count(), 1, 'each level in its colour')
+    await rows.filter({ has: page.locator('.lvl-fatal') }).click()
+    await page.waitForFunction(() => document.querySelector('#q').value === 'level:fatal', null, { timeout: waitMs })
+    await page.locator('#conn[data-state="history"]', { hasText: 'Updated' }).waitFor({ timeout: waitMs })
+    t.same(await page.locator('#events-body td.path').allTextContents(), ['/browser/fail-1'], 'the one fatal event')
   })
 
   await t.test('load more pages through /events with next_cursor', async (t) => {

@@ -47,6 +47,7 @@ const emptyRow: EventRow = {
   user_agent: null,
   message: null,
   filename: null,
+  level: null,
   attrs: '{}',
 }
 
@@ -55,13 +56,15 @@ t.test('format 1: every field into its column, nothing else in attrs', async (t)
   t.strictSame(row(t, JSON.stringify({
     ts, host: 'web-1', path: '/api', method: 'GET', status: 200, rt: 0.25, bytes: 512, src: '10.0.0.1', user_agent: 'curl/8',
   })), {
-    ts, host: 'web-1', path: '/api', method: 'GET', status: 200, rt: 0.25, bytes: 512, src: '10.0.0.1', user_agent: 'curl/8', message: null, filename: null, attrs: '{}',
+    ts, host: 'web-1', path: '/api', method: 'GET', status: 200, rt: 0.25, bytes: 512, src: '10.0.0.1', user_agent: 'curl/8', message: null, filename: null, level: null, attrs: '{}',
   })
   t.strictSame(row(t, '{}'), emptyRow, 'an empty object is an event with the receive time')
   t.strictSame(row(t, '{"host":"","status":100,"rt":0,"bytes":0}'), { ...emptyRow, host: '', status: 100, rt: 0, bytes: 0 }, 'empty strings and lower bounds')
   t.strictSame(row(t, '{"status":599,"rt":1e21,"bytes":9007199254740991,"status2":1}'), { ...emptyRow, status: 599, rt: 1e21, bytes: 2 ** 53 - 1, attrs: '{"status2":1}' }, 'upper bounds')
   t.equal(row(t, '{"status":200.0}').status, 200, '200.0 is the integer 200 in JSON')
-  t.equal(row(t, '{"message":"hi","filename":"/a.log"}').attrs, '{"message":"hi","filename":"/a.log"}', 'message and filename are attrs in format 1')
+  // Issue 15: in format 1, message comes from its aliases and filename is tried like one.
+  t.strictSame(row(t, '{"message":"hi","filename":"/a.log"}'), { ...emptyRow, message: 'hi', filename: '/a.log' }, 'message and filename are mapped in format 1')
+  t.equal(row(t, '{"message":1,"filename":2}').attrs, '{"message":1,"filename":2}', 'mapped keys of the wrong type stay in attrs')
 })
 
 t.test('format 1: a wrong type or range fails the line naming the field', async (t) => {
@@ -69,19 +72,20 @@ t.test('format 1: a wrong type or range fails the line naming the field', async 
     ['{"host":1}', 'host must be a string'],
     ['{"path":["/"]}', 'path must be a string'],
     ['{"method":true}', 'method must be a string'],
-    ['{"src":{}}', 'src must be a string'],
+    ['{"src":[]}', 'src must be a string'],
     ['{"user_agent":5}', 'user_agent must be a string'],
-    ['{"status":"200"}', 'status must be an integer 100-599'],
+    ['{"status":"abc"}', 'status must be an integer 100-599'],
+    ['{"status":" 200"}', 'status must be an integer 100-599'],
     ['{"status":99}', 'status must be an integer 100-599'],
     ['{"status":600}', 'status must be an integer 100-599'],
     ['{"status":200.5}', 'status must be an integer 100-599'],
     ['{"rt":-0.001}', 'rt must be a finite number >= 0 (seconds)'],
-    ['{"rt":"0.1"}', 'rt must be a finite number >= 0 (seconds)'],
+    ['{"rt":"0.1s"}', 'rt must be a finite number >= 0 (seconds)'],
     ['{"rt":1e999}', 'rt must be a finite number >= 0 (seconds)'],
     ['{"bytes":-1}', 'bytes must be an integer from 0 to 2^53-1'],
     ['{"bytes":1.5}', 'bytes must be an integer from 0 to 2^53-1'],
     ['{"bytes":9007199254740992}', 'bytes must be an integer from 0 to 2^53-1'],
-    ['{"bytes":"10"}', 'bytes must be an integer from 0 to 2^53-1'],
+    ['{"bytes":"10.5"}', 'bytes must be an integer from 0 to 2^53-1'],
     ['{"ts":true}', 'ts must be an RFC 3339 string or a number of epoch seconds, milliseconds, microseconds or nanoseconds'],
     ['{"ts":"yesterday"}', 'ts must be an RFC 3339 string or a number of epoch seconds, milliseconds, microseconds or nanoseconds'],
     ['{"ts":"2025-02-30T00:00:00Z"}', 'ts must be an RFC 3339 string or a number of epoch seconds, milliseconds, microseconds or nanoseconds'],
@@ -90,6 +94,9 @@ t.test('format 1: a wrong type or range fails the line naming the field', async 
   for (const [json, message] of cases) {
     t.strictSame({ ...rejection(t, json) }, { code: 'invalid_field', message }, json)
   }
+  // Issue 15: numeric strings are numbers for numeric fields; objects under a seed key are ECS.
+  t.strictSame(row(t, '{"status":"200","rt":"0.1","bytes":"10","ts":"1763726395"}'), { ...emptyRow, status: 200, rt: 0.1, bytes: 10, ts: 1763726395000 }, 'numeric strings')
+  t.equal(row(t, '{"src":{}}').attrs, '{"src":{}}', 'an object under a seed key is kept in attrs')
   t.equal(rejection(t, '{"host":"a","status":"x","path":"/"}').message, 'status must be an integer 100-599', 'valid fields around do not help')
 })
 
@@ -182,7 +189,7 @@ t.test('epochMsFromNumber tells units apart by magnitude', async (t) => {
 
 t.test('attrs keep every other key as JSON text', async (t) => {
   const extra = {
-    level: 'info',
+    tier: 'info',
     n: 3,
     big: 12345678901234567890,
     ok: true,
@@ -213,7 +220,7 @@ t.test('__proto__ and constructor keys are plain data', async (t) => {
   }
   const nested = row(t, JSON.stringify({ log: `{${keys},"host":"h"}` }))
   t.equal(nested.host, 'h', 'a nested object with those keys is read like any other')
-  t.equal(nested.attrs, '{}')
+  t.equal(nested.attrs, `{${keys}}`, 'and its other keys kept in attrs as plain data (issue 15)')
   const plain: Record<string, unknown> = {}
   t.equal(plain.polluted, undefined, 'Object.prototype is untouched')
   t.notOk(Object.hasOwn(Object.prototype, 'polluted'))
@@ -248,7 +255,9 @@ t.test('format 2: log is the message, filename is kept, the rest is lenient', as
   })
   t.strictSame(row(t, '{"log":""}'), { ...emptyRow, message: '' }, 'an empty log is a message')
   t.strictSame({ ...rejection(t, '{"log":42}') }, { code: 'invalid_field', message: 'log must be a string' })
-  t.strictSame({ ...rejection(t, '{"log":{"a":1}}') }, { code: 'invalid_field', message: 'log must be a string' })
+  t.strictSame({ ...rejection(t, '{"log":1}') }, { code: 'invalid_field', message: 'log must be a string' })
+  t.strictSame({ ...rejection(t, '{"log":["a"]}') }, { code: 'invalid_field', message: 'log must be a string' })
+  t.equal(row(t, '{"log":{"a":1}}').attrs, '{"log":{"a":1}}', 'an object log is ECS: format 1, kept in attrs (issue 15)')
   t.strictSame({ ...rejection(t, '{"log":"x","filename":7}') }, { code: 'invalid_field', message: 'filename must be a string' })
   t.strictSame(row(t, '{"log":"x","host":"h","status":"oops","ts":1,"rt":0.5}'), {
     ...emptyRow, message: 'x', host: 'h', rt: 0.5, attrs: '{"status":"oops","ts":1}',
@@ -260,8 +269,10 @@ t.test('format 2 with a JSON object in log: its fields are extracted', async (t)
   const log = JSON.stringify(nested)
   t.strictSame(row(t, JSON.stringify({ log, stream: 'stderr' })), {
     ts: Date.UTC(2025, 10, 21, 11), host: 'api', path: '/x', method: 'POST', status: 201, rt: 0.002, bytes: 10, src: '1.2.3.4', user_agent: 'ua',
-    message: log, filename: null, attrs: '{"stream":"stderr"}',
-  }, 'other nested keys stay in the message only')
+    message: log, filename: null, level: 'warn', attrs: '{"stream":"stderr"}',
+  }, 'level is a field too (issue 15)')
+  t.equal(row(t, JSON.stringify({ log: JSON.stringify({ host: 'api', pod: 'a', stream: 'x' }), stream: 'stderr', zone: 'z' })).attrs,
+    '{"pod":"a","stream":"x","zone":"z"}', 'other nested keys are kept in attrs, before the line\'s, each key once (issue 15)')
   t.equal(row(t, JSON.stringify({ log: ' \t\r\n' + log })).host, 'api', 'leading whitespace before {')
   t.strictSame(row(t, JSON.stringify({ log: '{"host": "api", "status": "oops", "ts": 5, "bytes": null}' })), {
     ...emptyRow, message: '{"host": "api", "status": "oops", "ts": 5, "bytes": null}', host: 'api', attrs: '{"status":"oops","ts":5}',

@@ -1,10 +1,12 @@
-// A clock that moves only when the test moves it, for components that take `now` and `setTimer`
-// (the batch writer, admission): a test states at which clock time something is due and makes it
-// happen, instead of sleeping and measuring wall time.
+// A clock that moves only when the test moves it, for components that take a clock: the batch
+// writer and admission (`now` and `setTimer`), the tail hub (a LiveClock: `now()` and `every`).
+// A test states at which clock time something is due and makes it happen, instead of sleeping
+// and measuring wall time.
+import type { LiveClock } from '../../lib/live/live-clock.ts'
 
-interface Timer { at: number, fn: () => void }
+interface Timer { at: number, fn: () => void, every: number }
 
-export class ManualClock {
+export class ManualClock implements LiveClock {
   #now: number
   readonly #timers = new Set<Timer>()
 
@@ -13,12 +15,19 @@ export class ManualClock {
     this.#now = start
   }
 
-  /** The clock, in ms: pass as `now`. */
+  /** The clock, in ms: pass as `now` (a bound function, so it may be passed alone). */
   readonly now = (): number => this.#now
 
   /** Runs `fn` once the clock reaches now + ms; returns its cancel: pass as `setTimer`. */
   readonly setTimer = (fn: () => void, ms: number): (() => void) => {
-    const timer: Timer = { at: this.#now + Math.max(0, ms), fn }
+    const timer: Timer = { at: this.#now + Math.max(0, ms), fn, every: 0 }
+    this.#timers.add(timer)
+    return () => { this.#timers.delete(timer) }
+  }
+
+  /** Runs `fn` every `ms` (LiveClock); returns its stop. */
+  readonly every = (ms: number, fn: () => void): (() => void) => {
+    const timer: Timer = { at: this.#now + ms, fn, every: ms }
     this.#timers.add(timer)
     return () => { this.#timers.delete(timer) }
   }
@@ -41,11 +50,17 @@ export class ManualClock {
       let due: Timer | undefined
       for (const timer of this.#timers) if (timer.at <= to && (due === undefined || timer.at < due.at)) due = timer
       if (due === undefined) break
-      this.#timers.delete(due)
       this.#now = Math.max(this.#now, due.at)
+      if (due.every > 0) due.at += due.every
+      else this.#timers.delete(due)
       due.fn()
     }
     this.#now = Math.max(this.#now, to)
+  }
+
+  /** Moves the clock forward by `ms`, as advanceTo. */
+  advance (ms: number): void {
+    this.advanceTo(this.#now + ms)
   }
 
   /**

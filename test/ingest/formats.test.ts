@@ -21,7 +21,7 @@ t.test('each failure code with its line number; the good lines are stored', asyn
     '{"path": "/broken"', // 2 invalid_json
     '[1,2,3]', // 3 not_an_object
     '"just a string"', // 4 not_an_object
-    '{"status":"200"}', // 5 invalid_field
+    '{"status":"2OO"}', // 5 invalid_field ("200" would be a number: issue 15)
     '{"status":99}', // 6 invalid_field
     '{"rt":-1}', // 7 invalid_field
     '{"bytes":1.5}', // 8 invalid_field
@@ -74,7 +74,7 @@ t.test('mixed formats with nested JSON land in the right columns', async (t) => 
   const nested = byPath('/b')
   t.match(nested, { host: 'api-2', status: 503, rt: 1.5, ts: now - 2000, filename: '/var/log/api.log' })
   t.equal(nested.message, lines[2] && JSON.parse(lines[2]).log, 'message keeps the whole log string')
-  t.same(JSON.parse(nested.attrs), { kubernetes: { pod: 'p1' } }, 'nested keys that are not fields stay in message only')
+  t.same(JSON.parse(nested.attrs), { user: 'u1', kubernetes: { pod: 'p1' } }, 'nested keys that are not fields are kept in attrs too (issue 15)')
 
   const wrongNested = byPath('/c')
   t.equal(wrongNested.status, null, 'a nested field of the wrong type is not a column...')

@@ -11,6 +11,7 @@ import t from 'tap'
 import type { Test } from 'tap'
 import { LineScanner, blankLine, declined, scannedRow } from '../../lib/ingest/line-scanner.ts'
 import { EventRow } from '../../lib/events/event-row.ts'
+import { eventFields } from '../../lib/events/fields.ts'
 import type { EventObject } from '../../lib/events/event-row.ts'
 import { normalizeEvent } from '../../lib/events/normalize.ts'
 import type { TimeBounds } from '../../lib/events/normalize.ts'
@@ -111,13 +112,15 @@ const random = createRandom(20251121)
 const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]
 const chance = (p: number): boolean => random() < p
 
-const fieldKeys = ['host', 'path', 'method', 'status', 'ts', 'rt', 'bytes', 'src', 'user_agent'] as const
-const otherKeys = ['stream', 'pod', 'message', 'filename', 'level', '__proto__', 'constructor', '1', '01', '-1', 'a b', 'é', 'k"q', 'x\\y', '', 'hostname', 'ts2', 'log2', 'Host']
+/** The format-1 fields of the field table: every one is generated, so the test covers a new column. */
+const fieldKeys: readonly string[] = eventFields.filter((f) => f.format === 1).map((f) => f.key)
+const otherKeys = ['stream', 'pod', 'message', 'filename', 'msg', 'time', '@timestamp', 'severity', 'http', 'levelname', '__proto__', 'constructor', '1', '01', '-1', 'a b', 'é', 'k"q', 'x\\y', '', 'hostname', 'ts2', 'log2', 'Host']
 const escapedKeys = ['"\\u0068ost"', '"ho\\u0073t"', '"\\u006cog"', '"a\\/b"', '"a\\nb"', '"\\"q\\""']
 const stringBodies = [
   'web-01', '', ' ', 'GET', '/api/v1/users', 'caf\u00e9', '\u00e9\u{1f600}', '\u2028', 'tab\there', 'a"quote', 'back\\slash',
   'line\nbreak', 'nul\u0000char', '\u007f', '{"host":"nested"}', '2025-11-21T11:59:00Z', '1763726340000',
 ]
+const levelTexts = ['info', 'INFO', 'Warning', 'warn', 'err', 'ERROR', 'crit', 'fatal', 'debug', 'trace', 'notice', 'verbose', 'loud', '', 'inf', 'info ', '30', '3', 'caf\u00e9']
 const rawEscapes = ['\\/', '\\u0041', '\\u00e9', '\\u20ac', '\\ud83d\\ude00', '\\ud800', '\\udc00x', '\\b', '\\f', '\\r', '\\u001f', '\\u005C', '\\U0041', '\\x41', '\\']
 const numbers = [
   '0', '-0', '1', '99', '100', '200', '599', '600', '200.0', '2e2', '2E+2', '1.5', '0.25', '-1', '1e999', '-1e999', '1E400',
@@ -157,10 +160,12 @@ function fieldValue (key: string, depth: number): string {
   const r = random()
   if (r < 0.08) return 'null'
   switch (key) {
-    case 'status': return r < 0.6 ? pick(['200', '404', '503', '200.0', '2e2']) : r < 0.8 ? pick(numbers) : anyValue(depth)
-    case 'ts': return r < 0.35 ? JSON.stringify(pick(times)) : r < 0.8 ? pick(numbers) : anyValue(depth)
-    case 'rt': return r < 0.5 ? pick(['0.123', '0', '1.5', '0.000123', '12']) : r < 0.8 ? pick(numbers) : anyValue(depth)
-    case 'bytes': return r < 0.5 ? pick(['0', '5120', '123456']) : r < 0.8 ? pick(numbers) : anyValue(depth)
+    // Numeric strings ("200") are numbers for numeric fields (issue 15).
+    case 'status': return r < 0.6 ? pick(['200', '404', '503', '200.0', '2e2']) : r < 0.7 ? pick(numbers) : r < 0.8 ? JSON.stringify(pick(numbers)) : anyValue(depth)
+    case 'ts': return r < 0.35 ? JSON.stringify(pick(times)) : r < 0.7 ? pick(numbers) : r < 0.8 ? JSON.stringify(pick(numbers)) : anyValue(depth)
+    case 'rt': return r < 0.5 ? pick(['0.123', '0', '1.5', '0.000123', '12']) : r < 0.7 ? pick(numbers) : r < 0.8 ? JSON.stringify(pick(numbers)) : anyValue(depth)
+    case 'bytes': return r < 0.5 ? pick(['0', '5120', '123456']) : r < 0.7 ? pick(numbers) : r < 0.8 ? JSON.stringify(pick(numbers)) : anyValue(depth)
+    case 'level': return r < 0.5 ? JSON.stringify(pick(levelTexts)) : r < 0.7 ? pick(['10', '30', '35', '60', '70', '0', '3', '7', '8', '9']) : r < 0.8 ? JSON.stringify(pick(numbers)) : anyValue(depth)
     case 'log': return r < 0.4 ? JSON.stringify(nestedText(depth)) : r < 0.85 ? jsonString() : anyValue(depth)
     case 'filename': return r < 0.8 ? jsonString() : anyValue(depth)
     default: return fieldKeys.includes(key as typeof fieldKeys[number]) ? (r < 0.8 ? jsonString() : anyValue(depth)) : anyValue(depth)
@@ -264,7 +269,12 @@ t.test('the shapes shippers send are taken, not declined', async (t) => {
     '{"ts":1763726340000,"host":"web-1","method":"GET","path":"/x?a=1","status":200,"rt":0.012,"bytes":512,"src":"10.0.0.1","user_agent":"curl/8"}',
     '{"ts":"2025-11-21T11:59:00.123Z","host":"web-1","status":404}',
     '{"log":"GET /x 200\\n","stream":"stdout","time":"2025-11-21T11:59:00.1234567Z"}',
-    '{"log":"{\\"ts\\":\\"2025-11-21T11:59:00Z\\",\\"status\\":500,\\"path\\":\\"/a\\",\\"msg\\":\\"x \\\\\\"y\\\\\\"\\"}\\n","stream":"stderr"}',
+    '{"log":"{\\"ts\\":\\"2025-11-21T11:59:00Z\\",\\"status\\":500,\\"path\\":\\"/a\\",\\"level\\":\\"warn\\"}\\n","stream":"stderr"}',
+    // Issue 15: shippers' field names, mapped on the fast path too.
+    '{"level":30,"time":1763726340000,"pid":7,"hostname":"web-1","msg":"request done","req":{"id":1}}', // pino
+    '{"@timestamp":"2025-11-21T11:59:00.123Z","message":"GET /x","log.level":"info","service.name":"api"}', // ECS, flattened
+    '{"time":"2025-11-21T11:59:00+00:00","remote_addr":"10.0.0.1","request_method":"GET","uri":"/x","status":"200","body_bytes_sent":"512","request_time":"0.012","http_user_agent":"curl/8"}', // nginx JSON log_format
+    '{"severity_text":"ERROR","severityNumber":17,"body":"boom","timestamp":"1763726340123456789"}', // OpenTelemetry-shaped
     '{"log":"<html> \\u003cb\\u003e caf\\u00e9","filename":"/var/log/app.log"}',
     '{"message":"hello","level":"info","kubernetes":{"pod_name":"api-1","labels":{"app":"api"}},"tags":["a","b"]}',
     '{"host":"a","path":"/p","extra":null,"n":1.5,"big":1e3,"ok":true}',

@@ -5,6 +5,7 @@ import { EventRowWriter, readEventRows } from '../../lib/ingest/row-serializer.t
 import { eventColumns } from '../../lib/events/fields.ts'
 import { eventRow } from '../helpers/events.ts'
 import { migration } from '../../lib/storage/migrations/002_events.ts'
+import { migration as levelMigration } from '../../lib/storage/migrations/006_events_level.ts'
 import { createTestDatabase } from '../helpers/clickhouse.ts'
 
 const receivedAt = 1763726400000
@@ -60,7 +61,7 @@ function refFloat (value: number): Buffer {
 const refNullableString = (value: string | null): Buffer => refNullable(value === null ? null : refString(value))
 
 t.test('RowBinary in eventColumns order, byte for byte; NULL as its flag', async (t) => {
-  const second: EventRow = { ...baseRow, host: null, status: null, rt: null, bytes: null, message: 'm', filename: '/f.log', attrs: '{"a":1}' }
+  const second: EventRow = { ...baseRow, host: null, status: null, rt: null, bytes: null, message: 'm', filename: '/f.log', level: 'warn', attrs: '{"a":1}' }
   const bytes = Buffer.from(serialize([baseRow, second]))
   // Each column as its ClickHouse type is encoded (lib/events/fields.ts gives the types).
   const encoders: Record<string, (row: EventRow, i: number) => Buffer> = {
@@ -78,6 +79,7 @@ t.test('RowBinary in eventColumns order, byte for byte; NULL as its flag', async
     user_agent: (row) => refNullableString(row.user_agent as string | null),
     message: (row) => refNullableString(row.message as string | null),
     filename: (row) => refNullableString(row.filename as string | null),
+    level: (row) => refNullableString((row.level ?? null) as string | null),
     attrs: (row) => refString(row.attrs as string),
     seq: (_row, i) => refUInt(1000 + i, 8),
     size: (_row, i) => refUInt(200 + i, 4),
@@ -87,8 +89,8 @@ t.test('RowBinary in eventColumns order, byte for byte; NULL as its flag', async
   const decoded = readEventRows(bytes)
   const byName = (values: Record<string, string | null>): Array<string | null> => eventColumns.map((name) => values[name])
   t.strictSame(decoded, [
-    byName({ org_id: 'org_1', stream: 'web', ts: '1763726399123', received_at: '1763726400000', host: 'web-1', path: '/api/v1/orders', method: 'GET', status: '200', rt: '0.25', bytes: '512', src: '10.0.0.1', user_agent: 'curl/8.5.0', message: null, filename: null, attrs: '{}', seq: '1000', size: '200' }),
-    byName({ org_id: 'org_1', stream: 'web', ts: '1763726399123', received_at: '1763726400000', host: null, path: '/api/v1/orders', method: 'GET', status: null, rt: null, bytes: null, src: '10.0.0.1', user_agent: 'curl/8.5.0', message: 'm', filename: '/f.log', attrs: '{"a":1}', seq: '1001', size: '201' }),
+    byName({ org_id: 'org_1', stream: 'web', ts: '1763726399123', received_at: '1763726400000', host: 'web-1', path: '/api/v1/orders', method: 'GET', status: '200', rt: '0.25', bytes: '512', src: '10.0.0.1', user_agent: 'curl/8.5.0', message: null, filename: null, level: null, attrs: '{}', seq: '1000', size: '200' }),
+    byName({ org_id: 'org_1', stream: 'web', ts: '1763726399123', received_at: '1763726400000', host: null, path: '/api/v1/orders', method: 'GET', status: null, rt: null, bytes: null, src: '10.0.0.1', user_agent: 'curl/8.5.0', message: 'm', filename: '/f.log', level: 'warn', attrs: '{"a":1}', seq: '1001', size: '201' }),
   ])
   t.equal(decoded[0].length, eventColumns.length)
 })
@@ -173,7 +175,7 @@ t.test('the buffer grows past its first size; finish() hands over exactly the ro
 
 t.test('ClickHouse reads the rows, long strings included', async (t) => {
   const db = await createTestDatabase(t)
-  for (const statement of migration.statements) await db.clickhouse.command(statement)
+  for (const statement of [...migration.statements, ...levelMigration.statements]) await db.clickhouse.command(statement)
   const strings = ['', 'short', 'x'.repeat(42), 'x'.repeat(43), '日'.repeat(43), 'x'.repeat(5462), '😀'.repeat(3000), 'tab\tnew\nline\\ \0 \ud800']
   const rows = strings.map((text, i) => ({ ...baseRow, ts: (baseRow.ts as number) + i, host: text, message: text, attrs: text, rt: i === 0 ? null : 0.1 * i, bytes: 2 ** 53 - 1 - i }))
   await db.clickhouse.insertRaw(`INSERT INTO events (${eventColumns.join(', ')}) FORMAT RowBinary`, Buffer.from(serialize(rows)))

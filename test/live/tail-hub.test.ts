@@ -7,6 +7,7 @@ import { EventEmitter } from 'node:events'
 import type { ServerResponse } from 'node:http'
 import { TailHub } from '../../lib/live/tail-hub.ts'
 import { LiveStats } from '../../lib/live/live-stats.ts'
+import { ManualClock } from '../helpers/manual-clock.ts'
 import type { LiveOutput, LiveRequest } from '../../lib/live/live-protocol.ts'
 
 class FakeResponse extends EventEmitter {
@@ -33,8 +34,8 @@ function output (all: number, marked: number, dropped: number[] = [0, 0]): LiveO
 }
 
 t.test('requests in flight share a busy filter\'s allowance; a selective one is never cut', async (t) => {
-  // No stats tick during the test: the allowance period stays the same.
-  const hub = new TailHub({ eventsPerSecond: 100, statsIntervalMs: 3_600_000, heartbeatMs: 3_600_000 })
+  // The clock does not move during the test: the allowance window stays the same.
+  const hub = new TailHub({ eventsPerSecond: 100, clock: new ManualClock() })
   t.teardown(() => hub.close())
   const everything = new FakeResponse()
   const markers = new FakeResponse()
@@ -65,37 +66,44 @@ t.test('requests in flight share a busy filter\'s allowance; a selective one is 
 })
 
 t.test('a charge from an earlier second stays there; only what went beyond it counts now', async (t) => {
-  const hub = new TailHub({ eventsPerSecond: 100, statsIntervalMs: 30, heartbeatMs: 3_600_000 })
+  const clock = new ManualClock()
+  const hub = new TailHub({ eventsPerSecond: 100, clock })
   t.teardown(() => hub.close())
-  const keepAlive = setInterval(() => {}, 1000) // the hub's timers do not hold the process open
-  t.teardown(() => clearInterval(keepAlive))
   const client = new FakeResponse()
   hub.open(client as unknown as ServerResponse, 'org', 'web', '')
-  /** Resolves right after the next stats tick: the allowance period has just changed. */
-  const nextTick = (): Promise<void> => new Promise((resolve) => {
-    const write = client.write.bind(client)
-    client.write = (chunk: string): boolean => {
-      const ok = write(chunk)
-      if (chunk.startsWith('event: stats')) { client.write = write; resolve() }
-      return ok
-    }
-  })
 
-  // Everything from here to the next await runs before another tick can come.
-  await nextTick()
   hub.publish('org', 'web', hub.liveRequestFor('org', 'web')!, [output(50, 0, [0])])
   const inFlight = [hub.liveRequestFor('org', 'web')!, hub.liveRequestFor('org', 'web')!]
   t.same(inFlight.map((r) => r.caps[0]), [50, 0], 'charged 50 each at the start')
 
-  await nextTick()
+  clock.advance(1000) // the next second: a new allowance window, and a stats tick
+  t.match(client.text, /event: stats\ndata: \{"t":1000,/, 'a stats event stamped with the injected time')
   hub.publish('org', 'web', inFlight[0], [output(50, 0, [0])])
   t.equal(hub.liveRequestFor('org', 'web')!.caps[0], 100, 'serialized what it was charged: nothing more this second')
   hub.publish('org', 'web', inFlight[1], [output(20, 0, [0])])
   t.equal(hub.liveRequestFor('org', 'web')!.caps[0], 50 - 20, 'charged 0, serialized 20: on top of the charge just made')
 })
 
+t.test('heartbeats and stats come on the injected clock', async (t) => {
+  const clock = new ManualClock()
+  const hub = new TailHub({ clock, statsIntervalMs: 1000, heartbeatMs: 15_000 })
+  t.teardown(() => hub.close())
+  const client = new FakeResponse()
+  hub.open(client as unknown as ServerResponse, 'org', 'web', '')
+  clock.advance(14_999)
+  t.equal(client.text.match(/event: stats/g)?.length, 14, 'one stats event a second')
+  t.notMatch(client.text, /: heartbeat/)
+  clock.advance(1)
+  t.equal(client.text.match(/: heartbeat\n\n/g)?.length, 1, 'a heartbeat at 15 s')
+  hub.close()
+  const before = client.text.length
+  clock.advance(60_000)
+  t.equal(client.text.length, before, 'nothing after close()')
+})
+
 t.test('clients with the same filter get the same frames; one out of room gets what fits, then a dropped count', async (t) => {
-  const hub = new TailHub({ eventsPerSecond: 100, maxBufferedBytes: 64 * 1024, statsIntervalMs: 3_600_000, heartbeatMs: 3_600_000 })
+  const clock = new ManualClock()
+  const hub = new TailHub({ eventsPerSecond: 100, maxBufferedBytes: 64 * 1024, clock })
   t.teardown(() => hub.close())
   const a = new FakeResponse()
   const b = new FakeResponse()
@@ -113,12 +121,15 @@ t.test('clients with the same filter get the same frames; one out of room gets w
 
   full.writableLength = 0
   hub.publish('org', 'web', hub.liveRequestFor('org', 'web')!, [output(60, 0, [0, 0])])
-  // 110 matched in all; a client's tokens refill with time (100 a second), so a few ms between
-  // the publishes may let one or two more through: sent and dropped add up either way.
+  // 110 matched in all, no time passed: 100 tokens, the rest dropped.
   const sent = a.text.match(/event: event/g)?.length ?? 0
   const droppedNow = Number(/event: dropped\ndata: \{"count":(\d+)\}\n\n$/.exec(a.text)?.[1] ?? 0)
-  t.ok(sent >= 100 && sent < 110, `a client is sent about eventsPerSecond at most (${sent})`)
-  t.equal(sent + droppedNow, 110, 'past its tokens: the rest of the 60 counted as dropped')
+  t.equal(sent, 100, 'a client is sent eventsPerSecond at most')
+  t.equal(droppedNow, 10, 'past its tokens: the rest of the 60 counted as dropped')
   t.equal(full.text.match(/event: event/g)?.length, 60, 'the drained client gets the new events')
   t.match(full.text, /event: dropped\ndata: \{"count":55\}/, 'and what it missed: 50 events and the workers\' 5')
+  clock.advance(250) // a quarter second refills a quarter of the tokens: 25
+  hub.publish('org', 'web', hub.liveRequestFor('org', 'web')!, [output(40, 0, [0, 0])])
+  t.equal(a.text.match(/event: event/g)?.length, 100 + 25, '25 more sent after 250 ms')
+  t.match(a.text, /event: dropped\ndata: \{"count":15\}\n\n$/, 'the other 15 dropped')
 })

@@ -27,7 +27,7 @@ t.test('newest first, absent fields null, attrs an object, default limit 100', a
   t.equal(r.body.events.length, 100)
   t.type(r.body.next_cursor, 'string')
   const first = r.body.events[0]
-  t.same(Object.keys(first), ['ts', 'host', 'path', 'status', 'rt', 'bytes', 'method', 'src', 'user_agent', 'message', 'filename', 'attrs', 'received_at'])
+  t.same(Object.keys(first), ['ts', 'host', 'path', 'status', 'rt', 'bytes', 'method', 'src', 'user_agent', 'message', 'filename', 'level', 'attrs', 'received_at'])
   t.equal(first.ts, base + 49_000)
   t.equal(first.rt, null)
   t.type(first.attrs.n, 'number')

@@ -92,6 +92,10 @@ t.test('errors say where', async (t) => {
     ['host:a"b', 6],
     ['"a"b', 3],
     ['path:"/a"x', 9],
+    ['level:loud', 6],
+    ['level:>=', 6],
+    ['level:er*', 6],
+    ['level:', 6],
   ]
   for (const [q, position] of cases) {
     t.throws(() => parseFilter(q), invalidAt(position), `${JSON.stringify(q)} fails at ${position}`)
@@ -102,6 +106,19 @@ t.test('an error message names the problem and the place', async (t) => {
   t.throws(() => parseFilter('hots:a'), { message: /unknown field "hots" at position 0 \(fields: host, path, method, src, status, filename, user_agent/ })
   t.throws(() => parseFilter('status:abc'), { message: /status:abc is not a status at position 7/ })
   t.throws(() => parseFilter('a "b'), { message: /unterminated quote starting at position 2/ })
+  t.throws(() => parseFilter('level:loud'), { message: /level:loud is not a level at position 6/ })
+})
+
+t.test('level: a name, a synonym, or a comparison in order of severity (issue 15)', async (t) => {
+  const levelsOf = (q: string): number[] => (parseFilter(q)[0] as { levels: number[] }).levels
+  t.strictSame(parseFilter('level:error'), [{ kind: 'level', negated: false, position: 0, levels: [4] }])
+  t.strictSame(levelsOf('level:WARNING'), [3], 'synonyms and any case')
+  t.strictSame(levelsOf('level:>=warn'), [3, 4, 5], 'warn or worse')
+  t.strictSame(levelsOf('level:>warn'), [4, 5])
+  t.strictSame(levelsOf('level:<=debug'), [0, 1])
+  t.strictSame(levelsOf('level:<info'), [0, 1])
+  t.strictSame(levelsOf('level:*'), [0, 1, 2, 3, 4, 5], 'present')
+  t.strictSame(parseFilter('-level:=fatal'), [{ kind: 'level', negated: true, position: 0, levels: [5] }])
 })
 
 t.test('limits on length and terms', async (t) => {

@@ -5,6 +5,7 @@
 import t from 'tap'
 import { createTestDatabase } from '../helpers/clickhouse.ts'
 import { migration } from '../../lib/storage/migrations/002_events.ts'
+import { migration as levelMigration } from '../../lib/storage/migrations/006_events_level.ts'
 import { joinSql, sql } from '../../lib/storage/sql.ts'
 import { parseFilter } from '../../lib/query/filter-parser.ts'
 import { filterToSql } from '../../lib/query/filter-sql.ts'
@@ -17,15 +18,15 @@ interface Fixture extends EventLike { id: number }
 const fixtures: Fixture[] = [
   { id: 1, host: 'api.example.com', path: '/api/users', method: 'GET', status: 200, src: '10.0.0.1', user_agent: 'curl/8.4.0' },
   { id: 2, host: 'API.example.com', path: '/api/orders', method: 'POST', status: 201, user_agent: 'Mozilla/5.0 (X11; Linux)' },
-  { id: 3, path: '/health', method: 'GET', status: 200 },
-  { id: 4, message: 'Connection reset by peer', filename: '/var/log/app.log' },
-  { id: 5, message: 'ERROR: disk full', filename: '/var/log/app.log' },
-  { id: 6, message: 'error: Disk Full on /dev/sda1', filename: '/var/log/other.log' },
+  { id: 3, path: '/health', method: 'GET', status: 200, level: 'debug' },
+  { id: 4, message: 'Connection reset by peer', filename: '/var/log/app.log', level: 'warn' },
+  { id: 5, message: 'ERROR: disk full', filename: '/var/log/app.log', level: 'error' },
+  { id: 6, message: 'error: Disk Full on /dev/sda1', filename: '/var/log/other.log', level: 'fatal' },
   { id: 7, path: '/100%_done', status: 404 },
   { id: 8, path: '/100x-done', status: 404 },
   { id: 9, path: '/a_b', status: 500 },
   { id: 10, path: '/a b', status: 503, method: 'DELETE' },
-  { id: 11, message: 'it\'s a "quoted" message' },
+  { id: 11, message: 'it\'s a "quoted" message', level: 'info' },
   { id: 12, message: 'back\\slash C:\\logs\\app' },
   { id: 13, message: "') OR 1=1 --", host: "'" },
   { id: 14, message: 'École fermée', path: '/ÉCOLE' },
@@ -62,10 +63,19 @@ const queries = [
   '"it\'s"', '"\\"quoted\\""', '"C:\\\\logs"', '"\\\\slash"', '"x*y"', '"x*"', '"tab\there"', '"nul\u0000byte"',
   "\"') OR 1=1 --\"", "')", "host:'", 'host:\\', 'host:"\\\\"', 'host:"\'"', "\"'; DROP TABLE events; --\"",
   'host:x)OR(1=1', '"%"', '"_"', 'host:""*', '-"e"', 'e -e',
+  'level:error', 'level:ERROR', 'level:err', 'level:>=warn', '-level:>=warn', 'level:>error', 'level:<info', 'level:<=info',
+  'level:=info', 'level:*', '-level:*', 'level:warning error', 'level:>fatal', 'level:<trace',
 ]
 
 // Queries whose result is also known by hand (ids).
 const expected: Record<string, number[]> = {
+  'level:error': [5],
+  'level:err': [5],
+  'level:>=warn': [4, 5, 6],
+  '-level:>=warn': fixtures.map((f) => f.id).filter((id) => ![4, 5, 6].includes(id)),
+  'level:<=info': [3, 11],
+  'level:*': [3, 4, 5, 6, 11],
+  'level:>fatal': [],
   'host:api.example.com': [1],
   '-host:api.example.com': fixtures.map((f) => f.id).filter((id) => id !== 1),
   'host:*': [1, 2, 13, 24, 27, 29],
@@ -98,11 +108,11 @@ const expected: Record<string, number[]> = {
 
 t.test('the SQL filter selects exactly what the matcher accepts', async (t) => {
   const { clickhouse } = await createTestDatabase(t)
-  for (const statement of migration.statements) await clickhouse.command(statement)
+  for (const statement of [...migration.statements, ...levelMigration.statements]) await clickhouse.command(statement)
   const rows = fixtures.map((f) => sql`('org', 'stream', ${f.id}, 0, ${f.host ?? null}, ${f.path ?? null}, ${f.method ?? null},
-    ${f.status ?? null}, NULL, NULL, ${f.src ?? null}, ${f.user_agent ?? null}, ${f.message ?? null}, ${f.filename ?? null}, '{}')`)
+    ${f.status ?? null}, NULL, NULL, ${f.src ?? null}, ${f.user_agent ?? null}, ${f.message ?? null}, ${f.filename ?? null}, ${f.level ?? null}, '{}')`)
   await clickhouse.command(sql`INSERT INTO events (org_id, stream, ts, received_at, host, path, method, status, rt, bytes,
-    src, user_agent, message, filename, attrs) VALUES ${joinSql(rows, ', ')}`)
+    src, user_agent, message, filename, level, attrs) VALUES ${joinSql(rows, ', ')}`)
 
   for (const q of queries) {
     const nodes = parseFilter(q)

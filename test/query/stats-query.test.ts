@@ -33,6 +33,8 @@ interface Row {
   src: string | null
   user_agent: string | null
   filename: string | null
+  /** events.level (migration 6); '' stands for an empty string stored by some writer: no level. */
+  level: string | null
 }
 
 
@@ -41,6 +43,7 @@ const statuses = [200, 200, 200, 200, 200, 201, 204, 301, 304, 400, 404, 404, 50
 const hosts = ['web-1', 'web-2', 'web-3', null]
 const agents = ['curl/8.5.0', 'Mozilla/5.0', 'Go-http-client/2.0', 'kube-probe/1.30', null]
 const filenames = ['/var/log/app.log', '/var/log/nginx/access.log', null, null]
+const levels = ['info', 'info', 'info', 'warn', 'error', 'debug', 'fatal', 'trace', null, '']
 
 /** `n` rows of one stream spread over two days; every nullable field is sometimes absent. */
 function generateRows (orgId: string, stream: string, n: number, seed: number): Row[] {
@@ -72,12 +75,13 @@ function generateRows (orgId: string, stream: string, n: number, seed: number): 
       src: random() < 0.03 ? null : `10.0.${Math.floor(random() * 4)}.${Math.floor(random() * random() * 40)}`,
       user_agent: pick(agents),
       filename: pick(filenames),
+      level: levels[rows.length % levels.length], // not from random(): the other fields stay as they were
     })
   }
   return rows
 }
 
-const columns = ['org_id', 'stream', 'ts', 'received_at', 'host', 'path', 'method', 'status', 'rt', 'bytes', 'src', 'user_agent', 'filename', 'attrs'] as const
+const columns = ['org_id', 'stream', 'ts', 'received_at', 'host', 'path', 'method', 'status', 'rt', 'bytes', 'src', 'user_agent', 'filename', 'level', 'attrs'] as const
 
 function tsvField (value: string | number | null): string {
   if (value === null) return '\\N'
@@ -86,7 +90,7 @@ function tsvField (value: string | number | null): string {
 
 function toTsv (rows: Row[]): Buffer {
   return Buffer.from(rows.map((r) => [
-    r.org_id, r.stream, r.ts, r.ts + 100, r.host, r.path, r.method, r.status, r.rt, r.bytes, r.src, r.user_agent, r.filename, '{}',
+    r.org_id, r.stream, r.ts, r.ts + 100, r.host, r.path, r.method, r.status, r.rt, r.bytes, r.src, r.user_agent, r.filename, r.level, '{}',
   ].map(tsvField).join('\t') + '\n').join(''))
 }
 
@@ -159,6 +163,7 @@ function expectStats (all: Row[], orgId: string, stream: string, from: number, t
       sources: topCounts(rows.map((r) => r.src), topN).map(([src, count]) => ({ src, count })),
       user_agents: topCounts(rows.map((r) => r.user_agent), topN).map(([ua, count]) => ({ user_agent: ua, count })),
       filenames: topCounts(rows.map((r) => r.filename), topN).map(([filename, count]) => ({ filename, count })),
+      levels: topCounts(rows.map((r) => r.level === '' ? null : r.level), topN).map(([level, count]) => ({ level, count })),
       not_found_paths: topCounts(rows.map((r) => r.status === 404 ? r.path : null), topN).map(([path, count]) => ({ path, count })),
     },
     pathCounts,
@@ -217,7 +222,7 @@ function countsOnly (r: StatsResult): unknown {
  * can only come from the raw rows of a partial hour. */
 const edgeOnly: Row[] = [0, 1, 2].map((i) => ({
   org_id: 'org_a', stream: 'web', ts: day0 + 10 * hour + 30 * minute + i, host: 'web-1', path: '/edge-only',
-  method: 'GET', status: 200, rt: 9, bytes: 10, src: '10.9.9.9', user_agent: 'curl/8.5.0', filename: null,
+  method: 'GET', status: 200, rt: 9, bytes: 10, src: '10.9.9.9', user_agent: 'curl/8.5.0', filename: null, level: 'error',
 }))
 const rows = [
   ...generateRows('org_a', 'web', 3000, 1),
@@ -239,7 +244,7 @@ const sources: StatsSource[] = ['events', 'events_1m', 'events_1h']
 
 t.test('the migration creates a table and a view per rollup', async (t) => {
   const names = (await clickhouse.query<{ name: string }>(`SELECT name FROM system.tables WHERE database = '${clickhouse.database}'`)).map((r) => r.name)
-  for (const table of ['events_1m', 'events_1h', 'events_by_path_1h', 'events_by_host_1h', 'events_by_status_1h', 'events_by_src_1h', 'events_by_user_agent_1h', 'events_by_filename_1h']) {
+  for (const table of ['events_1m', 'events_1h', 'events_by_path_1h', 'events_by_host_1h', 'events_by_status_1h', 'events_by_src_1h', 'events_by_user_agent_1h', 'events_by_filename_1h', 'events_by_level_1h']) {
     t.ok(names.includes(table), `${table} exists`)
     t.ok(names.includes(`${table}_mv`), `${table}_mv exists`)
   }
@@ -251,10 +256,10 @@ t.test('the answer has exactly the documented shape (docs/api.md section 7.4), n
   t.strictSame(keys(got), ['from', 'series', 'step_ms', 'to', 'top', 'totals'])
   t.strictSame(keys(got.series[0]), ['bytes', 'count', 'rt_p50', 'rt_p95', 'rt_p99', 'status_2xx', 'status_3xx', 'status_4xx', 'status_5xx', 't'])
   t.strictSame(keys(got.totals), ['bytes', 'count', 'error_rate', 'unique_sources'])
-  t.strictSame(keys(got.top), ['filenames', 'hosts', 'not_found_paths', 'paths', 'slowest_paths', 'sources', 'status', 'user_agents'])
+  t.strictSame(keys(got.top), ['filenames', 'hosts', 'levels', 'not_found_paths', 'paths', 'slowest_paths', 'sources', 'status', 'user_agents'])
   const items: Record<string, string[]> = {
     paths: ['count', 'error_share', 'path', 'rt_p95'], hosts: ['count', 'host'], status: ['count', 'status'],
-    sources: ['count', 'src'], user_agents: ['count', 'user_agent'], filenames: ['count', 'filename'],
+    sources: ['count', 'src'], user_agents: ['count', 'user_agent'], filenames: ['count', 'filename'], levels: ['count', 'level'],
     not_found_paths: ['count', 'path'], slowest_paths: ['count', 'path', 'rt_p95'],
   }
   for (const [list, fields] of Object.entries(items)) {
@@ -304,7 +309,7 @@ t.test('a partial hour with no events in the rest of its hour is read from its r
   // 10:50), which must not count; edges-quiet has none there, so its hourly rows stand in for
   // the raw rows of 08:17-09:00 and 10:00-10:43.
   const at = (h: number, m: number) => day0 + h * hour + m * minute
-  const base = { org_id: 'org_a', host: 'web-1', method: 'GET', bytes: 1, src: '10.1.1.1', user_agent: 'curl/8.5.0', filename: null }
+  const base = { org_id: 'org_a', host: 'web-1', method: 'GET', bytes: 1, src: '10.1.1.1', user_agent: 'curl/8.5.0', filename: null, level: 'warn' }
   const make = (stream: string, times: Array<[number, number, string, number]>): Row[] =>
     times.map(([h, m, path, status], i) => ({ ...base, stream, ts: at(h, m) + i, path, status, rt: 0.01 * (i + 1) }))
   const inside: Array<[number, number, string, number]> = [[8, 20, '/a', 200], [8, 50, '/b', 404], [9, 15, '/c', 500], [10, 5, '/d', 200], [10, 30, '/d', 200]]
@@ -379,7 +384,7 @@ t.test('the automatic choice serves each range from its table', async (t) => {
 
 t.test('slowest paths ranks the 100 busiest paths only', async (t) => {
   const busy: Row[] = []
-  const base = { org_id: 'org_a', stream: 'many', host: null, method: null, status: 200, bytes: null, src: null, user_agent: null, filename: null }
+  const base = { org_id: 'org_a', stream: 'many', host: null, method: null, status: 200, bytes: null, src: null, user_agent: null, filename: null, level: null }
   for (let i = 0; i < 100; i++) {
     for (let k = 0; k < 3; k++) busy.push({ ...base, ts: day0 + i * minute + k, path: `/p${i}`, rt: 0.1 + i / 1000 })
   }

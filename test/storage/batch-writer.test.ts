@@ -12,6 +12,7 @@ import type { BatchWriterOptions, InsertStats } from '../../lib/storage/batch-wr
 import { createClickHouse, ClickHouseError, clickhouseCodes } from '../../lib/storage/clickhouse.ts'
 import type { ClickHouse } from '../../lib/storage/clickhouse.ts'
 import { migration as eventsMigration } from '../../lib/storage/migrations/002_events.ts'
+import { migration as levelMigration } from '../../lib/storage/migrations/006_events_level.ts'
 import { eventColumns } from '../../lib/ingest/parse-task.ts'
 import { EventRowWriter } from '../../lib/ingest/row-serializer.ts'
 import { eventRow, tsvRow } from '../helpers/events.ts'
@@ -23,7 +24,7 @@ import { ManualClock } from '../helpers/manual-clock.ts'
 import { waitFor } from '../helpers/wait-for.ts'
 
 const db = await createTestDatabase(t, 'sluice_test_writer')
-for (const statement of eventsMigration.statements) await db.clickhouse.command(statement)
+for (const statement of [...eventsMigration.statements, ...levelMigration.statements]) await db.clickhouse.command(statement)
 
 const day = 1_700_000_000_000 // all rows in one daily partition, so one insert = one part
 

@@ -30,3 +30,15 @@ t.test('a migration interrupted half way is completed by the next run', async (t
   t.same(r.applied, migrations.map((m) => m.id))
   t.equal(await isMigrated(clickhouse), true)
 })
+
+t.test('an ADD COLUMN migration interrupted after its ALTER is completed by the next run (no IF NOT EXISTS on 18.16)', async (t) => {
+  const { clickhouse } = await createTestDatabase(t)
+  const log = createLogger({ level: 'silent' })
+  const level = migrations.find((m) => m.name === 'events_level')!
+  await migrate(clickhouse, log, migrations.filter((m) => m.id < level.id))
+  for (const statement of level.statements) await clickhouse.command(statement)
+  const r = await migrate(clickhouse, log)
+  t.same(r.applied, migrations.filter((m) => m.id >= level.id).map((m) => m.id), 'it and the migrations after it')
+  const columns = await clickhouse.query<{ type: string }>(`SELECT type FROM system.columns WHERE database = '${clickhouse.database}' AND table = 'events' AND name = 'level'`)
+  t.same(columns.map((c) => c.type), ['Nullable(String)'])
+})

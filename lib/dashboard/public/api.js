@@ -1,3 +1,4 @@
+// @ts-check
 // Talking to the Sluice API from the page: JSON requests with the PAT, errors as ApiError (the
 // server's {"error", "message", "request_id"}) or NetworkError (no answer), and the live tail read
 // through fetch() with the Server-Sent Events parser of sse-parser.js (shared with the CLI and the
@@ -7,6 +8,13 @@ import { SseParser } from './sse-parser.js'
 export { SseParser }
 
 export class ApiError extends Error {
+  /**
+   * @param {number} status
+   * @param {string} code the catalogue's error code
+   * @param {string} message
+   * @param {string | null} requestId
+   * @param {number | null} retryAfterS
+   */
   constructor (status, code, message, requestId, retryAfterS) {
     super(message)
     this.name = 'ApiError'
@@ -25,14 +33,17 @@ export class ApiError extends Error {
 
 /** The server did not answer (down, restarting, network gone). Worth retrying. */
 export class NetworkError extends Error {
+  /** @param {unknown} cause */
   constructor (cause) {
     super('Cannot reach Sluice', { cause })
     this.name = 'NetworkError'
   }
 }
 
-export const isAbort = (err) => err?.name === 'AbortError'
+/** @param {unknown} err */
+export const isAbort = (err) => typeof err === 'object' && err !== null && 'name' in err && err.name === 'AbortError'
 
+/** @param {Response} res */
 async function toApiError (res) {
   let body = null
   try { body = await res.json() } catch { /* not JSON: a proxy's page */ }
@@ -46,8 +57,36 @@ async function toApiError (res) {
   )
 }
 
-/** An API client; getToken() is read on every request so a new token applies at once. */
+/**
+ * @typedef {object} RequestOptions
+ * @property {AbortSignal} [signal]
+ * @property {string} [accept]
+ */
+
+/**
+ * @typedef {object} StreamOptions
+ * @property {AbortSignal} signal
+ * @property {(type: string, data: string) => void} onMessage
+ * @property {() => void} [onActivity]
+ * @property {() => void} [onOpen]
+ */
+
+/**
+ * @typedef {object} Api
+ * @property {(path: string, options?: RequestOptions) => Promise<any>} get GET a JSON resource (the caller states its shape)
+ * @property {(path: string, options: StreamOptions) => Promise<void>} stream
+ */
+
+/**
+ * An API client; getToken() is read on every request so a new token applies at once.
+ * @param {() => string} getToken
+ * @returns {Api}
+ */
 export function createApi (getToken) {
+  /**
+   * @param {string} path
+   * @param {RequestOptions} [options]
+   */
   async function send (path, { signal, accept = 'application/json' } = {}) {
     let res
     try {
@@ -85,6 +124,7 @@ export function createApi (getToken) {
       onOpen?.()
       const parser = new SseParser(onMessage)
       // Bytes go to the parser as they come: it decodes them with a streaming TextDecoder.
+      if (res.body === null) throw new NetworkError(new Error('the tail answered without a body'))
       const reader = res.body.getReader()
       try {
         for (;;) {
@@ -103,12 +143,17 @@ export function createApi (getToken) {
   }
 }
 
-/** Resolves after ms, or rejects with an AbortError when signal aborts first. */
+/**
+ * Resolves after ms, or rejects with an AbortError when signal aborts first.
+ * @param {number} ms
+ * @param {AbortSignal | null} [signal]
+ * @returns {Promise<void>}
+ */
 export function sleep (ms, signal) {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) { reject(signal.reason); return }
     const timer = setTimeout(() => { signal?.removeEventListener('abort', onAbort); resolve() }, ms)
-    function onAbort () { clearTimeout(timer); reject(signal.reason) }
+    function onAbort () { clearTimeout(timer); reject(signal?.reason) }
     signal?.addEventListener('abort', onAbort, { once: true })
   })
 }

@@ -1,3 +1,4 @@
+// @ts-check
 // Formatting numbers, sizes, durations and times for display, and editing the `q` filter text
 // (docs/api.md section 7.2) when a table row adds a `field:value` term.
 
@@ -5,14 +6,21 @@ const integer = new Intl.NumberFormat(undefined, { maximumFractionDigits: 0 })
 const compact = new Intl.NumberFormat(undefined, { notation: 'compact', maximumFractionDigits: 1 })
 const decimal = new Intl.NumberFormat(undefined, { maximumFractionDigits: 2 })
 
-/** Whole numbers with grouping; compact (12.3K) past a million or when asked. */
+/**
+ * Whole numbers with grouping; compact (12.3K) past a million or when asked.
+ * @param {number | null | undefined} n
+ * @param {{ short?: boolean }} [options]
+ */
 export function formatCount (n, { short = false } = {}) {
   if (n === null || n === undefined || Number.isNaN(n)) return '–'
   if (short || Math.abs(n) >= 1e6) return compact.format(n)
   return Math.abs(n) < 10 && !Number.isInteger(n) ? decimal.format(n) : integer.format(n)
 }
 
-/** A rate per second: 0.04, 3.2, 1,204. */
+/**
+ * A rate per second: 0.04, 3.2, 1,204.
+ * @param {number | null | undefined} n
+ */
 export function formatRate (n) {
   if (n === null || n === undefined || Number.isNaN(n)) return '–'
   if (n === 0) return '0'
@@ -22,7 +30,10 @@ export function formatRate (n) {
 
 const byteUnits = ['B', 'KB', 'MB', 'GB', 'TB', 'PB']
 
-/** Bytes in powers of 1000, one decimal past the first unit. */
+/**
+ * Bytes in powers of 1000, one decimal past the first unit.
+ * @param {number | null | undefined} n
+ */
 export function formatBytes (n) {
   if (n === null || n === undefined || Number.isNaN(n)) return '–'
   let i = 0
@@ -32,7 +43,10 @@ export function formatBytes (n) {
   return (n < 0 ? '-' : '') + text + ' ' + byteUnits[i]
 }
 
-/** A response time given in seconds: "850 µs", "12 ms", "1.24 s". */
+/**
+ * A response time given in seconds: "850 µs", "12 ms", "1.24 s".
+ * @param {number | null | undefined} s
+ */
 export function formatSeconds (s) {
   if (s === null || s === undefined || Number.isNaN(s)) return '–'
   if (s === 0) return '0 ms'
@@ -41,6 +55,10 @@ export function formatSeconds (s) {
   return (s < 10 ? s.toFixed(2) : s.toFixed(1)) + ' s'
 }
 
+/**
+ * A share (0..1) as a percentage.
+ * @param {number | null | undefined} share
+ */
 export function formatPercent (share) {
   if (share === null || share === undefined || Number.isNaN(share)) return '–'
   if (share === 0) return '0%'
@@ -48,20 +66,30 @@ export function formatPercent (share) {
   return (share * 100).toFixed(share < 0.1 ? 1 : 0) + '%'
 }
 
+/** @type {(n: number, w?: number) => string} */
 const pad = (n, w = 2) => String(n).padStart(w, '0')
 
-/** Event time in local time: 14:03:27.120, with the date when it is not today. */
+/**
+ * Event time in local time: 14:03:27.120, with the date when asked.
+ * @param {number} ms
+ * @param {{ withDate?: boolean }} [options]
+ */
 export function formatEventTime (ms, { withDate = false } = {}) {
   const d = new Date(ms)
   const time = `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}`
   return withDate ? `${formatDate(d)} ${time}` : time
 }
 
+/** @param {Date} d */
 function formatDate (d) {
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`
 }
 
-/** "5 s ago", "3 min ago", "2 h ago", "4 d ago". */
+/**
+ * "5 s ago", "3 min ago", "2 h ago", "4 d ago".
+ * @param {number} ms
+ * @param {number} [now]
+ */
 export function formatAgo (ms, now = Date.now()) {
   const s = Math.max(0, Math.round((now - ms) / 1000))
   if (s < 60) return `${s} s ago`
@@ -70,32 +98,49 @@ export function formatAgo (ms, now = Date.now()) {
   return `${Math.round(s / 86400)} d ago`
 }
 
-/** Value of an <input type="datetime-local"> for a ms timestamp, in local time. */
+/**
+ * Value of an <input type="datetime-local"> for a ms timestamp, in local time.
+ * @param {number} ms
+ */
 export function toDateTimeLocal (ms) {
   const d = new Date(ms)
   return `${formatDate(d)}T${pad(d.getHours())}:${pad(d.getMinutes())}`
 }
 
-/** 2xx, 3xx, 4xx, 5xx (or '' for none) for CSS classes and colours. */
+/**
+ * 2xx, 3xx, 4xx, 5xx (or '' for none) for CSS classes and colours.
+ * @param {unknown} status
+ */
 export function statusClass (status) {
   return typeof status === 'number' && status >= 100 && status < 600 ? `${Math.floor(status / 100)}xx` : ''
 }
 
 // --- the q filter ----------------------------------------------------------------------------
 
-/** A value as the parser reads it: bare when safe, else a quoted phrase (\" and \\ escaped). */
+/**
+ * A value as the parser reads it: bare when safe, else a quoted phrase (\" and \\ escaped).
+ * @param {unknown} value
+ */
 export function quoteValue (value) {
   const text = String(value)
   if (text !== '' && !/[\s"*\\]/.test(text)) return text
   return '"' + text.replace(/[\\"]/g, (c) => '\\' + c) + '"'
 }
 
-/** `field:value`; null (the field is absent) becomes `-field:*`. */
+/**
+ * `field:value`; null (the field is absent) becomes `-field:*`.
+ * @param {string} field
+ * @param {unknown} value
+ */
 export function filterTerm (field, value) {
   return value === null || value === undefined ? `-${field}:*` : `${field}:${quoteValue(value)}`
 }
 
-/** Splits q into its terms, keeping quoted phrases whole. */
+/**
+ * Splits q into its terms, keeping quoted phrases whole.
+ * @param {string} q
+ * @returns {string[]}
+ */
 export function splitTerms (q) {
   return q.match(/(?:[^\s"]+|"(?:\\.|[^"\\])*"?)+/g) ?? []
 }
@@ -103,6 +148,8 @@ export function splitTerms (q) {
 /**
  * q with the given terms added. A positive term on the same field replaces the old one (two
  * different paths can never both hold); an identical term is not repeated.
+ * @param {string} q
+ * @param {readonly string[]} terms
  */
 export function addTerms (q, terms) {
   let parts = splitTerms(q)

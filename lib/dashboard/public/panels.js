@@ -1,27 +1,57 @@
+// @ts-check
 // The dashboard's panels: totals, top lists, the events table (live tail or history) and the
 // event detail drawer. They render what they are given and report clicks; app.js decides what to
 // fetch. Every value goes into the page as text (dom.js), never as markup.
-import { $, el, replaceChildren, show, copyText } from './dom.js'
+import { $, el, replaceChildren, show, copyText, targetOf } from './dom.js'
 import {
   filterTerm, formatBytes, formatCount, formatEventTime, formatPercent, formatSeconds, statusClass,
 } from './format.js'
 
+/** @typedef {import('./types.js').SluiceEvent} SluiceEvent */
+/** @typedef {import('./types.js').TopRow} TopRow */
+/** @typedef {(terms: string[]) => void} OnFilter */
+
 // --- totals ----------------------------------------------------------------------------------
 
-/** totals: {count, errorRate, bytes, uniqueSources} plus a sub-line for each. */
+/**
+ * @typedef {object} Totals
+ * @property {number | null} count
+ * @property {number | null} errorRate 0..1
+ * @property {number | null} bytes
+ * @property {number | null} uniqueSources
+ */
+
+/**
+ * totals plus a sub-line for each.
+ * @param {Totals} totals
+ * @param {{ count?: string, errors?: string, bytes?: string, sources?: string }} [subs]
+ */
 export function renderTotals (totals, subs = {}) {
-  $('total-count').textContent = formatCount(totals.count, { short: totals.count >= 1e5 })
+  $('total-count').textContent = formatCount(totals.count, { short: (totals.count ?? 0) >= 1e5 })
   $('total-count').title = formatCount(totals.count)
   $('total-errors').textContent = formatPercent(totals.errorRate)
-  $('total-errors').dataset.level = totals.errorRate >= 0.05 ? 'bad' : totals.errorRate >= 0.01 ? 'warn' : 'ok'
+  const errorRate = totals.errorRate ?? 0
+  $('total-errors').dataset.level = errorRate >= 0.05 ? 'bad' : errorRate >= 0.01 ? 'warn' : 'ok'
   $('total-bytes').textContent = formatBytes(totals.bytes)
   $('total-sources').textContent = formatCount(totals.uniqueSources)
-  for (const key of ['count', 'errors', 'bytes', 'sources']) $(`total-${key}-sub`).textContent = subs[key] ?? ''
+  for (const key of /** @type {const} */ (['count', 'errors', 'bytes', 'sources'])) $(`total-${key}-sub`).textContent = subs[key] ?? ''
 }
 
 // --- top lists -------------------------------------------------------------------------------
 
-const countColumn = { key: 'count', label: 'Events', format: (v) => formatCount(v, { short: v >= 1e5 }), bar: true }
+/**
+ * A number column of a top list; `bar` draws the ranking bar behind the key from it.
+ * @typedef {{ key: string, label: string, format: (value: number | null) => string, bar?: boolean }} TopColumn
+ */
+
+/**
+ * A top list of /stats `top`: `key` in that object, `field` the event field its rows name (and filter on).
+ * @typedef {{ key: string, title: string, field: string, wide?: boolean, extra?: string[], columns: TopColumn[] }} TopList
+ */
+
+/** @type {TopColumn} */
+const countColumn = { key: 'count', label: 'Events', format: (v) => formatCount(v, { short: (v ?? 0) >= 1e5 }), bar: true }
+/** @type {TopList[]} */
 const topLists = [
   {
     key: 'paths', title: 'Paths', field: 'path', wide: true,
@@ -37,12 +67,19 @@ const topLists = [
   { key: 'not_found_paths', title: '404 paths', field: 'path', extra: ['status:404'], columns: [countColumn] },
   { key: 'user_agents', title: 'User agents', field: 'user_agent', columns: [countColumn] },
   { key: 'filenames', title: 'Files', field: 'filename', columns: [countColumn] },
+  { key: 'levels', title: 'Levels', field: 'level', columns: [countColumn] },
 ]
 
 export class TopLists {
+  /** @type {Map<string, HTMLTableSectionElement>} */
   #bodies = new Map()
+  /** @type {OnFilter} */
   #onFilter
 
+  /**
+   * @param {HTMLElement} container
+   * @param {OnFilter} onFilter called with the terms a clicked row adds to q
+   */
   constructor (container, onFilter) {
     this.#onFilter = onFilter
     for (const list of topLists) {
@@ -58,69 +95,118 @@ export class TopLists {
     }
   }
 
-  /** top: the `top` object of a /stats answer; lists it lacks stay empty. */
+  /**
+   * top: the `top` object of a /stats answer; lists it lacks stay empty.
+   * @param {Record<string, TopRow[]> | null} top
+   */
   update (top) {
     for (const list of topLists) {
       const rows = top?.[list.key] ?? []
       const tbody = this.#bodies.get(list.key)
+      if (tbody === undefined) continue
       if (rows.length === 0) {
         replaceChildren(tbody, el('tr', { class: 'empty-row' }, el('td', { colspan: list.columns.length + 1 }, 'Nothing in this range')))
         continue
       }
-      const maxima = list.columns.map((c) => (c.bar ? Math.max(...rows.map((r) => r[c.key] ?? 0)) : 0))
+      const maxima = list.columns.map((c) => (c.bar ? Math.max(...rows.map((r) => numberOf(r[c.key]) ?? 0)) : 0))
       replaceChildren(tbody, rows.map((row) => this.#row(list, row, maxima)))
     }
   }
 
+  /**
+   * @param {TopList} list
+   * @param {TopRow} row
+   * @param {number[]} maxima per column, the largest value (for the bar)
+   */
   #row (list, row, maxima) {
     const value = row[list.field]
     const terms = [filterTerm(list.field, value), ...(list.extra ?? [])]
     const label = value === null || value === undefined ? el('span', { class: 'none' }, '(none)') : String(value)
     const keyCell = el('td', { class: 'key', title: `Filter: ${terms.join(' ')}` },
-      list.field === 'status' ? el('span', { class: `status s${statusClass(value)}` }, label) : label)
+      list.field === 'status' ? el('span', { class: `status s${statusClass(value)}` }, label)
+        : list.field === 'level' && value !== null ? levelBadge(value) : label)
     // A bar behind the name, as long as the row's share of the largest value: the ranking at a glance.
     const barColumn = list.columns.findIndex((c) => c.bar)
     if (barColumn !== -1 && maxima[barColumn] > 0) {
       const bar = el('span', { class: 'bar', 'aria-hidden': 'true' })
-      bar.style.width = `${Math.max(1, (100 * (row[list.columns[barColumn].key] ?? 0)) / maxima[barColumn])}%`
+      bar.style.width = `${Math.max(1, (100 * (numberOf(row[list.columns[barColumn].key]) ?? 0)) / maxima[barColumn])}%`
       keyCell.prepend(bar)
     }
-    const cells = list.columns.map((c) => el('td', { class: 'num' }, c.format(row[c.key] ?? null)))
+    const cells = list.columns.map((c) => el('td', { class: 'num' }, c.format(numberOf(row[c.key]))))
     return el('tr', {
       class: 'clickable',
       tabindex: 0,
       onclick: () => this.#onFilter(terms),
-      onkeydown: (e) => { if (e.key === 'Enter') this.#onFilter(terms) },
+      onkeydown: (/** @type {KeyboardEvent} */ e) => { if (e.key === 'Enter') this.#onFilter(terms) },
     }, keyCell, cells)
   }
 }
 
+/** @type {Record<string, string>} */
+const fieldLabels = { path: 'Path', status: 'Status', host: 'Host', src: 'Source', user_agent: 'User agent', filename: 'File', level: 'Level' }
+
+/** @param {string} field */
 function fieldLabel (field) {
-  return { path: 'Path', status: 'Status', host: 'Host', src: 'Source', user_agent: 'User agent', filename: 'File' }[field] ?? field
+  return fieldLabels[field] ?? field
+}
+
+/**
+ * A top-list cell's number, or null.
+ * @param {unknown} value
+ * @returns {number | null}
+ */
+function numberOf (value) {
+  return typeof value === 'number' ? value : null
+}
+
+/** The levels of docs/api.md section 7.3, each with its colour (app.css, `.lvl-<level>`). */
+const knownLevels = new Set(['trace', 'debug', 'info', 'warn', 'error', 'fatal'])
+
+/**
+ * A level as a coloured badge; a value outside the known six keeps the neutral colour.
+ * @param {unknown} level
+ * @returns {HTMLSpanElement | string}
+ */
+export function levelBadge (level) {
+  if (typeof level !== 'string' || level === '') return ''
+  return el('span', { class: knownLevels.has(level) ? `lvl lvl-${level}` : 'lvl' }, level)
 }
 
 // --- events table ----------------------------------------------------------------------------
 
 /** Rows kept in the live tail: enough to scroll back a little, few enough to stay fast. */
 export const maxTailRows = 500
+/** Columns of the events table (index.html), which a notice row spans. */
+const eventColumns = 10
 
 export class EventsTable {
+  /** @type {HTMLTableSectionElement} */
   #tbody
+  /** @type {WeakMap<Element, SluiceEvent>} */
   #events = new WeakMap()
+  /** @type {(event: SluiceEvent) => void} */
   #onSelect
   #withDate = false
+  /** @type {Element | null} */
   #selected = null
 
+  /**
+   * @param {HTMLTableSectionElement} tbody
+   * @param {(event: SluiceEvent) => void} onSelect called with the event of a clicked row
+   */
   constructor (tbody, onSelect) {
     this.#tbody = tbody
     this.#onSelect = onSelect
-    tbody.addEventListener('click', (e) => this.#select(e.target.closest('tr')))
-    tbody.addEventListener('keydown', (e) => { if (e.key === 'Enter') this.#select(e.target.closest('tr')) })
+    tbody.addEventListener('click', (e) => this.#select(targetOf(e)?.closest('tr') ?? null))
+    tbody.addEventListener('keydown', (e) => { if (e.key === 'Enter') this.#select(targetOf(e)?.closest('tr') ?? null) })
   }
 
   get size () { return this.#tbody.querySelectorAll('tr.event').length }
 
-  /** withDate: show the date in the time column (ranges longer than a day). */
+  /**
+   * withDate: show the date in the time column (ranges longer than a day).
+   * @param {{ withDate?: boolean }} [options]
+   */
   clear ({ withDate = false } = {}) {
     this.#withDate = withDate
     this.#tbody.replaceChildren()
@@ -130,6 +216,8 @@ export class EventsTable {
   /**
    * Adds events on top, newest (the last of the array) first, and keeps at most maxTailRows rows.
    * fresh: flash the new rows (live arrivals, not a backfill).
+   * @param {SluiceEvent[]} events
+   * @param {{ fresh?: boolean }} [options]
    */
   prepend (events, { fresh = true } = {}) {
     const max = maxTailRows
@@ -139,22 +227,32 @@ export class EventsTable {
     this.#trim(max)
   }
 
-  /** Adds events at the bottom, in the order given (history pages). */
+  /**
+   * Adds events at the bottom, in the order given (history pages).
+   * @param {SluiceEvent[]} events
+   */
   append (events) {
     this.#tbody.append(...events.map((e) => this.#row(e, false)))
   }
 
-  /** A notice line on top of the tail (reconnects, events lost while paused). */
+  /**
+   * A notice line on top of the tail (reconnects, events lost while paused).
+   * @param {string} text
+   */
   notice (text) {
-    this.#tbody.prepend(el('tr', { class: 'notice' }, el('td', { colspan: 9 }, text)))
+    this.#tbody.prepend(el('tr', { class: 'notice' }, el('td', { colspan: eventColumns }, text)))
     this.#trim(maxTailRows)
   }
 
-  /** Events the server dropped for this tail; consecutive notices add up into one line. */
+  /**
+   * Events the server dropped for this tail; consecutive notices add up into one line.
+   * @param {number} count
+   */
   noticeDropped (count) {
+    /** @type {HTMLTableRowElement | undefined} */
     let row = this.#tbody.rows[0]
-    if (!row?.classList.contains('dropped')) {
-      row = el('tr', { class: 'notice dropped', dataset: { count: 0 } }, el('td', { colspan: 9 }))
+    if (row === undefined || !row.classList.contains('dropped')) {
+      row = el('tr', { class: 'notice dropped', dataset: { count: 0 } }, el('td', { colspan: eventColumns }))
       this.#tbody.prepend(row)
       this.#trim(maxTailRows)
     }
@@ -162,24 +260,32 @@ export class EventsTable {
     row.cells[0].textContent = `${formatCount(Number(row.dataset.count))} events not shown: they came faster than a tail sends them (the stored data has them all).`
   }
 
+  /** @param {number} max rows kept */
   #trim (max) {
     const rows = this.#tbody.rows
     while (rows.length > max) rows[rows.length - 1].remove()
   }
 
+  /** @param {Element | null} tr */
   #select (tr) {
-    if (!tr || !this.#events.has(tr)) return
+    const event = tr === null ? undefined : this.#events.get(tr)
+    if (tr === null || event === undefined) return
     this.#selected?.classList.remove('selected')
     this.#selected = tr
     tr.classList.add('selected')
-    this.#onSelect(this.#events.get(tr))
+    this.#onSelect(event)
   }
 
+  /**
+   * @param {SluiceEvent} event
+   * @param {boolean} fresh
+   */
   #row (event, fresh) {
     const message = event.message ?? summarizeAttrs(event.attrs) ?? event.user_agent ?? ''
     const cls = statusClass(event.status)
     const tr = el('tr', { class: 'event' + (fresh ? ' fresh' : ''), tabindex: 0 },
       el('td', { class: 'time', title: new Date(event.ts).toISOString() }, formatEventTime(event.ts, { withDate: this.#withDate })),
+      el('td', { class: 'level' }, levelBadge(event.level)),
       el('td', {}, event.status == null ? '' : el('span', { class: `status s${cls}` }, String(event.status))),
       el('td', { class: 'method' }, event.method ?? ''),
       el('td', { class: 'host' }, event.host ?? ''),
@@ -193,6 +299,10 @@ export class EventsTable {
   }
 }
 
+/**
+ * @param {SluiceEvent['attrs']} attrs
+ * @returns {string | null}
+ */
 function summarizeAttrs (attrs) {
   if (!attrs || typeof attrs !== 'object') return null
   const keys = Object.keys(attrs)
@@ -201,17 +311,26 @@ function summarizeAttrs (attrs) {
 
 // --- detail drawer ---------------------------------------------------------------------------
 
+/** @type {Array<[keyof SluiceEvent, string]>} */
 const detailFields = [
-  ['status', 'Status'], ['method', 'Method'], ['host', 'Host'], ['path', 'Path'], ['rt', 'Response time'],
+  ['level', 'Level'], ['status', 'Status'], ['method', 'Method'], ['host', 'Host'], ['path', 'Path'], ['rt', 'Response time'],
   ['bytes', 'Bytes'], ['src', 'Source'], ['user_agent', 'User agent'], ['filename', 'File'],
 ]
+/** @param {string} text */
 const aside = (text) => el('span', { class: 'aside' }, text)
-const filterable = new Set(['host', 'path', 'method', 'src', 'status', 'filename', 'user_agent'])
+/** @type {Set<string>} */
+const filterable = new Set(['level', 'host', 'path', 'method', 'src', 'status', 'filename', 'user_agent'])
 
 export class DetailDrawer {
+  /** @type {HTMLElement} */
   #root
+  /** @type {OnFilter} */
   #onFilter
 
+  /**
+   * @param {HTMLElement} root
+   * @param {OnFilter} onFilter called with the term of a field's Filter button
+   */
   constructor (root, onFilter) {
     this.#root = root
     this.#onFilter = onFilter
@@ -219,6 +338,7 @@ export class DetailDrawer {
     document.addEventListener('keydown', (e) => { if (e.key === 'Escape' && !root.hidden) this.close() })
   }
 
+  /** @param {SluiceEvent} event */
   open (event) {
     const rows = [
       this.#item('Time', [formatEventTime(event.ts, { withDate: true }), aside(`${new Date(event.ts).toISOString()} · ${event.ts}`)]),
@@ -228,8 +348,8 @@ export class DetailDrawer {
     for (const [key, label] of detailFields) {
       const value = event[key]
       if (value == null) continue
-      const text = key === 'rt' ? [formatSeconds(value), aside(`${value} s`)]
-        : key === 'bytes' ? [formatBytes(value), aside(`${value} bytes`)] : String(value)
+      const text = key === 'rt' && typeof value === 'number' ? [formatSeconds(value), aside(`${value} s`)]
+        : key === 'bytes' && typeof value === 'number' ? [formatBytes(value), aside(`${value} bytes`)] : String(value)
       rows.push(this.#item(label, text, filterable.has(key) ? filterTerm(key, value) : null))
     }
     const attrs = event.attrs && Object.keys(event.attrs).length > 0 ? JSON.stringify(event.attrs, null, 2) : null
@@ -249,6 +369,11 @@ export class DetailDrawer {
     show(this.#root, false)
   }
 
+  /**
+   * @param {string} label
+   * @param {import('./dom.js').Child} text
+   * @param {string | null} [term] the filter term of its Filter button, or none
+   */
   #item (label, text, term = null) {
     return el('div', { class: 'field' },
       el('dt', {}, label),

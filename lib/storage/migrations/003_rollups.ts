@@ -60,7 +60,8 @@ export const countDims = ['host', 'status', 'src', 'user_agent', 'filename'] as 
 export type CountDim = typeof countDims[number]
 export type Dim = 'path' | CountDim
 
-export function dimTable (dim: Dim): string {
+/** The hourly table of a top-list dimension: these and level (migration 7). */
+export function dimTable (dim: Dim | 'level'): string {
   return `events_by_${dim}_1h`
 }
 
@@ -108,7 +109,7 @@ export const countColumns: RollupColumn[] = [{ name: 'n', type: 'UInt64', aggreg
  * and, for a dimension table, `value`, each with the expression computing it from an `events`
  * row; `where` (SQL or '') keeps only the rows with a value.
  */
-function rollupStatements (table: string, key: Array<{ name: string, type: string, expression: string }>,
+export function rollupStatements (table: string, key: Array<{ name: string, type: string, expression: string }>,
   columns: RollupColumn[], where: string): string[] {
   const timeColumn = key[0].name
   return [
@@ -129,7 +130,7 @@ function rollupStatements (table: string, key: Array<{ name: string, type: strin
 }
 
 const minuteKey = { name: 'minute_ts', type: 'UInt64', expression: 'intDiv(ts, 60000) * 60000' }
-const hourKey = { name: 'hour_ts', type: 'UInt64', expression: 'intDiv(ts, 3600000) * 3600000' }
+export const hourKey = { name: 'hour_ts', type: 'UInt64', expression: 'intDiv(ts, 3600000) * 3600000' }
 
 function dimStatements (dim: Dim): string[] {
   // status keeps its UInt16 type, a cheaper key than its text; the other dimensions are strings.

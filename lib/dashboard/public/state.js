@@ -1,0 +1,34 @@
+// @ts-check
+// The dashboard's state: one object that every change of stream, range or search updates before a
+// new view starts (app.js). The PAT lives in sessionStorage (sign-in.js), the last stream in
+// localStorage, and stream, range and search in the URL hash (url-state.js).
+
+/** The fixed time ranges, ms. @type {Readonly<Record<string, number>>} */
+export const rangeMs = { '15m': 15 * 60_000, '1h': 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000 }
+
+/** Where the last stream picked is remembered (localStorage). */
+export const streamKey = 'sluice.stream'
+
+/**
+ * @typedef {object} AppState
+ * @property {string} token the PAT, '' when signed out
+ * @property {import('./types.js').StreamInfo[]} streams
+ * @property {string | null} stream
+ * @property {string} range 'live', a key of rangeMs, or 'custom'
+ * @property {{ from: number, to: number } | null} custom the range in ms for 'custom'
+ * @property {string} q
+ * @property {AbortController | null} view the running view's controller
+ * @property {number} failures consecutive failed loads, for the retry backoff
+ */
+
+/** @type {AppState} */
+export const state = {
+  token: '',
+  streams: [],
+  stream: null,
+  range: 'live',
+  custom: null,
+  q: '',
+  view: null,
+  failures: 0,
+}

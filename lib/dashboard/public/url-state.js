@@ -1,0 +1,70 @@
+// @ts-check
+// The view in the URL hash (#stream=web&range=1h&q=status:5xx, or range=custom&from=&to= in ms), so
+// a reload or a shared link shows the same view; and the time parameters a range stands for.
+import { rangeMs } from './state.js'
+import { formatEventTime } from './format.js'
+
+/** @typedef {import('./state.js').AppState} AppState */
+
+/**
+ * Reads the hash into state; true when it changed something.
+ * @param {AppState} state
+ * @param {string} hash location.hash
+ */
+export function readHash (state, hash) {
+  const params = new URLSearchParams(hash.slice(1))
+  const before = JSON.stringify([state.stream, state.range, state.custom, state.q])
+  const stream = params.get('stream')
+  if (stream !== null) state.stream = stream
+  const range = params.get('range')
+  if (range === 'custom' && Number(params.get('from')) < Number(params.get('to'))) {
+    state.range = 'custom'
+    state.custom = { from: Number(params.get('from')), to: Number(params.get('to')) }
+  } else if (range !== null && (range === 'live' || rangeMs[range])) {
+    state.range = range
+  }
+  state.q = params.get('q') ?? ''
+  return JSON.stringify([state.stream, state.range, state.custom, state.q]) !== before
+}
+
+/**
+ * The hash for state (replaces the history entry: no back-button step per search).
+ * @param {AppState} state
+ */
+export function writeHash (state) {
+  const params = new URLSearchParams({ stream: state.stream ?? '', range: state.range })
+  if (state.range === 'custom' && state.custom) { params.set('from', String(state.custom.from)); params.set('to', String(state.custom.to)) }
+  if (state.q) params.set('q', state.q)
+  window.history.replaceState(null, '', '#' + params)
+}
+
+/**
+ * from/to parameters of a historical range (docs/api.md section 7.1).
+ * @param {AppState} state
+ * @returns {{ from: string | number, to: string | number }}
+ */
+export function rangeParams (state) {
+  if (state.range === 'custom' && state.custom) return { from: state.custom.from, to: state.custom.to }
+  return { from: `now-${state.range}`, to: 'now' }
+}
+
+/**
+ * Length of a historical range, ms.
+ * @param {AppState} state
+ */
+export function rangeSpanMs (state) {
+  return state.range === 'custom' && state.custom ? state.custom.to - state.custom.from : rangeMs[state.range] ?? 0
+}
+
+/**
+ * "Nov 21 21:26 → 22:26", with the second date only when it differs.
+ * @param {number} from ms
+ * @param {number} to ms
+ */
+export function formatRange (from, to) {
+  /** @param {number} ms */
+  const day = (ms) => new Date(ms).toLocaleDateString(undefined, { month: 'short', day: 'numeric' })
+  /** @param {number} ms */
+  const time = (ms) => formatEventTime(ms).slice(0, 5)
+  return day(from) === day(to) ? `${day(from)} ${time(from)} → ${time(to)}` : `${day(from)} ${time(from)} → ${day(to)} ${time(to)}`
+}

@@ -1,0 +1,80 @@
+// Log levels, normalised to six names (docs/api.md section 6.4): trace, debug, info, warn, error,
+// fatal, in order of severity (their index; `level:>=warn` in q means warn or worse). From:
+// - names, any case: the six, plus syslog's (emerg, alert, crit -> fatal; err -> error;
+//   warning -> warn; notice, informational -> info), and common synonyms (critical, panic,
+//   emergency -> fatal; severe -> error; verbose -> debug; silly -> trace; information -> info);
+// - numbers (or numeric strings) under a level key: syslog severities 0-7 (0-2 fatal, 3 error,
+//   4 warn, 5-6 info, 7 debug), or pino's 10-60 and above (10 trace, 20 debug, 30 info, 40 warn,
+//   50 error, 60 fatal; a custom level between two takes the lower one's name);
+// - OpenTelemetry's severityNumber, 1-24 (1-4 trace, 5-8 debug, 9-12 info, 13-16 warn, 17-20
+//   error, 21-24 fatal).
+// Anything else is no level (-1): the column stays NULL and the value is kept in attrs.
+import { Buffer } from 'node:buffer'
+
+export const levelNames = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const
+export type LevelName = typeof levelNames[number]
+
+/** Each name's UTF-8, for rows that point a span at it (one buffer, shared read-only). */
+export const levelBytes: Buffer = Buffer.from(levelNames.join(''), 'latin1')
+/** Where level i's name starts in levelBytes (i + 1: where it ends). */
+export const levelOffsets: readonly number[] = levelNames.reduce<number[]>((at, name) => [...at, at[at.length - 1] + name.length], [0])
+
+const byName = new Map<string, number>([
+  ['trace', 0], ['silly', 0],
+  ['debug', 1], ['verbose', 1],
+  ['info', 2], ['information', 2], ['informational', 2], ['notice', 2],
+  ['warn', 3], ['warning', 3],
+  ['error', 4], ['err', 4], ['severe', 4],
+  ['fatal', 5], ['critical', 5], ['crit', 5], ['alert', 5], ['emerg', 5], ['emergency', 5], ['panic', 5],
+])
+/** The longest name byName knows, in characters. */
+const longestName = Math.max(...[...byName.keys()].map((name) => name.length))
+
+/** A level from a name (any case), -1 when it is none. */
+export function levelOfName (text: string): number {
+  if (text.length > longestName) return -1
+  return byName.get(text.toLowerCase()) ?? -1
+}
+
+/** levelOfName of the ASCII text src[start, end), read in place (the line scanner's strings). */
+export function levelOfNameBytes (src: Uint8Array, start: number, end: number): number {
+  const length = end - start
+  if (length === 0 || length > longestName) return -1
+  let text = ''
+  for (let i = start; i < end; i++) {
+    const c = src[i]
+    if (c >= 0x80) return -1
+    text += String.fromCharCode(c >= 0x41 && c <= 0x5a ? c + 0x20 : c)
+  }
+  return byName.get(text) ?? -1
+}
+
+/** A level from a number under a level key: syslog 0-7, pino 10 and above; -1 otherwise. */
+export function levelOfNumber (value: number): number {
+  if (!Number.isInteger(value) || value < 0) return -1
+  if (value <= 7) return value <= 2 ? 5 : value === 3 ? 4 : value === 4 ? 3 : value <= 6 ? 2 : 1
+  if (value < 10) return -1
+  return Math.min(5, Math.floor(value / 10) - 1)
+}
+
+/** A level from OpenTelemetry's severityNumber (1-24); -1 otherwise. */
+export function levelOfSeverityNumber (value: number): number {
+  if (!Number.isInteger(value) || value < 1 || value > 24) return -1
+  return Math.floor((value - 1) / 4)
+}
+
+/** A level from a JSON value under a level key (a name, a number or a numeric string); -1 when none. */
+export function levelOf (value: unknown, severityNumber = false): number {
+  if (typeof value === 'number') return severityNumber ? levelOfSeverityNumber(value) : levelOfNumber(value)
+  if (typeof value !== 'string') return -1
+  const named = levelOfName(value)
+  if (named >= 0 || !isNumericText(value)) return named
+  return severityNumber ? levelOfSeverityNumber(Number(value)) : levelOfNumber(Number(value))
+}
+
+const numericText = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/
+
+/** Whether `text` is a JSON number's text, as numeric strings are accepted for numeric fields ("status":"200"). */
+export function isNumericText (text: string): boolean {
+  return numericText.test(text)
+}
