@@ -149,6 +149,17 @@ export class LineScanner {
   readonly #nestedEscapes = new Uint8Array(fieldCount)
   readonly #nestedNumber = new Float64Array(fieldCount)
   readonly #nestedRead = new Uint8Array(fieldCount)
+  // The other keys of a `log` object, in order, for attrs (their text in the row's scratch).
+  #otherCount = 0
+  readonly #otherKeyStart = new Int32Array(maxMembers)
+  readonly #otherKeyEnd = new Int32Array(maxMembers)
+  readonly #otherType = new Uint8Array(maxMembers)
+  readonly #otherStart = new Int32Array(maxMembers)
+  readonly #otherEnd = new Int32Array(maxMembers)
+  readonly #otherEscapes = new Uint8Array(maxMembers)
+  readonly #otherNumber = new Float64Array(maxMembers)
+  readonly #otherPlain = new Uint8Array(maxMembers)
+  readonly #otherRead = new Uint8Array(maxMembers)
 
   /** Sets the receive time and the accepted ts range for the lines that follow. */
   setBounds (bounds: TimeBounds): void {
@@ -200,6 +211,7 @@ export class LineScanner {
 
   #resetRow (): void {
     this.#count = 0
+    this.#otherCount = 0
     this.row.reset(this.#bounds.receivedAt)
   }
 
@@ -368,8 +380,15 @@ export class LineScanner {
         break
       }
     }
+    // attrs: the log object's other keys first, then the line's unused members, each key once.
+    const scratch = row.scratch
+    for (let n = 0; n < this.#otherCount; n++) {
+      if (!this.#appendAttr(scratch, this.#otherKeyStart[n], this.#otherKeyEnd[n], kOther, this.#otherType[n], this.#otherStart[n],
+        this.#otherEnd[n], this.#otherEscapes[n], this.#otherPlain[n] === 1, this.#otherRead[n] === 1, this.#otherNumber[n])) return false
+    }
     for (let m = 0; m < this.#count; m++) {
       if (used[m] === 1) continue
+      if (this.#otherCount > 0 && this.#isOtherKey(line, this.#keyStart[m], this.#keyEnd[m])) continue
       if (!this.#appendAttr(line, this.#keyStart[m], this.#keyEnd[m], this.#class[m], this.#valueType[m], this.#valueStart[m], this.#valueEnd[m],
         this.#valueEscapes[m], this.#valuePlain[m] === 1, this.#valueRead[m] === 1, this.#valueNumber[m])) return false
     }
@@ -406,11 +425,15 @@ export class LineScanner {
     this.#lfIsSpace = true
     this.#unsupported = false
     this.#nestedSeen = 0
+    this.#otherCount = 0
     let i = skipSpace(src, start, true) + 1 // past the '{'
     i = this.#nestedMembers(src, i)
     if (i >= 0) i = skipSpace(src, i, true)
     this.#lfIsSpace = false
-    if (i !== end) return this.#unsupported ? -1 : 0
+    if (i !== end) {
+      this.#otherCount = 0 // plain text: nothing of it goes to attrs
+      return this.#unsupported ? -1 : 0
+    }
     let filled = 0
     for (let cls = 0; cls < fieldCount; cls++) {
       if ((this.#nestedSeen & (1 << cls)) === 0) continue
@@ -435,20 +458,44 @@ export class LineScanner {
       const keyEscapes = this.#lex.escapes
       i = skipSpace(src, i, true)
       if (src[i] !== 0x3a) return -1
-      i = this.#value(src, skipSpace(src, i + 1, true), false, 0)
-      if (i < 0) return -1
+      i = skipSpace(src, i + 1, true)
       // An escaped key may spell a field's name; a repeated field takes JSON.parse's last value.
-      if (keyEscapes !== 0) {
+      const cls = keyEscapes !== 0 ? kMapped : classifyKey(src, keyStart, keyEnd)
+      // Other keys go to attrs, their text copied: read as JSON.stringify writes it. Keys the
+      // mapping may read (aliases of a field the message does not fill) are the reference path's.
+      const other = cls === kOther || cls === kLog || cls === kFilename || (cls >= aliasBase && aliasKeys[cls - aliasBase].field === fMessage)
+      const valueStart = i
+      i = this.#value(src, valueStart, other, 0)
+      if (i < 0) {
+        // Not plain text, yet JSON: the reference path's; else the log is no JSON object.
+        if (other && this.#value(src, valueStart, false, 0) >= 0) this.#unsupported = true
+        return -1
+      }
+      if (!isFormat1(cls) && !other) {
         this.#unsupported = true
         return -1
       }
-      const cls = classifyKey(src, keyStart, keyEnd)
-      // Other keys of a log object go to attrs (the reference path's): declined.
-      if (!isFormat1(cls)) {
-        this.#unsupported = true
-        return -1
-      }
-      {
+      if (other) {
+        const first = src[keyStart]
+        const n = this.#otherCount
+        // JSON.parse lists array-index keys first; attrs holds a key once; a log value that is
+        // an object is ECS's `log` (mapped).
+        if (keyEscapes !== 0 || (first >= 0x30 && first <= 0x39) || n === maxMembers || this.#repeatsOther(src, keyStart, keyEnd) ||
+          (cls === kLog && this.#type === tContainer)) {
+          this.#unsupported = true
+          return -1
+        }
+        this.#otherKeyStart[n] = keyStart
+        this.#otherKeyEnd[n] = keyEnd
+        this.#otherType[n] = this.#type
+        this.#otherStart[n] = this.#start
+        this.#otherEnd[n] = this.#end
+        this.#otherEscapes[n] = this.#escapes
+        this.#otherNumber[n] = this.#number
+        this.#otherPlain[n] = this.#numberPlain ? 1 : 0
+        this.#otherRead[n] = this.#numberRead ? 1 : 0
+        this.#otherCount = n + 1
+      } else {
         if ((this.#nestedSeen & (1 << cls)) !== 0) {
           this.#unsupported = true
           return -1
@@ -467,6 +514,25 @@ export class LineScanner {
       if (c !== 0x2c) return -1
       i = skipSpace(src, i + 1, true)
     }
+  }
+
+  /** Whether the log object's other keys hold the key line[start, end). */
+  #isOtherKey (line: Buffer, start: number, end: number): boolean {
+    const scratch = this.row.scratch
+    const length = end - start
+    for (let n = 0; n < this.#otherCount; n++) {
+      if (this.#otherKeyEnd[n] - this.#otherKeyStart[n] === length && sameBytes(scratch, this.#otherKeyStart[n], line, start, length)) return true
+    }
+    return false
+  }
+
+  /** Whether the other keys of the log object so far hold the key src[start, end). */
+  #repeatsOther (src: Buffer, start: number, end: number): boolean {
+    const length = end - start
+    for (let n = 0; n < this.#otherCount; n++) {
+      if (this.#otherKeyEnd[n] - this.#otherKeyStart[n] === length && sameBytes(src, this.#otherKeyStart[n], src, start, length)) return true
+    }
+    return false
   }
 
   /** Stores member m's value as field `field`; false when it does not fit. */
