@@ -16,10 +16,14 @@
 // - an attrs value whose JSON text is not already the text JSON.stringify would give back:
 //   whitespace inside a container, numbers other than plain integers in one, \/ or \u escapes;
 // - in format 2, a field nested in `log` that is present but invalid (the reference keeps it in
-//   attrs);
+//   attrs), or a key in it that the field mapping may read;
+// - a key that is the first segment of a dotted alias (`http`, `url`...: the reference reads
+//   paths into such objects), an object under a field's key (ECS nesting), a string for a
+//   numeric field that is not a plain numeric string, a level it does not know;
 // - nesting deeper than maxDepth (the reference's maxValueDepth: it fails such a line, too_deep).
-// It takes every line of bench/payload.ts, and the common shapes of shippers' lines (the test
-// checks both).
+// It maps the aliases spelt as keys (pino's msg/time/hostname, ECS's flattened names, nginx's,
+// OpenTelemetry-shaped records) and numeric strings as the reference does. It takes every line of
+// bench/payload.ts, and the common shapes of shippers' lines (the test checks both).
 //
 // Field rules are those of normalize.ts (format 1 strict, format 2 lenient, null = absent);
 // numbers are read as JSON.parse reads them: digits exactly, fractions by one correctly rounded
