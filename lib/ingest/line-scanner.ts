@@ -76,6 +76,12 @@ const aliasClassesOf: number[][] = eventFields.map((f, field) => [
   ...(f.format === 2 && f.key !== eventFields[fMessage].key ? [field] : []),
   ...aliasKeys.flatMap((a, k) => a.field === field ? [aliasBase + k] : []),
 ])
+/**
+ * Per key class: 1 when a key of that class in a `log` object goes to attrs (kOther, `log`,
+ * `filename`, and the message's aliases, since the log string fills the message).
+ */
+const nestedOther = Uint8Array.from({ length: aliasBase + aliasKeys.length }, (_, cls) =>
+  cls === kOther || cls === kLog || cls === kFilename || (cls >= aliasBase && aliasKeys[cls - aliasBase].field === fMessage) ? 1 : 0)
 /** Per alias class (from aliasBase): whether its numbers are OpenTelemetry severity numbers. */
 const aliasSeverity = aliasKeys.map((a) => severityNumberAliases.has(a.key))
 
@@ -132,6 +138,8 @@ export class LineScanner {
 
   // The line's members, in order.
   #count = 0
+  /** Recorded members whose key is an alias or filename: the mapping has work only when some are. */
+  #mappable = 0
   readonly #keyStart = new Int32Array(maxMembers)
   readonly #keyEnd = new Int32Array(maxMembers)
   readonly #class = new Uint8Array(maxMembers)
@@ -215,6 +223,7 @@ export class LineScanner {
 
   #resetRow (): void {
     this.#count = 0
+    this.#mappable = 0
     this.#otherCount = 0
     this.row.reset(this.#bounds.receivedAt)
   }
@@ -287,6 +296,7 @@ export class LineScanner {
         this.#valuePlain[m] = this.#numberPlain ? 1 : 0
         this.#valueRead[m] = this.#numberRead ? 1 : 0
         this.#count = m + 1
+        if (cls >= aliasBase || cls === kFilename) this.#mappable++
       }
       i = skipSpace(src, i, false)
       const c = src[i]
@@ -367,7 +377,7 @@ export class LineScanner {
       }
     }
     // Fields still empty take their aliases, in order (the log object's were declined).
-    for (let field = 0; field < fieldCount; field++) {
+    for (let field = 0; field < fieldCount && this.#mappable > 0; field++) {
       if ((filled & (1 << field)) !== 0) continue
       const classes = aliasClassesOf[field]
       for (let c = 0; c < classes.length; c++) {
@@ -467,7 +477,7 @@ export class LineScanner {
       const cls = keyEscapes !== 0 ? kMapped : classifyKey(src, keyStart, keyEnd)
       // Other keys go to attrs, their text copied: read as JSON.stringify writes it. Keys the
       // mapping may read (aliases of a field the message does not fill) are the reference path's.
-      const other = cls === kOther || cls === kLog || cls === kFilename || (cls >= aliasBase && aliasKeys[cls - aliasBase].field === fMessage)
+      const other = nestedOther[cls] === 1
       const valueStart = i
       i = this.#value(src, valueStart, other, 0)
       if (i < 0) {
@@ -863,9 +873,11 @@ function classifyKey (src: Buffer, start: number, end: number): number {
   const length = end - start
   if (length > maxKeyLength) return kOther
   const candidates = candidatesByLength[length]
+  const first = src[start]
   for (let c = 0; c < candidates.length; c++) {
     const k = candidates[c]
-    if (sameBytes(keyBytes[k], 0, src, start, length)) return keyClasses[k]
+    const key = keyBytes[k]
+    if (key[0] === first && sameBytes(key, 1, src, start + 1, length - 1)) return keyClasses[k]
   }
   return kOther
 }
