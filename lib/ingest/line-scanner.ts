@@ -138,7 +138,7 @@ export class LineScanner {
 
   // The line's members, in order.
   #count = 0
-  /** Recorded members whose key is an alias or filename: the mapping has work only when some are. */
+  /** Recorded members whose key is an alias: the mapping has work only when some are (or a format-1 filename). */
   #mappable = 0
   readonly #keyStart = new Int32Array(maxMembers)
   readonly #keyEnd = new Int32Array(maxMembers)
@@ -296,7 +296,7 @@ export class LineScanner {
         this.#valuePlain[m] = this.#numberPlain ? 1 : 0
         this.#valueRead[m] = this.#numberRead ? 1 : 0
         this.#count = m + 1
-        if (cls >= aliasBase || cls === kFilename) this.#mappable++
+        if (cls >= aliasBase) this.#mappable++
       }
       i = skipSpace(src, i, false)
       const c = src[i]
@@ -377,7 +377,9 @@ export class LineScanner {
       }
     }
     // Fields still empty take their aliases, in order (the log object's were declined).
-    for (let field = 0; field < fieldCount && this.#mappable > 0; field++) {
+    // (In format 1 a filename is tried like an alias.)
+    const mapping = this.#mappable > 0 || (!format2 && this.#find(kFilename) >= 0)
+    for (let field = 0; field < fieldCount && mapping; field++) {
       if ((filled & (1 << field)) !== 0) continue
       const classes = aliasClassesOf[field]
       for (let c = 0; c < classes.length; c++) {
@@ -555,41 +557,23 @@ export class LineScanner {
       this.#valueEscapes[m], this.#valueNumber[m], this.#valueRead[m] === 1, severityNumber)
   }
 
-  /** Validates a non-null value of format-1 field `cls` (normalize.ts's storeField) and stores it; false when invalid. */
+  /**
+   * Validates a non-null value of field `cls` (normalize.ts's storeField) and stores it; false
+   * when invalid. `severityNumber`: a level is an OpenTelemetry severity number. Small, so that
+   * it inlines into #members; the rarer cases are methods of their own.
+   */
   #storeField (cls: number, src: Buffer, type: number, start: number, end: number, escapes: number,
     number: number, read: boolean, severityNumber = false): boolean {
+    if (ruleOf[cls] === rString) return type === tString && this.#storeString(cls, src, start, end, escapes)
+    if (type === tNumber) return this.#storeNumber(cls, read ? number : numberOf(src, start, end), severityNumber)
+    return type === tString && escapes === 0 && this.#storeText(cls, src, start, end, severityNumber)
+  }
+
+  /** A number for a numeric field (ts by magnitude, a level number, status, seconds, count). */
+  #storeNumber (cls: number, value: number, severityNumber: boolean): boolean {
     const rule = ruleOf[cls]
-    if (rule === rString) {
-      if (type !== tString) return false
-      return this.#storeString(cls, src, start, end, escapes)
-    }
-    if (rule === rTs) {
-      let ms: number
-      if (type === tNumber) ms = epochMsFromNumber(read ? number : numberOf(src, start, end))
-      else if (type === tString && escapes === 0) {
-        ms = epochMsFromRfc3339Bytes(src, start, end)
-        if (Number.isNaN(ms)) ms = epochMsFromNumber(this.#numericString(src, start, end))
-      } else return false
-      if (!(ms >= this.#bounds.minTs && ms <= this.#bounds.maxTs)) return false
-      this.row.number[cls] = ms
-      return true
-    }
-    if (rule === rLevel) {
-      let level = -1
-      const ofNumber = severityNumber ? levelOfSeverityNumber : levelOfNumber
-      if (type === tNumber) level = ofNumber(read ? number : numberOf(src, start, end))
-      else if (type === tString && escapes === 0) {
-        level = levelOfNameBytes(src, start, end)
-        if (level < 0) level = ofNumber(this.#numericString(src, start, end))
-      }
-      if (level < 0) return false
-      this.row.setSpan(cls, levelBytes, levelOffsets[level], levelOffsets[level + 1])
-      return true
-    }
-    let value: number
-    if (type === tNumber) value = read ? number : numberOf(src, start, end)
-    else if (type === tString && escapes === 0) value = this.#numericString(src, start, end)
-    else return false
+    if (rule === rTs) return this.#storeTs(cls, epochMsFromNumber(value))
+    if (rule === rLevel) return this.#storeLevel(cls, severityNumber ? levelOfSeverityNumber(value) : levelOfNumber(value))
     if (rule === rStatus) {
       if (!Number.isInteger(value) || value < 100 || value > 599) return false
     } else if (rule === rSeconds) {
@@ -598,6 +582,32 @@ export class LineScanner {
       return false
     }
     this.row.number[cls] = value + 0 // -0 as 0, as the reference path stores it
+    return true
+  }
+
+  /** Text (no escapes) for a numeric field: RFC 3339 for ts, a name for a level, else a numeric string. */
+  #storeText (cls: number, src: Buffer, start: number, end: number, severityNumber: boolean): boolean {
+    const rule = ruleOf[cls]
+    if (rule === rTs) {
+      const ms = epochMsFromRfc3339Bytes(src, start, end)
+      if (!Number.isNaN(ms)) return this.#storeTs(cls, ms)
+    } else if (rule === rLevel) {
+      const level = levelOfNameBytes(src, start, end)
+      if (level >= 0) return this.#storeLevel(cls, level)
+    }
+    const value = this.#numericString(src, start, end)
+    return !Number.isNaN(value) && this.#storeNumber(cls, value, severityNumber)
+  }
+
+  #storeTs (cls: number, ms: number): boolean {
+    if (!(ms >= this.#bounds.minTs && ms <= this.#bounds.maxTs)) return false
+    this.row.number[cls] = ms
+    return true
+  }
+
+  #storeLevel (cls: number, level: number): boolean {
+    if (level < 0) return false
+    this.row.setSpan(cls, levelBytes, levelOffsets[level], levelOffsets[level + 1])
     return true
   }
 
@@ -867,17 +877,33 @@ const maxKeyLength = Math.max(...keyBytes.map((k) => k.length))
 /** Per key length, the indexes (into keyBytes) of the keys of that length. */
 const candidatesByLength: Uint8Array[] = Array.from({ length: maxKeyLength + 1 }, (_, length) =>
   Uint8Array.from(keyBytes.flatMap((k, i) => k.length === length ? [i] : [])))
+/** Each key's bytes as little-endian 32-bit words (the last one partial), compared a word at a time. */
+const keyWords: Int32Array[] = keyBytes.map((k) => Int32Array.from({ length: Math.ceil(k.length / 4) }, (_, w) => wordOf(k, 4 * w, Math.min(4, k.length - 4 * w))))
 
-/** The key class of the key src[start, end) (no escapes): a field's number, kMapped or kOther. */
+/** `count` (1-4) bytes of src from `at` as a little-endian integer. */
+function wordOf (src: Uint8Array, at: number, count: number): number {
+  let word = 0
+  for (let k = count - 1; k >= 0; k--) word = (word << 8) | src[at + k]
+  return word
+}
+
+/** The key class of the key src[start, end) (no escapes): a field's number, an alias class, kMapped or kOther. */
 function classifyKey (src: Buffer, start: number, end: number): number {
   const length = end - start
-  if (length > maxKeyLength) return kOther
+  if (length === 0 || length > maxKeyLength) return kOther
   const candidates = candidatesByLength[length]
-  const first = src[start]
+  if (candidates.length === 0) return kOther
+  const first = wordOf(src, start, length < 4 ? length : 4)
   for (let c = 0; c < candidates.length; c++) {
     const k = candidates[c]
-    const key = keyBytes[k]
-    if (key[0] === first && sameBytes(key, 1, src, start + 1, length - 1)) return keyClasses[k]
+    const words = keyWords[k]
+    if (words[0] !== first) continue
+    let w = 1
+    for (; w < words.length; w++) {
+      const at = start + 4 * w
+      if (words[w] !== wordOf(src, at, end - at < 4 ? end - at : 4)) break
+    }
+    if (w === words.length) return keyClasses[k]
   }
   return kOther
 }
