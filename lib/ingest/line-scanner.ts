@@ -239,11 +239,12 @@ export class LineScanner {
     i = skipSpace(src, i, false)
     if (src[i] === 0x7d) return i + 1
     let seen = 0
+    const lex = this.#lex
     for (;;) {
       if (src[i] !== QUOTE) return -1
       const keyStart = i + 1
-      i = this.#lex.scanString(src, i)
-      if (i < 0 || this.#lex.escapes !== 0) return -1
+      i = lex.scanString(src, i)
+      if (i < 0 || lex.escapes !== 0) return -1
       const keyEnd = i - 1
       const cls = classifyKey(src, keyStart, keyEnd)
       if (cls === kMapped) return -1
