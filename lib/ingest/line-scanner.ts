@@ -111,13 +111,13 @@ export const declined = 2
 
 const pow10 = [1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15]
 
-export class LineScanner {
+/** A JsonLexer (its primitives and their state are this object's), reading lines into `row`. */
+export class LineScanner extends JsonLexer {
   /** Outcome of the last scan(): scannedRow, blankLine or declined. */
   outcome = declined
 
   /** The row, valid after a scan() with outcome scannedRow (until the next scan()). */
   readonly row = new EventRow()
-  readonly #lex = new JsonLexer()
 
   #bounds: TimeBounds = { receivedAt: 0, minTs: 0, maxTs: 0 }
   // Inside a `log` object LF is whitespace; on a line it ends the line.
@@ -239,12 +239,11 @@ export class LineScanner {
     i = skipSpace(src, i, false)
     if (src[i] === 0x7d) return i + 1
     let seen = 0
-    const lex = this.#lex
     for (;;) {
       if (src[i] !== QUOTE) return -1
       const keyStart = i + 1
-      i = lex.scanString(src, i)
-      if (i < 0 || lex.escapes !== 0) return -1
+      i = this.scanString(src, i)
+      if (i < 0 || this.escapes !== 0) return -1
       const keyEnd = i - 1
       const cls = classifyKey(src, keyStart, keyEnd)
       if (cls === kMapped) return -1
@@ -469,10 +468,10 @@ export class LineScanner {
     for (;;) {
       if (src[i] !== QUOTE) return -1
       const keyStart = i + 1
-      i = this.#lex.scanString(src, i)
+      i = this.scanString(src, i)
       if (i < 0) return -1
       const keyEnd = i - 1
-      const keyEscapes = this.#lex.escapes
+      const keyEscapes = this.escapes
       i = skipSpace(src, i, true)
       if (src[i] !== 0x3a) return -1
       i = skipSpace(src, i + 1, true)
@@ -628,7 +627,7 @@ export class LineScanner {
     // src may be the scratch itself (a nested field): #nestedObject made room for this beforehand.
     if (src !== row.scratch) row.scratchRoom(end - start)
     const at = row.scratchLength
-    row.scratchLength = this.#lex.unescapeInto(src, start, end, row.scratch, at)
+    row.scratchLength = this.unescapeInto(src, start, end, row.scratch, at)
     row.setSpan(field, row.scratch, at, row.scratchLength)
     return true
   }
@@ -675,9 +674,9 @@ export class LineScanner {
     const start = i
     const c = src[i]
     if (c === QUOTE) {
-      i = this.#lex.scanString(src, i)
-      if (i < 0 || (plain && (this.#lex.escapes & (escOther | escSurrogate)) !== 0)) return -1
-      this.#escapes = this.#lex.escapes
+      i = this.scanString(src, i)
+      if (i < 0 || (plain && (this.escapes & (escOther | escSurrogate)) !== 0)) return -1
+      this.#escapes = this.escapes
       this.#type = tString
       this.#start = start + 1
       this.#end = i - 1
@@ -726,12 +725,12 @@ export class LineScanner {
     for (;;) {
       if (src[i] !== QUOTE) return -1
       const keyStart = i + 1
-      i = this.#lex.scanString(src, i)
+      i = this.scanString(src, i)
       if (i < 0) return -1
       if (keys !== null) {
         // JSON.stringify writes array-index keys first and a repeated key once.
         const first = src[keyStart]
-        if ((this.#lex.escapes & ~escSimple) !== 0 || (first >= 0x30 && first <= 0x39)) return -1
+        if ((this.escapes & ~escSimple) !== 0 || (first >= 0x30 && first <= 0x39)) return -1
         const keyEnd = i - 1
         for (let k = 0; k < keys.length; k += 2) {
           if (keys[k + 1] - keys[k] === keyEnd - keyStart && sameBytes(src, keys[k], src, keyStart, keyEnd - keyStart)) return -1
@@ -841,11 +840,11 @@ export class LineScanner {
       let at = copyBytes(src, start, i, out, messageStart)
       while (c !== QUOTE) {
         if (c !== BACKSLASH) return -1 // a control character, or the line's end
-        const kind = this.#lex.escapeAt(src, i)
+        const kind = this.escapeAt(src, i)
         if (kind < 0 || kind === escSurrogate) return -1
         escapes |= kind
-        at = this.#lex.writeEscape(src, i, out, at)
-        i += this.#lex.escapeLength
+        at = this.writeEscape(src, i, out, at)
+        i += this.escapeLength
         c = src[i]
         while (c !== QUOTE && c !== BACKSLASH && c >= 0x20) {
           out[at++] = c
@@ -878,33 +877,28 @@ const maxKeyLength = Math.max(...keyBytes.map((k) => k.length))
 /** Per key length, the indexes (into keyBytes) of the keys of that length. */
 const candidatesByLength: Uint8Array[] = Array.from({ length: maxKeyLength + 1 }, (_, length) =>
   Uint8Array.from(keyBytes.flatMap((k, i) => k.length === length ? [i] : [])))
-/** Each key's bytes as little-endian 32-bit words (the last one partial), compared a word at a time. */
-const keyWords: Int32Array[] = keyBytes.map((k) => Int32Array.from({ length: Math.ceil(k.length / 4) }, (_, w) => wordOf(k, 4 * w, Math.min(4, k.length - 4 * w))))
-
-/** `count` (1-4) bytes of src from `at` as a little-endian integer. */
-function wordOf (src: Uint8Array, at: number, count: number): number {
-  let word = 0
-  for (let k = count - 1; k >= 0; k--) word = (word << 8) | src[at + k]
-  return word
-}
+/**
+ * By key length and first byte: the one key (its index into keyBytes) of that length starting
+ * with that byte, -1 for none, -2 for several (then the keys of that length are tried in turn).
+ * Most keys are told apart by this one load and a short compare of their other bytes.
+ */
+const byLengthAndFirst = new Int16Array((maxKeyLength + 1) * 256).fill(-1)
+keyBytes.forEach((k, i) => {
+  const at = k.length * 256 + k[0]
+  byLengthAndFirst[at] = byLengthAndFirst[at] === -1 ? i : -2
+})
 
 /** The key class of the key src[start, end) (no escapes): a field's number, an alias class, kMapped or kOther. */
 function classifyKey (src: Buffer, start: number, end: number): number {
   const length = end - start
   if (length === 0 || length > maxKeyLength) return kOther
+  const k = byLengthAndFirst[length * 256 + src[start]]
+  if (k === -1) return kOther
+  if (k >= 0) return sameBytes(keyBytes[k], 1, src, start + 1, length - 1) ? keyClasses[k] : kOther
   const candidates = candidatesByLength[length]
-  if (candidates.length === 0) return kOther
-  const first = wordOf(src, start, length < 4 ? length : 4)
   for (let c = 0; c < candidates.length; c++) {
-    const k = candidates[c]
-    const words = keyWords[k]
-    if (words[0] !== first) continue
-    let w = 1
-    for (; w < words.length; w++) {
-      const at = start + 4 * w
-      if (words[w] !== wordOf(src, at, end - at < 4 ? end - at : 4)) break
-    }
-    if (w === words.length) return keyClasses[k]
+    const key = keyBytes[candidates[c]]
+    if (sameBytes(key, 0, src, start, length)) return keyClasses[candidates[c]]
   }
   return kOther
 }
