@@ -27,7 +27,7 @@ import type { ClickHouse } from '../lib/storage/clickhouse.ts'
 import type { SqlFragment } from '../lib/storage/sql.ts'
 import { migrate } from '../lib/storage/migrate.ts'
 import { createLogger } from '../lib/logger.ts'
-import { defaultEventsLimit, queryEvents } from '../lib/query/events-query.ts'
+import { defaultEventsLimit, queryEvents, queryEventsJson } from '../lib/query/events-query.ts'
 import type { EventsParams } from '../lib/query/events-query.ts'
 import { parseFilter } from '../lib/query/filter-parser.ts'
 import { filterToSql } from '../lib/query/filter-sql.ts'
@@ -123,16 +123,16 @@ async function costOf (clickhouse: ClickHouse, prefix: string): Promise<QueryCos
 interface Timing { p50: number, p95: number, max: number, cost: QueryCost }
 
 async function measure (clickhouse: ClickHouse, logged: ReturnType<typeof openLoggedDatabase>, params: EventsParams, n: number, label: string): Promise<Timing> {
-  for (let i = 0; i < Math.min(3, n); i++) await queryEvents(clickhouse, params)
+  for (let i = 0; i < Math.min(3, n); i++) await queryEventsJson(clickhouse, params)
   const times: number[] = []
   for (let i = 0; i < n; i++) {
     const started = performance.now()
-    await queryEvents(clickhouse, params)
+    await queryEventsJson(clickhouse, params)
     times.push(performance.now() - started)
   }
   const prefix = `events_bench_${label}_${randomBytes(4).toString('hex')}`
   logged.setPrefix(prefix)
-  await queryEvents(logged.db, params)
+  await queryEventsJson(logged.db, params)
   return { p50: quantile(times, 0.5), p95: quantile(times, 0.95), max: Math.max(...times), cost: await costOf(clickhouse, prefix) }
 }
 

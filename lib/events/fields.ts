@@ -111,10 +111,24 @@ export function fieldOfKey (key: string): number {
   return byKey.get(key) ?? -1
 }
 
+/** The fields by how RowBinary writes them, each list in table order: UInt64 ts, strings, Nullable(UInt16), Nullable(Float64), Nullable(UInt64). */
+export const fieldsByColumnKind = {
+  ts: fTs,
+  strings: eventFields.flatMap((_f, i) => isStringField[i] ? [i] : []),
+  uint16: eventFields.flatMap((f, i) => f.rule === 'status' ? [i] : []),
+  float64: eventFields.flatMap((f, i) => f.rule === 'seconds' ? [i] : []),
+  uint64: eventFields.flatMap((f, i) => f.rule === 'count' ? [i] : []),
+} as const
+
 /**
  * Column order of the rows a worker produces (row-serializer.ts); the events table's INSERT names
- * them in this order. org_id, stream and received_at are the same for every row of a request.
+ * them in this order. org_id, stream and received_at are the same for every row of a request;
+ * the fields follow grouped by how they are written (fieldsByColumnKind), so the writer runs one
+ * tight loop per kind instead of a switch per field.
  */
 export const eventColumns: readonly string[] = [
-  'org_id', 'stream', 'received_at', ...eventFields.map((f) => f.column), 'attrs', 'seq', 'size',
+  'org_id', 'stream', 'received_at', eventFields[fTs].column,
+  ...[...fieldsByColumnKind.strings, ...fieldsByColumnKind.uint16, ...fieldsByColumnKind.float64, ...fieldsByColumnKind.uint64]
+    .map((i) => eventFields[i].column),
+  'attrs', 'seq', 'size',
 ]

@@ -36,17 +36,29 @@ export function levelOfName (text: string): number {
   return byName.get(text.toLowerCase()) ?? -1
 }
 
-/** levelOfName of the ASCII text src[start, end), read in place (the line scanner's strings). */
+/** byName's names as bytes with their levels, for levelOfNameBytes. */
+const nameBytes: Uint8Array[] = [...byName.keys()].map((name) => Buffer.from(name, 'latin1'))
+const nameLevels: number[] = [...byName.values()]
+
+/**
+ * levelOfName of the text src[start, end), read in place without a string (the line scanner's
+ * strings): ASCII letters compared case-insensitively, anything else never matches.
+ */
 export function levelOfNameBytes (src: Uint8Array, start: number, end: number): number {
   const length = end - start
   if (length === 0 || length > longestName) return -1
-  let text = ''
-  for (let i = start; i < end; i++) {
-    const c = src[i]
-    if (c >= 0x80) return -1
-    text += String.fromCharCode(c >= 0x41 && c <= 0x5a ? c + 0x20 : c)
+  for (let n = 0; n < nameBytes.length; n++) {
+    const name = nameBytes[n]
+    if (name.length !== length) continue
+    let k = 0
+    for (; k < length; k++) {
+      const c = src[start + k]
+      // ASCII upper case to lower; the names are lower-case letters only.
+      if ((c >= 0x41 && c <= 0x5a ? c + 0x20 : c) !== name[k]) break
+    }
+    if (k === length) return nameLevels[n]
   }
-  return byName.get(text) ?? -1
+  return -1
 }
 
 /** A level from a number under a level key: syslog 0-7, pino 10 and above; -1 otherwise. */

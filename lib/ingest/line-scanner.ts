@@ -16,10 +16,14 @@
 // - an attrs value whose JSON text is not already the text JSON.stringify would give back:
 //   whitespace inside a container, numbers other than plain integers in one, \/ or \u escapes;
 // - in format 2, a field nested in `log` that is present but invalid (the reference keeps it in
-//   attrs);
+//   attrs), or a key in it that the field mapping may read;
+// - a key that is the first segment of a dotted alias (`http`, `url`...: the reference reads
+//   paths into such objects), an object under a field's key (ECS nesting), a string for a
+//   numeric field that is not a plain numeric string, a level it does not know;
 // - nesting deeper than maxDepth (the reference's maxValueDepth: it fails such a line, too_deep).
-// It takes every line of bench/payload.ts, and the common shapes of shippers' lines (the test
-// checks both).
+// It maps the aliases spelt as keys (pino's msg/time/hostname, ECS's flattened names, nginx's,
+// OpenTelemetry-shaped records) and numeric strings as the reference does. It takes every line of
+// bench/payload.ts, and the common shapes of shippers' lines (the test checks both).
 //
 // Field rules are those of normalize.ts (format 1 strict, format 2 lenient, null = absent);
 // numbers are read as JSON.parse reads them: digits exactly, fractions by one correctly rounded
@@ -72,6 +76,12 @@ const aliasClassesOf: number[][] = eventFields.map((f, field) => [
   ...(f.format === 2 && f.key !== eventFields[fMessage].key ? [field] : []),
   ...aliasKeys.flatMap((a, k) => a.field === field ? [aliasBase + k] : []),
 ])
+/**
+ * Per key class: 1 when a key of that class in a `log` object goes to attrs (kOther, `log`,
+ * `filename`, and the message's aliases, since the log string fills the message).
+ */
+const nestedOther = Uint8Array.from({ length: aliasBase + aliasKeys.length }, (_, cls) =>
+  cls === kOther || cls === kLog || cls === kFilename || (cls >= aliasBase && aliasKeys[cls - aliasBase].field === fMessage) ? 1 : 0)
 /** Per alias class (from aliasBase): whether its numbers are OpenTelemetry severity numbers. */
 const aliasSeverity = aliasKeys.map((a) => severityNumberAliases.has(a.key))
 
@@ -101,13 +111,13 @@ export const declined = 2
 
 const pow10 = [1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15]
 
-export class LineScanner {
+/** A JsonLexer (its primitives and their state are this object's), reading lines into `row`. */
+export class LineScanner extends JsonLexer {
   /** Outcome of the last scan(): scannedRow, blankLine or declined. */
   outcome = declined
 
   /** The row, valid after a scan() with outcome scannedRow (until the next scan()). */
   readonly row = new EventRow()
-  readonly #lex = new JsonLexer()
 
   #bounds: TimeBounds = { receivedAt: 0, minTs: 0, maxTs: 0 }
   // Inside a `log` object LF is whitespace; on a line it ends the line.
@@ -128,6 +138,8 @@ export class LineScanner {
 
   // The line's members, in order.
   #count = 0
+  /** Recorded members whose key is an alias: the mapping has work only when some are (or a format-1 filename). */
+  #mappable = 0
   readonly #keyStart = new Int32Array(maxMembers)
   readonly #keyEnd = new Int32Array(maxMembers)
   readonly #class = new Uint8Array(maxMembers)
@@ -149,6 +161,17 @@ export class LineScanner {
   readonly #nestedEscapes = new Uint8Array(fieldCount)
   readonly #nestedNumber = new Float64Array(fieldCount)
   readonly #nestedRead = new Uint8Array(fieldCount)
+  // The other keys of a `log` object, in order, for attrs (their text in the row's scratch).
+  #otherCount = 0
+  readonly #otherKeyStart = new Int32Array(maxMembers)
+  readonly #otherKeyEnd = new Int32Array(maxMembers)
+  readonly #otherType = new Uint8Array(maxMembers)
+  readonly #otherStart = new Int32Array(maxMembers)
+  readonly #otherEnd = new Int32Array(maxMembers)
+  readonly #otherEscapes = new Uint8Array(maxMembers)
+  readonly #otherNumber = new Float64Array(maxMembers)
+  readonly #otherPlain = new Uint8Array(maxMembers)
+  readonly #otherRead = new Uint8Array(maxMembers)
 
   /** Sets the receive time and the accepted ts range for the lines that follow. */
   setBounds (bounds: TimeBounds): void {
@@ -200,6 +223,8 @@ export class LineScanner {
 
   #resetRow (): void {
     this.#count = 0
+    this.#mappable = 0
+    this.#otherCount = 0
     this.row.reset(this.#bounds.receivedAt)
   }
 
@@ -217,8 +242,8 @@ export class LineScanner {
     for (;;) {
       if (src[i] !== QUOTE) return -1
       const keyStart = i + 1
-      i = this.#lex.scanString(src, i)
-      if (i < 0 || this.#lex.escapes !== 0) return -1
+      i = this.scanString(src, i)
+      if (i < 0 || this.escapes !== 0) return -1
       const keyEnd = i - 1
       const cls = classifyKey(src, keyStart, keyEnd)
       if (cls === kMapped) return -1
@@ -271,6 +296,7 @@ export class LineScanner {
         this.#valuePlain[m] = this.#numberPlain ? 1 : 0
         this.#valueRead[m] = this.#numberRead ? 1 : 0
         this.#count = m + 1
+        if (cls >= aliasBase) this.#mappable++
       }
       i = skipSpace(src, i, false)
       const c = src[i]
@@ -351,7 +377,9 @@ export class LineScanner {
       }
     }
     // Fields still empty take their aliases, in order (the log object's were declined).
-    for (let field = 0; field < fieldCount; field++) {
+    // (In format 1 a filename is tried like an alias.)
+    const mapping = this.#mappable > 0 || (!format2 && this.#find(kFilename) >= 0)
+    for (let field = 0; field < fieldCount && mapping; field++) {
       if ((filled & (1 << field)) !== 0) continue
       const classes = aliasClassesOf[field]
       for (let c = 0; c < classes.length; c++) {
@@ -368,8 +396,15 @@ export class LineScanner {
         break
       }
     }
+    // attrs: the log object's other keys first, then the line's unused members, each key once.
+    const scratch = row.scratch
+    for (let n = 0; n < this.#otherCount; n++) {
+      if (!this.#appendAttr(scratch, this.#otherKeyStart[n], this.#otherKeyEnd[n], kOther, this.#otherType[n], this.#otherStart[n],
+        this.#otherEnd[n], this.#otherEscapes[n], this.#otherPlain[n] === 1, this.#otherRead[n] === 1, this.#otherNumber[n])) return false
+    }
     for (let m = 0; m < this.#count; m++) {
       if (used[m] === 1) continue
+      if (this.#otherCount > 0 && this.#isOtherKey(line, this.#keyStart[m], this.#keyEnd[m])) continue
       if (!this.#appendAttr(line, this.#keyStart[m], this.#keyEnd[m], this.#class[m], this.#valueType[m], this.#valueStart[m], this.#valueEnd[m],
         this.#valueEscapes[m], this.#valuePlain[m] === 1, this.#valueRead[m] === 1, this.#valueNumber[m])) return false
     }
@@ -406,11 +441,15 @@ export class LineScanner {
     this.#lfIsSpace = true
     this.#unsupported = false
     this.#nestedSeen = 0
+    this.#otherCount = 0
     let i = skipSpace(src, start, true) + 1 // past the '{'
     i = this.#nestedMembers(src, i)
     if (i >= 0) i = skipSpace(src, i, true)
     this.#lfIsSpace = false
-    if (i !== end) return this.#unsupported ? -1 : 0
+    if (i !== end) {
+      this.#otherCount = 0 // plain text: nothing of it goes to attrs
+      return this.#unsupported ? -1 : 0
+    }
     let filled = 0
     for (let cls = 0; cls < fieldCount; cls++) {
       if ((this.#nestedSeen & (1 << cls)) === 0) continue
@@ -429,26 +468,50 @@ export class LineScanner {
     for (;;) {
       if (src[i] !== QUOTE) return -1
       const keyStart = i + 1
-      i = this.#lex.scanString(src, i)
+      i = this.scanString(src, i)
       if (i < 0) return -1
       const keyEnd = i - 1
-      const keyEscapes = this.#lex.escapes
+      const keyEscapes = this.escapes
       i = skipSpace(src, i, true)
       if (src[i] !== 0x3a) return -1
-      i = this.#value(src, skipSpace(src, i + 1, true), false, 0)
-      if (i < 0) return -1
+      i = skipSpace(src, i + 1, true)
       // An escaped key may spell a field's name; a repeated field takes JSON.parse's last value.
-      if (keyEscapes !== 0) {
+      const cls = keyEscapes !== 0 ? kMapped : classifyKey(src, keyStart, keyEnd)
+      // Other keys go to attrs, their text copied: read as JSON.stringify writes it. Keys the
+      // mapping may read (aliases of a field the message does not fill) are the reference path's.
+      const other = nestedOther[cls] === 1
+      const valueStart = i
+      i = this.#value(src, valueStart, other, 0)
+      if (i < 0) {
+        // Not plain text, yet JSON: the reference path's; else the log is no JSON object.
+        if (other && this.#value(src, valueStart, false, 0) >= 0) this.#unsupported = true
+        return -1
+      }
+      if (!isFormat1(cls) && !other) {
         this.#unsupported = true
         return -1
       }
-      const cls = classifyKey(src, keyStart, keyEnd)
-      // Other keys of a log object go to attrs (the reference path's): declined.
-      if (!isFormat1(cls)) {
-        this.#unsupported = true
-        return -1
-      }
-      {
+      if (other) {
+        const first = src[keyStart]
+        const n = this.#otherCount
+        // JSON.parse lists array-index keys first; attrs holds a key once; a log value that is
+        // an object is ECS's `log` (mapped).
+        if (keyEscapes !== 0 || (first >= 0x30 && first <= 0x39) || n === maxMembers || this.#repeatsOther(src, keyStart, keyEnd) ||
+          (cls === kLog && this.#type === tContainer)) {
+          this.#unsupported = true
+          return -1
+        }
+        this.#otherKeyStart[n] = keyStart
+        this.#otherKeyEnd[n] = keyEnd
+        this.#otherType[n] = this.#type
+        this.#otherStart[n] = this.#start
+        this.#otherEnd[n] = this.#end
+        this.#otherEscapes[n] = this.#escapes
+        this.#otherNumber[n] = this.#number
+        this.#otherPlain[n] = this.#numberPlain ? 1 : 0
+        this.#otherRead[n] = this.#numberRead ? 1 : 0
+        this.#otherCount = n + 1
+      } else {
         if ((this.#nestedSeen & (1 << cls)) !== 0) {
           this.#unsupported = true
           return -1
@@ -469,47 +532,48 @@ export class LineScanner {
     }
   }
 
+  /** Whether the log object's other keys hold the key line[start, end). */
+  #isOtherKey (line: Buffer, start: number, end: number): boolean {
+    const scratch = this.row.scratch
+    const length = end - start
+    for (let n = 0; n < this.#otherCount; n++) {
+      if (this.#otherKeyEnd[n] - this.#otherKeyStart[n] === length && sameBytes(scratch, this.#otherKeyStart[n], line, start, length)) return true
+    }
+    return false
+  }
+
+  /** Whether the other keys of the log object so far hold the key src[start, end). */
+  #repeatsOther (src: Buffer, start: number, end: number): boolean {
+    const length = end - start
+    for (let n = 0; n < this.#otherCount; n++) {
+      if (this.#otherKeyEnd[n] - this.#otherKeyStart[n] === length && sameBytes(src, this.#otherKeyStart[n], src, start, length)) return true
+    }
+    return false
+  }
+
   /** Stores member m's value as field `field`; false when it does not fit. */
   #storeMember (line: Buffer, field: number, m: number, severityNumber: boolean): boolean {
     return this.#storeField(field, line, this.#valueType[m], this.#valueStart[m], this.#valueEnd[m],
       this.#valueEscapes[m], this.#valueNumber[m], this.#valueRead[m] === 1, severityNumber)
   }
 
-  /** Validates a non-null value of format-1 field `cls` (normalize.ts's storeField) and stores it; false when invalid. */
+  /**
+   * Validates a non-null value of field `cls` (normalize.ts's storeField) and stores it; false
+   * when invalid. `severityNumber`: a level is an OpenTelemetry severity number. Small, so that
+   * it inlines into #members; the rarer cases are methods of their own.
+   */
   #storeField (cls: number, src: Buffer, type: number, start: number, end: number, escapes: number,
     number: number, read: boolean, severityNumber = false): boolean {
+    if (ruleOf[cls] === rString) return type === tString && this.#storeString(cls, src, start, end, escapes)
+    if (type === tNumber) return this.#storeNumber(cls, read ? number : numberOf(src, start, end), severityNumber)
+    return type === tString && escapes === 0 && this.#storeText(cls, src, start, end, severityNumber)
+  }
+
+  /** A number for a numeric field (ts by magnitude, a level number, status, seconds, count). */
+  #storeNumber (cls: number, value: number, severityNumber: boolean): boolean {
     const rule = ruleOf[cls]
-    if (rule === rString) {
-      if (type !== tString) return false
-      return this.#storeString(cls, src, start, end, escapes)
-    }
-    if (rule === rTs) {
-      let ms: number
-      if (type === tNumber) ms = epochMsFromNumber(read ? number : numberOf(src, start, end))
-      else if (type === tString && escapes === 0) {
-        ms = epochMsFromRfc3339Bytes(src, start, end)
-        if (Number.isNaN(ms)) ms = epochMsFromNumber(this.#numericString(src, start, end))
-      } else return false
-      if (!(ms >= this.#bounds.minTs && ms <= this.#bounds.maxTs)) return false
-      this.row.number[cls] = ms
-      return true
-    }
-    if (rule === rLevel) {
-      let level = -1
-      const ofNumber = severityNumber ? levelOfSeverityNumber : levelOfNumber
-      if (type === tNumber) level = ofNumber(read ? number : numberOf(src, start, end))
-      else if (type === tString && escapes === 0) {
-        level = levelOfNameBytes(src, start, end)
-        if (level < 0) level = ofNumber(this.#numericString(src, start, end))
-      }
-      if (level < 0) return false
-      this.row.setSpan(cls, levelBytes, levelOffsets[level], levelOffsets[level + 1])
-      return true
-    }
-    let value: number
-    if (type === tNumber) value = read ? number : numberOf(src, start, end)
-    else if (type === tString && escapes === 0) value = this.#numericString(src, start, end)
-    else return false
+    if (rule === rTs) return this.#storeTs(cls, epochMsFromNumber(value))
+    if (rule === rLevel) return this.#storeLevel(cls, severityNumber ? levelOfSeverityNumber(value) : levelOfNumber(value))
     if (rule === rStatus) {
       if (!Number.isInteger(value) || value < 100 || value > 599) return false
     } else if (rule === rSeconds) {
@@ -518,6 +582,32 @@ export class LineScanner {
       return false
     }
     this.row.number[cls] = value + 0 // -0 as 0, as the reference path stores it
+    return true
+  }
+
+  /** Text (no escapes) for a numeric field: RFC 3339 for ts, a name for a level, else a numeric string. */
+  #storeText (cls: number, src: Buffer, start: number, end: number, severityNumber: boolean): boolean {
+    const rule = ruleOf[cls]
+    if (rule === rTs) {
+      const ms = epochMsFromRfc3339Bytes(src, start, end)
+      if (!Number.isNaN(ms)) return this.#storeTs(cls, ms)
+    } else if (rule === rLevel) {
+      const level = levelOfNameBytes(src, start, end)
+      if (level >= 0) return this.#storeLevel(cls, level)
+    }
+    const value = this.#numericString(src, start, end)
+    return !Number.isNaN(value) && this.#storeNumber(cls, value, severityNumber)
+  }
+
+  #storeTs (cls: number, ms: number): boolean {
+    if (!(ms >= this.#bounds.minTs && ms <= this.#bounds.maxTs)) return false
+    this.row.number[cls] = ms
+    return true
+  }
+
+  #storeLevel (cls: number, level: number): boolean {
+    if (level < 0) return false
+    this.row.setSpan(cls, levelBytes, levelOffsets[level], levelOffsets[level + 1])
     return true
   }
 
@@ -537,7 +627,7 @@ export class LineScanner {
     // src may be the scratch itself (a nested field): #nestedObject made room for this beforehand.
     if (src !== row.scratch) row.scratchRoom(end - start)
     const at = row.scratchLength
-    row.scratchLength = this.#lex.unescapeInto(src, start, end, row.scratch, at)
+    row.scratchLength = this.unescapeInto(src, start, end, row.scratch, at)
     row.setSpan(field, row.scratch, at, row.scratchLength)
     return true
   }
@@ -584,9 +674,9 @@ export class LineScanner {
     const start = i
     const c = src[i]
     if (c === QUOTE) {
-      i = this.#lex.scanString(src, i)
-      if (i < 0 || (plain && (this.#lex.escapes & (escOther | escSurrogate)) !== 0)) return -1
-      this.#escapes = this.#lex.escapes
+      i = this.scanString(src, i)
+      if (i < 0 || (plain && (this.escapes & (escOther | escSurrogate)) !== 0)) return -1
+      this.#escapes = this.escapes
       this.#type = tString
       this.#start = start + 1
       this.#end = i - 1
@@ -635,12 +725,12 @@ export class LineScanner {
     for (;;) {
       if (src[i] !== QUOTE) return -1
       const keyStart = i + 1
-      i = this.#lex.scanString(src, i)
+      i = this.scanString(src, i)
       if (i < 0) return -1
       if (keys !== null) {
         // JSON.stringify writes array-index keys first and a repeated key once.
         const first = src[keyStart]
-        if ((this.#lex.escapes & ~escSimple) !== 0 || (first >= 0x30 && first <= 0x39)) return -1
+        if ((this.escapes & ~escSimple) !== 0 || (first >= 0x30 && first <= 0x39)) return -1
         const keyEnd = i - 1
         for (let k = 0; k < keys.length; k += 2) {
           if (keys[k + 1] - keys[k] === keyEnd - keyStart && sameBytes(src, keys[k], src, keyStart, keyEnd - keyStart)) return -1
@@ -750,11 +840,11 @@ export class LineScanner {
       let at = copyBytes(src, start, i, out, messageStart)
       while (c !== QUOTE) {
         if (c !== BACKSLASH) return -1 // a control character, or the line's end
-        const kind = this.#lex.escapeAt(src, i)
+        const kind = this.escapeAt(src, i)
         if (kind < 0 || kind === escSurrogate) return -1
         escapes |= kind
-        at = this.#lex.writeEscape(src, i, out, at)
-        i += this.#lex.escapeLength
+        at = this.writeEscape(src, i, out, at)
+        i += this.escapeLength
         c = src[i]
         while (c !== QUOTE && c !== BACKSLASH && c >= 0x20) {
           out[at++] = c
@@ -787,15 +877,28 @@ const maxKeyLength = Math.max(...keyBytes.map((k) => k.length))
 /** Per key length, the indexes (into keyBytes) of the keys of that length. */
 const candidatesByLength: Uint8Array[] = Array.from({ length: maxKeyLength + 1 }, (_, length) =>
   Uint8Array.from(keyBytes.flatMap((k, i) => k.length === length ? [i] : [])))
+/**
+ * By key length and first byte: the one key (its index into keyBytes) of that length starting
+ * with that byte, -1 for none, -2 for several (then the keys of that length are tried in turn).
+ * Most keys are told apart by this one load and a short compare of their other bytes.
+ */
+const byLengthAndFirst = new Int16Array((maxKeyLength + 1) * 256).fill(-1)
+keyBytes.forEach((k, i) => {
+  const at = k.length * 256 + k[0]
+  byLengthAndFirst[at] = byLengthAndFirst[at] === -1 ? i : -2
+})
 
-/** The key class of the key src[start, end) (no escapes): a field's number, kMapped or kOther. */
+/** The key class of the key src[start, end) (no escapes): a field's number, an alias class, kMapped or kOther. */
 function classifyKey (src: Buffer, start: number, end: number): number {
   const length = end - start
-  if (length > maxKeyLength) return kOther
+  if (length === 0 || length > maxKeyLength) return kOther
+  const k = byLengthAndFirst[length * 256 + src[start]]
+  if (k === -1) return kOther
+  if (k >= 0) return sameBytes(keyBytes[k], 1, src, start + 1, length - 1) ? keyClasses[k] : kOther
   const candidates = candidatesByLength[length]
   for (let c = 0; c < candidates.length; c++) {
-    const k = candidates[c]
-    if (sameBytes(keyBytes[k], 0, src, start, length)) return keyClasses[k]
+    const key = keyBytes[candidates[c]]
+    if (sameBytes(key, 0, src, start, length)) return keyClasses[candidates[c]]
   }
   return kOther
 }

@@ -23,7 +23,7 @@
 // table: a new field needs no change here.
 import { Buffer } from 'node:buffer'
 import type { EventRow } from '../events/event-row.ts'
-import { eventFields, fieldCount, isStringField } from '../events/fields.ts'
+import { fieldCount, fieldsByColumnKind } from '../events/fields.ts'
 import { maxUtf8BytesPerUnit } from '../events/json-lex.ts'
 
 // Spans up to this many bytes are copied by a JS loop, longer ones by Buffer#copy (a native call,
@@ -33,14 +33,12 @@ const spanCopyLoop = 40
 const isNull = 1
 const notNull = 0
 
-// How each field's column is written, by its rule.
-const cString = 0
-const cTs = 1 // UInt64, never NULL
-const cUInt16 = 2
-const cFloat64 = 3
-const cUInt64 = 4
-const columnKinds = Uint8Array.from(eventFields, (f, i) =>
-  isStringField[i] ? cString : f.rule === 'ts' ? cTs : f.rule === 'status' ? cUInt16 : f.rule === 'seconds' ? cFloat64 : cUInt64)
+// The fields by how their columns are written, in eventColumns order (lib/events/fields.ts).
+const tsField = fieldsByColumnKind.ts
+const stringFields = Int32Array.from(fieldsByColumnKind.strings)
+const uint16Fields = Int32Array.from(fieldsByColumnKind.uint16)
+const float64Fields = Int32Array.from(fieldsByColumnKind.float64)
+const uint64Fields = Int32Array.from(fieldsByColumnKind.uint64)
 
 // Bound on a row's bytes besides its strings: per field at most a null flag and 8 bytes or a
 // 5-byte string length; attrs' length (5), seq (8), size (4).
@@ -74,47 +72,45 @@ export class EventRowWriter {
     const numbers = row.number
     const sources = row.source
     this.#writeConstant(this.#prefix)
-    for (let f = 0; f < fieldCount; f++) {
-      switch (columnKinds[f]) {
-        case cString: {
-          const source = sources[f]
-          if (source === null) {
-            bytes[this.#length++] = isNull
-          } else {
-            bytes[this.#length++] = notNull
-            this.#writeSpan(source, row.start[f], row.end[f])
-          }
-          break
-        }
-        case cTs:
-          this.#writeUInt64(numbers[f])
-          break
-        case cUInt16:
-          if (numbers[f] < 0) {
-            bytes[this.#length++] = isNull
-          } else {
-            bytes[this.#length] = notNull
-            view.setUint16(this.#length + 1, numbers[f], true)
-            this.#length += 3
-          }
-          break
-        case cFloat64:
-          if (numbers[f] < 0) {
-            bytes[this.#length++] = isNull
-          } else {
-            bytes[this.#length] = notNull
-            // -0 would be stored as -0 and print as "-0": rt >= 0 allows it, the column should not.
-            view.setFloat64(this.#length + 1, numbers[f] + 0, true)
-            this.#length += 9
-          }
-          break
-        default:
-          if (numbers[f] < 0) {
-            bytes[this.#length++] = isNull
-          } else {
-            bytes[this.#length++] = notNull
-            this.#writeUInt64(numbers[f])
-          }
+    this.#writeUInt64(numbers[tsField])
+    for (let k = 0; k < stringFields.length; k++) {
+      const f = stringFields[k]
+      const source = sources[f]
+      if (source === null) {
+        bytes[this.#length++] = isNull
+      } else {
+        bytes[this.#length++] = notNull
+        this.#writeSpan(source, row.start[f], row.end[f])
+      }
+    }
+    for (let k = 0; k < uint16Fields.length; k++) {
+      const value = numbers[uint16Fields[k]]
+      if (value < 0) {
+        bytes[this.#length++] = isNull
+      } else {
+        bytes[this.#length] = notNull
+        view.setUint16(this.#length + 1, value, true)
+        this.#length += 3
+      }
+    }
+    for (let k = 0; k < float64Fields.length; k++) {
+      const value = numbers[float64Fields[k]]
+      if (value < 0) {
+        bytes[this.#length++] = isNull
+      } else {
+        bytes[this.#length] = notNull
+        // -0 would be stored as -0 and print as "-0": rt >= 0 allows it, the column should not.
+        view.setFloat64(this.#length + 1, value + 0, true)
+        this.#length += 9
+      }
+    }
+    for (let k = 0; k < uint64Fields.length; k++) {
+      const value = numbers[uint64Fields[k]]
+      if (value < 0) {
+        bytes[this.#length++] = isNull
+      } else {
+        bytes[this.#length++] = notNull
+        this.#writeUInt64(value)
       }
     }
     this.#writeSpan(row.attrsBytes, 0, row.attrsLength)
@@ -222,9 +218,13 @@ export function readEventRows (rows: ArrayBuffer | Uint8Array): Array<Array<stri
   const float64 = (): string => { need(8); at += 8; return String(view.getFloat64(at - 8, true)) }
   const uint32 = (): string => { need(4); at += 4; return String(view.getUint32(at - 4, true)) }
   const out: Array<Array<string | null>> = []
-  const readers = eventFields.map((f, i) =>
-    isStringField[i] ? () => nullable(string) : f.rule === 'ts' ? uint64 : f.rule === 'status' ? () => nullable(uint16)
-      : f.rule === 'seconds' ? () => nullable(float64) : () => nullable(uint64))
+  const readers = [
+    uint64,
+    ...fieldsByColumnKind.strings.map(() => () => nullable(string)),
+    ...fieldsByColumnKind.uint16.map(() => () => nullable(uint16)),
+    ...fieldsByColumnKind.float64.map(() => () => nullable(float64)),
+    ...fieldsByColumnKind.uint64.map(() => () => nullable(uint64)),
+  ]
   while (at < bytes.length) {
     const row: Array<string | null> = [string(), string(), uint64()]
     for (const read of readers) row.push(read())

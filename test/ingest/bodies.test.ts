@@ -102,7 +102,7 @@ t.test('a JSON array body: element k is line k', async (t) => {
   t.same(r.body.failures.map((f: { line: number, code: string }) => [f.line, f.code]), [[3, 'not_an_object'], [4, 'invalid_field']])
   const rows = await storedEvents(own)
   t.same(rows.map((e) => e.path).sort(), ['/x', '/y'])
-  t.equal(JSON.parse(rows.find((e) => e.path === '/x')!.attrs).msg, 'has ] and } and " inside')
+  t.equal(rows.find((e) => e.path === '/x')!.message, 'has ] and } and " inside', 'msg is the message (issue 15)')
 })
 
 t.test('blank-line bombs: megabytes of blank lines and one line is 1 ingested; blank lines alone are 400 empty_body', async (t) => {

@@ -270,6 +270,7 @@ t.test('the shapes shippers send are taken, not declined', async (t) => {
     '{"ts":"2025-11-21T11:59:00.123Z","host":"web-1","status":404}',
     '{"log":"GET /x 200\\n","stream":"stdout","time":"2025-11-21T11:59:00.1234567Z"}',
     '{"log":"{\\"ts\\":\\"2025-11-21T11:59:00Z\\",\\"status\\":500,\\"path\\":\\"/a\\",\\"level\\":\\"warn\\"}\\n","stream":"stderr"}',
+    '{"log":"{\\"ts\\":\\"2025-11-21T11:59:00Z\\",\\"status\\":500,\\"path\\":\\"/a\\",\\"msg\\":\\"x \\\\\\"y\\\\\\"\\",\\"req\\":{\\"id\\":7}}\\n","stream":"stderr","msg":"outer"}',
     // Issue 15: shippers' field names, mapped on the fast path too.
     '{"level":30,"time":1763726340000,"pid":7,"hostname":"web-1","msg":"request done","req":{"id":1}}', // pino
     '{"@timestamp":"2025-11-21T11:59:00.123Z","message":"GET /x","log.level":"info","service.name":"api"}', // ECS, flattened
