@@ -1,10 +1,8 @@
 // The one place the protocol inputs' events meet the worker's reference path (decode-body.ts's
-// sink -> parse-worker.ts parseRecords -> TaskOutput#addEvent -> normalizeEvent). Adapters build events in Sluice's JSON
-// event shape, with `ts` in integer ms and `message` for the message.
+// sink -> parse-worker.ts parseRecords -> TaskOutput#addValue -> normalizeEvent). Adapters build
+// events in Sluice's JSON event shape (format 1), with `ts` in integer ms and `message` for the
+// message, stored as sent: a message that holds JSON is not split into columns or attrs.
 //
-// - `message` is handed over as format 2's `log`, the name the reference path stores in the
-//   message column today; when the event model's field table maps `message` itself, this
-//   rename goes (the lead re-points it at merge).
 // - A protocol's timestamp is never a guess, so one outside the stream's accepted range fails
 //   the record (ts_out_of_range) here, where format 2's leniency would keep it in attrs and store
 //   the receive time instead.
@@ -24,9 +22,5 @@ export function referenceEvent (event: Event, bounds: TimeBounds): Event | Event
       ? `ts ${describeTime(ts)} is older than the stream's retention (${describeTime(bounds.minTs)})`
       : `ts ${describeTime(ts)} is after the newest accepted time (${describeTime(bounds.maxTs)})`)
   }
-  if (typeof event.message !== 'string') return event
-  const out = Object.create(null) as Event
-  out.log = event.message
-  for (const key in event) if (key !== 'message') out[key] = event[key]
-  return out
+  return event
 }

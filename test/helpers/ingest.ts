@@ -52,6 +52,7 @@ export interface StoredEvent {
   user_agent: string | null
   message: string | null
   filename: string | null
+  level: string | null
   attrs: string
   size: number
 }
@@ -60,7 +61,7 @@ export interface StoredEvent {
 export async function storedEvents (target: IngestTarget): Promise<StoredEvent[]> {
   const org = target.server.app.store.orgByName('default')!
   return target.server.app.clickhouse.query<StoredEvent>(
-    `SELECT ts, received_at, host, path, method, status, rt, bytes, src, user_agent, message, filename, attrs, size
+    `SELECT ts, received_at, host, path, method, status, rt, bytes, src, user_agent, message, filename, level, attrs, size
      FROM events WHERE org_id = '${org.id}' AND stream = '${target.stream}' ORDER BY ts, path, message`)
 }
 

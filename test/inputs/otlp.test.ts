@@ -63,8 +63,8 @@ function checkSdkEvents (t: Test, events: StoredEvent[]): void {
   t.same(events.map((e) => e.message), ['payment accepted', 'card declined', '{"code":"E42","detail":["a",1]}'])
   t.same(events.map((e) => e.host), ['web-7', 'web-7', 'web-7'])
   const [first, second, third] = events.map(attrsOf)
-  // level stays in attrs until the level column lands (issue 15, w3-events).
-  t.same([first.level, second.level, third.level], ['info', 'warn', 'error'])
+  t.same(events.map((e) => e.level), ['info', 'warn', 'error'], 'severity in the level column')
+  t.same([first.level, second.level, third.level], [undefined, undefined, undefined], 'and not in attrs')
   t.equal(first.trace_id, traceId)
   t.equal(first.span_id, spanId)
   t.equal(second.trace_id, undefined)
@@ -137,9 +137,9 @@ t.test('OTLP/JSON: partial success names the rejected records; the rest is store
   const events = await storedEvents(tgt)
   t.same(events.map((e) => e.message).sort(), ['42', 'ok one'])
   const ok = events.find((e) => e.message === 'ok one')!
-  t.equal(attrsOf(ok).level, 'error')
+  t.equal(ok.level, 'error')
   t.equal(attrsOf(ok).trace_id, traceId, 'hex ids are stored lowercase')
-  t.equal(attrsOf(events.find((e) => e.message === '42')!).level, 'fatal')
+  t.equal(events.find((e) => e.message === '42')!.level, 'fatal')
 })
 
 t.test('protobuf: a full success is an empty ExportLogsServiceResponse; a partial one counts the rejected', async (t) => {
@@ -167,7 +167,7 @@ t.test('protobuf: a full success is an empty ExportLogsServiceResponse; a partia
   t.equal(e.host, 'db-1')
   t.equal(e.message, '{"k":[true,1.5]}')
   const attrs = attrsOf(e)
-  t.equal(attrs.level, 'debug')
+  t.equal(e.level, 'debug')
   t.equal(attrs.trace_id, traceId)
   t.equal(attrs.span_id, spanId)
   t.equal(attrs['attributes.message'], 'clash', 'an attribute named like an event field is kept under attributes.<key>')
