@@ -10,19 +10,8 @@ import { fileURLToPath } from 'node:url'
 
 const libDir = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'lib')
 
-/**
- * Folder-level edges known to close a cycle today (ingest -> live -> query -> ingest). Both are
- * removed by the event model (w3-events), which moves the row types, the scanner and the JSON
- * depth rule these files read into lib/events/. The lead deletes this list when merging it.
- */
-const knownEdges = new Set<string>([
-  // removed by the event model (w3-events): live-collector.ts, tail-event.ts, tail-frames.ts
-  // import EventRow (ingest/event-schema.ts) and LineScanner (ingest/line-scanner.ts)
-  'live -> ingest',
-  // removed by the event model (w3-events): events-query.ts imports maxValueDepth and
-  // nestsDeeperThan (ingest/event-schema.ts)
-  'query -> ingest',
-])
+/** Folder-level edges allowed to close a cycle: none. */
+const knownEdges = new Set<string>([])
 
 function tsFiles (dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
