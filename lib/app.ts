@@ -95,8 +95,8 @@ export async function createApp (config: Config, log: Logger, options: AppOption
   const { clickhouse, managed } = await connectClickHouse(config, log)
   let store: MetadataStore | undefined
   try {
-    await migrate(clickhouse, log)
-    store = new MetadataStore({ clickhouse, log, refreshIntervalMs: config.metadata.refreshIntervalMs })
+    await migrate(clickhouse, log, undefined, { cluster: config.clickhouse.cluster })
+    store = new MetadataStore({ clickhouse, log, refreshIntervalMs: config.metadata.refreshIntervalMs, cluster: config.clickhouse.cluster })
     await store.start()
     const now = options.now ?? Date.now
     const accounts = new Accounts(store, config.tokens, now)

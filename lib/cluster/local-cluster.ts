@@ -159,7 +159,7 @@ export async function startLocalCluster (options: LocalClusterOptions): Promise<
     const clickhouseUrl = clickhouseUrls[nearestHost(index, hostCount, replicas)]
     const config = deepMerge({
       server: { host: '127.0.0.1', port: nodePorts[index] },
-      clickhouse: { url: clickhouseUrl, database, cluster, insertUrls: clickhouseUrls },
+      clickhouse: { url: clickhouseUrl, database, cluster, insertUrls: clickhouseUrls.join(',') },
       dataDir: nodeDir,
       bootstrapToken: adminToken,
       log: { level: 'warn' },

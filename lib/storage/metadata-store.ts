@@ -23,6 +23,8 @@ import type { Logger } from '../logger.ts'
 import { rawSql, sql } from './sql.ts'
 import { randomUUID } from 'node:crypto'
 import { countDims, dimTable } from './migrations/003_rollups.ts'
+import { localTableName, mutationTarget } from './cluster-ddl.ts'
+import type { ClusterTarget } from './cluster-ddl.ts'
 
 export interface OrgRecord { id: string, name: string, createdAt: number }
 export interface UserRecord { id: string, orgId: string, name: string, createdAt: number }
@@ -101,12 +103,15 @@ export interface MetadataStoreOptions {
   clickhouse: ClickHouse
   log: Logger
   refreshIntervalMs: number
+  /** Cluster name (clickhouse.cluster): deletions then run ON CLUSTER on the local tables; null: one node. */
+  cluster?: string | null
 }
 
 export class MetadataStore {
   #ch: ClickHouse
   #log: Logger
   #refreshIntervalMs: number
+  #cluster: ClusterTarget | null
   #timer: NodeJS.Timeout | null = null
   #version = createVersionClock()
 
@@ -126,6 +131,7 @@ export class MetadataStore {
     this.#ch = options.clickhouse
     this.#log = options.log
     this.#refreshIntervalMs = options.refreshIntervalMs
+    this.#cluster = options.cluster ? { cluster: options.cluster, database: options.clickhouse.database } : null
   }
 
   /** Loads everything, then refreshes on a timer until stop(). */
@@ -345,15 +351,19 @@ export class MetadataStore {
     // Mutations apply to the parts that exist now, so a stream created again under the same name
     // keeps its new events.
     for (const table of streamDataTables) {
-      await this.#ch.command(sql`ALTER TABLE ${rawSql(table)} DELETE WHERE org_id = ${s.orgId} AND stream = ${s.name}`)
+      await this.#ch.command(sql`ALTER TABLE ${rawSql(mutationTarget(table, this.#cluster))} DELETE WHERE org_id = ${s.orgId} AND stream = ${s.name}`)
     }
     this.#watchPurge(s.orgId, s.name)
   }
 
   /** True when no mutation of the stream data tables is still running. */
   async #mutationsDone (): Promise<boolean> {
-    const [pending] = await this.#ch.query<{ n: number }>(sql`SELECT count() AS n FROM system.mutations
-      WHERE database = currentDatabase() AND is_done = 0 AND has(${streamDataTables}, table)`)
+    // Cluster mode: the local tables, on one replica of every shard (each replica lists the
+    // mutations of its replicated table with its own progress).
+    const source = this.#cluster === null ? rawSql('system.mutations') : sql`cluster(${this.#cluster.cluster}, system, mutations)`
+    const tables = this.#cluster === null ? streamDataTables : streamDataTables.map(localTableName)
+    const [pending] = await this.#ch.query<{ n: number }>(sql`SELECT count() AS n FROM ${source}
+      WHERE database = ${this.#ch.database} AND is_done = 0 AND has(${tables}, table)`)
     return Number(pending.n) === 0
   }
 
