@@ -26,6 +26,7 @@ import { registerTokenRoutes } from './auth/tokens-route.ts'
 import { registerOrgRoutes } from './accounts/orgs-route.ts'
 import { Piscina } from 'piscina'
 import { createBatchWriter, writerSettings } from './storage/batch-writer.ts'
+import { ShardSet } from './storage/shard-set.ts'
 import type { BatchWriter } from './storage/batch-writer.ts'
 import { eventColumns } from './ingest/parse-task.ts'
 import { Admission } from './ingest/admission.ts'
@@ -133,9 +134,16 @@ export async function createApp (config: Config, log: Logger, options: AppOption
       // A young generation of 2 x 16 MiB per worker instead of V8's 2 x 32 (lib/node-flags.ts).
       resourceLimits: { maxYoungGenerationSizeMb: workerYoungGenerationMb },
     })
+    // Cluster mode: batches go to the shards' local tables (lib/storage/shard-set.ts).
+    const shards = config.clickhouse.cluster === null ? undefined : new ShardSet({
+      urls: (config.clickhouse.insertUrls ?? config.clickhouse.url ?? '').split(','),
+      client: { user: config.clickhouse.user, password: config.clickhouse.password, database: config.clickhouse.database, requestTimeoutMs: config.clickhouse.requestTimeoutMs },
+      log: log.child({ component: 'shards' }),
+    })
+    await shards?.start()
     const writer = createBatchWriter({
-      clickhouse, table: 'events', columns: eventColumns, format: 'RowBinary', log: log.child({ component: 'writer' }),
-      ...writerSettings(config),
+      clickhouse, table: shards === undefined ? 'events' : 'events_local', columns: eventColumns, format: 'RowBinary', log: log.child({ component: 'writer' }),
+      ...writerSettings(config), shards, insertQuorum: config.clickhouse.insertQuorum,
       onInsert: (stats) => {
         admission.writerProgressed() // declared below; inserts start only once requests arrive
         if (stats.ok) {
@@ -193,6 +201,7 @@ export async function createApp (config: Config, log: Logger, options: AppOption
           tailHub.close()
           await http.close()
           await writer.close()
+          await shards?.close()
           await pool.destroy()
           janitor.stop()
           await audit.close()

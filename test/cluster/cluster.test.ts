@@ -1,0 +1,125 @@
+// Cluster mode against the local cluster (ZooKeeper, ClickHouse 2 shards x 2 replicas, 2 Sluice
+// nodes, haproxy): one cluster for this whole file, since starting it costs the most.
+// Node 1 reads from host s1r1, node 2 from s2r2 (lib/cluster/local-cluster.ts nearestHost).
+import t from 'tap'
+import { api, eventually, hostSql, ingest, startTestCluster } from '../helpers/cluster.ts'
+
+// Starting four ClickHouse servers, ZooKeeper and two nodes takes 15-40 s on a loaded 2-core box;
+// a replica's restart and catch-up as much again. tap's default (.taprc) is 120 s per file.
+t.setTimeout(300_000)
+
+const cluster = await startTestCluster(t)
+const [a, b] = cluster.nodes
+const admin = cluster.adminToken
+const db = cluster.database
+/** Host indexes: 0 s1r1, 1 s1r2, 2 s2r1, 3 s2r2. */
+const shardHosts = [[0, 1], [2, 3]]
+
+/** Rows of the stream in each host's local events table. */
+async function localCounts (stream: string): Promise<number[]> {
+  return Promise.all(cluster.clickhouseUrls.map(async (url) =>
+    Number(await hostSql(url, `SELECT count() FROM ${db}.events_local WHERE stream = '${stream}'`))))
+}
+
+/** Every event of the stream through one node's events API, page by page. */
+async function eventsThrough (node: string, stream: string): Promise<Array<Record<string, unknown>>> {
+  const out: Array<Record<string, unknown>> = []
+  let cursor = ''
+  for (;;) {
+    const res = await api(node, admin, 'GET', `/api/streams/${stream}/events?from=now-1h&to=now%2B1h&limit=1000${cursor}`)
+    if (res.status !== 200) throw new Error(`events: ${res.status} ${JSON.stringify(res.body)}`)
+    out.push(...res.body.events)
+    if (res.body.next_cursor === null) return out
+    cursor = `&cursor=${encodeURIComponent(res.body.next_cursor)}`
+  }
+}
+
+/** Creates a stream and an ingest token through `node`; resolves once `other` knows both. */
+async function streamWithToken (node: string, other: string, stream: string): Promise<string> {
+  const created = await api(node, admin, 'POST', '/api/streams', { name: stream })
+  if (created.status !== 201) throw new Error(`create: ${created.status} ${JSON.stringify(created.body)}`)
+  const token = await api(node, admin, 'POST', `/api/streams/${stream}/ingest-token`, {})
+  if (token.status !== 201) throw new Error(`token: ${token.status} ${JSON.stringify(token.body)}`)
+  // The other node knows them after its next metadata refresh (500 ms here).
+  await eventually(`${other} knows stream ${stream} and its token`, async () => {
+    const res = await api(other, admin, 'GET', `/api/streams/${stream}/ingest-tokens`)
+    return res.status === 200 && res.body.tokens.some((x: { id: string }) => x.id === token.body.id) ? true : undefined
+  })
+  return token.body.token
+}
+
+/** `n` requests of `lines` lines each, alternately through each of `nodes`; every line has a unique `seq` attr. */
+async function sendAlternating (nodes: string[], token: string, stream: string, n: number, lines: number, tag: string): Promise<number[]> {
+  const statuses: number[] = []
+  for (let i = 0; i < n; i++) {
+    const rows = Array.from({ length: lines }, (_, k) => ({ host: `h${i % 3}`, path: `/p/${tag}`, status: k % 5 === 0 ? 500 : 200, rt: 0.01, tag, line: i * lines + k }))
+    const res = await ingest(nodes[i % nodes.length], token, stream, rows)
+    statuses.push(res.status)
+  }
+  return statuses
+}
+
+t.test('ingest through either node lands on both shards, and every query on either node sees all of it', async (t) => {
+  const token = await streamWithToken(a.url, b.url, 'spread')
+  const requests = 20
+  const lines = 25
+  const statuses = await sendAlternating([a.url, b.url], token, 'spread', requests, lines, 'spread')
+  t.strictSame(statuses, Array(requests).fill(200), 'every request answered 200')
+  const total = requests * lines
+
+  // A 200 means committed on the shard that took the batch: its rows are there at once.
+  const counts = await localCounts('spread')
+  const perShard = shardHosts.map(([r1, r2]) => Math.max(counts[r1], counts[r2]))
+  t.ok(perShard[0] > 0 && perShard[1] > 0, `both shards took batches (${perShard.join(' + ')})`)
+  t.equal(perShard[0] + perShard[1], total, 'each row on exactly one shard')
+  // The other replica of each shard catches up by replication.
+  await eventually('replicas of each shard hold the same rows', async () => {
+    const c = await localCounts('spread')
+    return shardHosts.every(([r1, r2]) => c[r1] === c[r2]) ? c : undefined
+  })
+
+  for (const node of [a, b]) {
+    const events = await eventsThrough(node.url, 'spread')
+    t.equal(events.length, total, `events API on node ${node.index + 1}: all ${total}`)
+    t.equal(new Set(events.map((e) => (e.attrs as { line: number }).line)).size, total, `node ${node.index + 1}: each line once`)
+    const stats = await api(node.url, admin, 'GET', '/api/streams/spread/stats?from=now-1h&to=now%2B1h')
+    t.equal(stats.status, 200)
+    t.equal(stats.body.totals.count, total, `stats on node ${node.index + 1}: all of it`)
+    t.equal(stats.body.top.status.find((s: { status: number }) => s.status === 500)?.count, total / 5, `stats top lists on node ${node.index + 1} count every shard`)
+  }
+})
+
+t.test('a stream created on node 2 takes ingest on node 1 within the metadata refresh interval', async (t) => {
+  const created = await api(b.url, admin, 'POST', '/api/streams', { name: 'from-b' })
+  t.equal(created.status, 201)
+  const token = await api(b.url, admin, 'POST', '/api/streams/from-b/ingest-token', {})
+  t.equal(token.status, 201)
+  const res = await eventually('node 1 accepts the token made on node 2', async () => {
+    const r = await ingest(a.url, token.body.token, 'from-b', [{ host: 'x', message: 'hello' }])
+    return r.status === 200 ? r : undefined
+  }, 10_000, 100)
+  t.equal(res.body.ingested, 1)
+  const events = await eventsThrough(b.url, 'from-b')
+  t.equal(events.length, 1, 'node 2 reads what node 1 stored')
+})
+
+t.test('one replica down: every request still answers 200 and every query still sees everything', async (t) => {
+  const token = await streamWithToken(a.url, b.url, 'degraded')
+  // s2r1: no node reads from it, and it is the replica shard 2's batches go to first, so the
+  // writer meets its absence (refused, retried on another host) as do Distributed reads.
+  const down = 2
+  await cluster.stopClickHouse(down)
+  const requests = 12
+  const lines = 10
+  const statuses = await sendAlternating([cluster.url], token, 'degraded', requests, lines, 'degraded')
+  t.strictSame(statuses, Array(requests).fill(200), 'every request through the load balancer answered 200')
+  for (const node of [a, b]) {
+    t.equal((await eventsThrough(node.url, 'degraded')).length, requests * lines, `node ${node.index + 1} reads every event`)
+  }
+  await cluster.startClickHouse(down)
+  await eventually('the returned replica caught up with its shard', async () => {
+    const c = await localCounts('degraded')
+    return c[2] === c[3] ? c : undefined
+  }, 60_000)
+  t.pass('replica back and in step')
+})
