@@ -2,7 +2,14 @@
 // nodes, haproxy): one cluster for this whole file, since starting it costs the most.
 // Node 1 reads from host s1r1, node 2 from s2r2 (lib/cluster/local-cluster.ts nearestHost).
 import t from 'tap'
+import { createServer, connect } from 'node:net'
+import type { AddressInfo, Socket } from 'node:net'
 import { api, eventually, hostSql, ingest, startTestCluster } from '../helpers/cluster.ts'
+import { createBatchWriter } from '../../lib/storage/batch-writer.ts'
+import type { InsertStats } from '../../lib/storage/batch-writer.ts'
+import { ShardSet } from '../../lib/storage/shard-set.ts'
+import { createClickHouse } from '../../lib/storage/clickhouse.ts'
+import { createLogger } from '../../lib/logger.ts'
 
 // Starting four ClickHouse servers, ZooKeeper and two nodes takes 15-40 s on a loaded 2-core box;
 // a replica's restart and catch-up as much again. tap's default (.taprc) is 120 s per file.
@@ -99,8 +106,69 @@ t.test('a stream created on node 2 takes ingest on node 1 within the metadata re
     return r.status === 200 ? r : undefined
   }, 10_000, 100)
   t.equal(res.body.ingested, 1)
-  const events = await eventsThrough(b.url, 'from-b')
+  // A 200 is a commit on one replica; a read through the other may wait for replication.
+  const events = await eventually('node 2 reads it', async () => {
+    const e = await eventsThrough(b.url, 'from-b')
+    return e.length > 0 ? e : undefined
+  })
   t.equal(events.length, 1, 'node 2 reads what node 1 stored')
+})
+
+/**
+ * A TCP proxy to one ClickHouse host that, once armed, forwards the next request whole and then
+ * cuts the client's connection at the first byte of the answer: ClickHouse received the body
+ * and committed the insert (it answers an INSERT only at its end), the client never learns it.
+ */
+async function startCuttingProxy (target: string): Promise<{ url: string, arm (): void, cuts: number, close (): Promise<void> }> {
+  const port = Number(new URL(target).port)
+  let armed = false
+  const sockets = new Set<Socket>()
+  const state = { cuts: 0 }
+  const server = createServer((client) => {
+    const upstream = connect(port, '127.0.0.1')
+    for (const s of [client, upstream]) { sockets.add(s); s.on('error', () => {}); s.on('close', () => sockets.delete(s)) }
+    client.pipe(upstream)
+    upstream.on('data', (d: Buffer) => {
+      if (armed) { armed = false; state.cuts++; client.destroy(); upstream.destroy(); return }
+      client.write(d)
+    })
+    upstream.on('end', () => client.end())
+    client.on('close', () => upstream.destroy())
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    arm () { armed = true },
+    get cuts () { return state.cuts },
+    async close () { for (const s of sockets) s.destroy(); await new Promise((resolve) => server.close(resolve)) },
+  }
+}
+
+t.test('an insert whose answer was lost after ClickHouse committed it is retried to the same shard and stored once', async (t) => {
+  const proxy = await startCuttingProxy(cluster.clickhouseUrls[0])
+  t.teardown(() => proxy.close())
+  const log = createLogger({ level: 'silent' })
+  const client = { user: 'default', password: '', database: db, requestTimeoutMs: 10_000 }
+  const shards = new ShardSet({ urls: [proxy.url], client, log })
+  await shards.start()
+  t.teardown(() => shards.close())
+  const clickhouse = createClickHouse({ ...client, url: cluster.clickhouseUrls[0] })
+  t.teardown(() => clickhouse.close())
+  const attempts: InsertStats[] = []
+  const writer = createBatchWriter({
+    clickhouse, shards, table: 'events_local', columns: ['org_id', 'stream', 'ts', 'received_at', 'attrs', 'seq', 'size'], log,
+    maxBatchRows: 1000, flushIntervalMs: 0, minInsertIntervalMs: 0, retryTimeoutMs: 5000, attemptTimeoutMs: 3000, maxPendingBytes: 1 << 20,
+    onInsert: (s) => attempts.push(s),
+  })
+  const now = Date.now()
+  const rows = Array.from({ length: 50 }, (_, i) => `o\tonce\t${now}\t${now}\t{}\t${i}\t10\n`).join('')
+  proxy.arm()
+  await writer.write([Buffer.from(rows)], 50) // resolves: the retry's answer came back
+  await writer.close()
+  t.equal(proxy.cuts, 1, 'the first answer was cut')
+  t.strictSame(attempts.map((s) => [s.ok, s.ambiguous]), [[false, true], [true, false]], 'an ambiguous attempt, then a successful retry')
+  const stored = Number(await hostSql(cluster.clickhouseUrls[0], `SELECT count() FROM ${db}.events_local WHERE stream = 'once'`))
+  t.equal(stored, 50, 'stored once: the replicated table dropped the retried block')
 })
 
 t.test('one replica down: every request still answers 200 and every query still sees everything', async (t) => {
@@ -114,7 +182,11 @@ t.test('one replica down: every request still answers 200 and every query still 
   const statuses = await sendAlternating([cluster.url], token, 'degraded', requests, lines, 'degraded')
   t.strictSame(statuses, Array(requests).fill(200), 'every request through the load balancer answered 200')
   for (const node of [a, b]) {
-    t.equal((await eventsThrough(node.url, 'degraded')).length, requests * lines, `node ${node.index + 1} reads every event`)
+    const events = await eventually(`node ${node.index + 1} reads every event (after replication)`, async () => {
+      const e = await eventsThrough(node.url, 'degraded')
+      return e.length >= requests * lines ? e : undefined
+    })
+    t.equal(events.length, requests * lines, `node ${node.index + 1} reads every event`)
   }
   await cluster.startClickHouse(down)
   await eventually('the returned replica caught up with its shard', async () => {
@@ -122,4 +194,44 @@ t.test('one replica down: every request still answers 200 and every query still 
     return c[2] === c[3] ? c : undefined
   }, 60_000)
   t.pass('replica back and in step')
+})
+
+t.test('both replicas of one shard down: writes go to the other shard, reads answer 503 storage_unavailable, nothing acknowledged is lost', async (t) => {
+  const token = await streamWithToken(a.url, b.url, 'shard-down')
+  const before = await sendAlternating([a.url], token, 'shard-down', 4, 10, 'before')
+  t.strictSame(before, [200, 200, 200, 200])
+  await Promise.all([cluster.stopClickHouse(2), cluster.stopClickHouse(3)]) // shard 2; node 2 reads from s2r2
+  const during = await sendAlternating([a.url], token, 'shard-down', 8, 10, 'during')
+  t.strictSame(during, Array(8).fill(200), 'node 1 stores every request on shard 1')
+  const read = await api(a.url, admin, 'GET', '/api/streams/shard-down/events?from=now-1h&to=now%2B1h')
+  t.equal(read.status, 503, 'a read over every shard cannot answer with one missing')
+  t.equal(read.body.error, 'storage_unavailable')
+  t.ok(Number(read.headers['retry-after']) >= 1, 'with Retry-After')
+  await Promise.all([cluster.startClickHouse(2), cluster.startClickHouse(3)])
+  const events = await eventually('reads answer again', () => eventsThrough(a.url, 'shard-down'), 60_000, 500)
+  t.equal(events.length, 120, 'every acknowledged row is there')
+  await eventually('node 2 is ready again', async () => (await api(b.url, null, 'GET', '/readyz')).status === 200 ? true : undefined, 60_000, 500)
+})
+
+t.test('ZooKeeper down: writes answer 503 with Retry-After and store nothing; ingest recovers by itself once it is back', async (t) => {
+  const token = await streamWithToken(a.url, b.url, 'zk-down')
+  await cluster.stopZooKeeper()
+  const lines = (tag: string): object[] => Array.from({ length: 10 }, (_, k) => ({ host: 'zk', tag, line: k }))
+  const answers = await Promise.all([a.url, b.url, a.url].map((node, i) => ingest(node, token, 'zk-down', lines(`down-${i}`))))
+  for (const res of answers) {
+    t.equal(res.status, 503, 'no commit without ZooKeeper')
+    t.ok(['storage_unavailable', 'storage_outcome_unknown'].includes(res.body.error), `code ${res.body.error}`)
+    t.ok(Number(res.headers['retry-after']) >= 1, 'with Retry-After')
+  }
+  await cluster.startZooKeeper()
+  const back = Date.now()
+  const recovered = await eventually('a write succeeds again', async () => {
+    const res = await ingest(a.url, token, 'zk-down', lines('after'))
+    return res.status === 200 ? res : undefined
+  }, 60_000, 250)
+  t.equal(recovered.body.ingested, 10)
+  t.comment(`ingest recovered ${Date.now() - back} ms after ZooKeeper answered again`)
+  const stored = await eventsThrough(a.url, 'zk-down')
+  const unknown = answers.filter((r) => r.body.error === 'storage_outcome_unknown').length
+  t.ok(stored.length >= 10 && stored.length <= 10 + unknown * 10, `only the acknowledged rows, and those whose outcome was unknown (${stored.length})`)
 })
