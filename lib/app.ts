@@ -181,7 +181,7 @@ export async function createApp (config: Config, log: Logger, options: AppOption
     registerMetricsRoute(router, metrics)
     registerDashboardRoutes(router)
 
-    const janitor = startRetentionJanitor(clickhouse, store, log.child({ component: 'retention' }))
+    const janitor = startRetentionJanitor(clickhouse, store, log.child({ component: 'retention' }), undefined, config.clickhouse.cluster)
     const http = createHttpServer({
       config: config.server, router, log,
       onResponse: (route, method, status, ms) => {

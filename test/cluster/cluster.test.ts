@@ -10,6 +10,8 @@ import type { InsertStats } from '../../lib/storage/batch-writer.ts'
 import { ShardSet } from '../../lib/storage/shard-set.ts'
 import { createClickHouse } from '../../lib/storage/clickhouse.ts'
 import { createLogger } from '../../lib/logger.ts'
+import { MetadataStore } from '../../lib/storage/metadata-store.ts'
+import { enforceRetention } from '../../lib/storage/retention.ts'
 
 // Starting four ClickHouse servers, ZooKeeper and two nodes takes 15-40 s on a loaded 2-core box;
 // a replica's restart and catch-up as much again. tap's default (.taprc) is 120 s per file.
@@ -169,6 +171,44 @@ t.test('an insert whose answer was lost after ClickHouse committed it is retried
   t.strictSame(attempts.map((s) => [s.ok, s.ambiguous]), [[false, true], [true, false]], 'an ambiguous attempt, then a successful retry')
   const stored = Number(await hostSql(cluster.clickhouseUrls[0], `SELECT count() FROM ${db}.events_local WHERE stream = 'once'`))
   t.equal(stored, 50, 'stored once: the replicated table dropped the retried block')
+})
+
+t.test('a stream deletion and retention reach every shard', async (t) => {
+  const day = 86_400_000
+  const token = await streamWithToken(a.url, b.url, 'doomed')
+  t.strictSame(await sendAlternating([a.url, b.url], token, 'doomed', 6, 10, 'doomed'), Array(6).fill(200))
+  const deleted = await api(b.url, admin, 'DELETE', '/api/streams/doomed')
+  t.equal(deleted.status, 204)
+  await eventually('the deletion mutations ran on every shard and replica', async () => {
+    const c = await localCounts('doomed')
+    return c.every((n) => n === 0) ? c : undefined
+  })
+  t.pass('no row of the deleted stream is left on any host')
+
+  t.equal((await api(a.url, admin, 'POST', '/api/streams', { name: 'keep1', retention_days: 1 })).status, 201)
+  const clickhouse = createClickHouse({ url: cluster.clickhouseUrls[0], user: 'default', password: '', database: db, requestTimeoutMs: 10_000 })
+  t.teardown(() => clickhouse.close())
+  const log = createLogger({ level: 'silent' })
+  const store = new MetadataStore({ clickhouse, log, refreshIntervalMs: 60_000, cluster: cluster.cluster })
+  await store.reload()
+  const org = store.orgByName('default')!.id
+  const now = Date.now()
+  const row = (stream: string, ts: number, i: number): string =>
+    [org, stream, ts, now, 'h', '/p', 'GET', 200, 0.1, 1, '\\N', '\\N', '\\N', '\\N', '{}', i, 10].join('\t')
+  const rowColumns = 'org_id, stream, ts, received_at, host, path, method, status, rt, bytes, src, user_agent, message, filename, attrs, seq, size'
+  const insert = (url: string, rows: string[]): Promise<string> =>
+    hostSql(url, `INSERT INTO ${db}.events_local (${rowColumns}) FORMAT TabSeparated\n${rows.join('\n')}\n`)
+  // Each shard gets an old and a young row of the 1-day stream.
+  await insert(cluster.clickhouseUrls[0], [row('keep1', now - 3 * day, 1), row('keep1', now - 3_600_000, 2)])
+  await insert(cluster.clickhouseUrls[2], [row('keep1', now - 3 * day, 3), row('keep1', now - 3_600_000, 4)])
+  const result = await enforceRetention(clickhouse, store, now, log, cluster.cluster)
+  t.equal(result.deletedStreams, 1, 'the short-retention stream is trimmed')
+  const seqs = await eventually('the old rows are gone from both shards', async () => {
+    const out = await hostSql(cluster.clickhouseUrls[3], `SELECT seq FROM ${db}.events WHERE stream = 'keep1' ORDER BY seq FORMAT TSV`)
+    return out === '2\n4' ? out : undefined
+  })
+  t.equal(seqs, '2\n4', 'the young rows of both shards stay')
+  await store.stop()
 })
 
 t.test('one replica down: every request still answers 200 and every query still sees everything', async (t) => {
