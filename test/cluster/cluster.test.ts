@@ -241,6 +241,7 @@ t.test('both replicas of one shard down: writes go to the other shard, reads ans
   const before = await sendAlternating([a.url], token, 'shard-down', 4, 10, 'before')
   t.strictSame(before, [200, 200, 200, 200])
   await Promise.all([cluster.stopClickHouse(2), cluster.stopClickHouse(3)]) // shard 2; node 2 reads from s2r2
+  t.equal((await api(b.url, null, 'GET', '/readyz')).status, 503, 'node 2, its nearest ClickHouse gone, is not ready')
   const during = await sendAlternating([a.url], token, 'shard-down', 8, 10, 'during')
   t.strictSame(during, Array(8).fill(200), 'node 1 stores every request on shard 1')
   const read = await api(a.url, admin, 'GET', '/api/streams/shard-down/events?from=now-1h&to=now%2B1h')
