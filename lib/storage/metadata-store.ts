@@ -18,6 +18,8 @@
 //   rollups, so deleted data never shows, not even while the delete runs. The deleting node
 //   watches the mutations and records the purge; any node's refresh does it for deletions older
 //   than purgeCheckAfterMs, in case the deleting node stopped first.
+// - A reload never undoes a write made through this node while it ran (its SELECTs may have
+//   read before the write's INSERT): the writes' cache changes are applied again on top of it.
 import type { ClickHouse } from './clickhouse.ts'
 import type { Logger } from '../logger.ts'
 import { rawSql, sql } from './sql.ts'
@@ -126,6 +128,9 @@ export class MetadataStore {
   #deletions = new Map<string, StreamDeletions>() // key: orgId + '/' + name
   #purgeTimers = new Set<NodeJS.Timeout>()
   #stopped = false
+  /** Cache changes of writes made while a reload may be running, replayed over its result. */
+  #localWrites: Array<{ seq: number, apply: () => void }> = []
+  #writeSeq = 0
 
   constructor (options: MetadataStoreOptions) {
     this.#ch = options.clickhouse
@@ -161,6 +166,7 @@ export class MetadataStore {
 
   /** Replaces the cache with what ClickHouse holds now. */
   async reload (): Promise<void> {
+    const since = this.#writeSeq
     const [orgs, users, pats, streams, tokens, usage, deletions] = await Promise.all([
       this.#ch.query<Row>('SELECT * FROM orgs FINAL WHERE deleted = 0'),
       this.#ch.query<Row>('SELECT * FROM users FINAL WHERE deleted = 0'),
@@ -204,6 +210,14 @@ export class MetadataStore {
         expiresAt: Number(r.expires_at), revokedAt: nullIfZero(r.revoked_at), lastUsedAt: lastUsed.get(String(r.id)) ?? null,
       })
     }
+    for (const w of this.#localWrites) if (w.seq > since) w.apply()
+    this.#localWrites = this.#localWrites.filter((w) => w.seq > since)
+  }
+
+  /** Applies a write's change to the cache, and again after any reload that was running. */
+  #local (apply: () => void): void {
+    apply()
+    this.#localWrites.push({ seq: ++this.#writeSeq, apply })
   }
 
   #putPat (p: PatRecord): void {
@@ -270,13 +284,13 @@ export class MetadataStore {
   async createOrg (org: OrgRecord): Promise<void> {
     await this.#ch.command(sql`INSERT INTO orgs (id, name, created_at, deleted, version)
       VALUES (${org.id}, ${org.name}, ${org.createdAt}, 0, ${this.#version()})`)
-    this.#orgs.set(org.id, org)
+    this.#local(() => this.#orgs.set(org.id, org))
   }
 
   async createUser (user: UserRecord): Promise<void> {
     await this.#ch.command(sql`INSERT INTO users (id, org_id, name, created_at, deleted, version)
       VALUES (${user.id}, ${user.orgId}, ${user.name}, ${user.createdAt}, 0, ${this.#version()})`)
-    this.#users.set(user.id, user)
+    this.#local(() => this.#users.set(user.id, user))
   }
 
   async savePat (p: PatRecord): Promise<void> {
@@ -284,13 +298,13 @@ export class MetadataStore {
       (id, org_id, user_id, name, token_hash, display, abilities, created_at, expires_at, revoked_at, version)
       VALUES (${p.id}, ${p.orgId}, ${p.userId}, ${p.name}, ${p.tokenHash}, ${p.display}, ${p.abilities},
         ${p.createdAt}, ${p.expiresAt ?? 0}, ${p.revokedAt ?? 0}, ${this.#version()})`)
-    this.#putPat(p)
+    this.#local(() => this.#putPat(p))
   }
 
   async saveStream (s: StreamRecord): Promise<void> {
     await this.#ch.command(sql`INSERT INTO streams (org_id, name, description, retention_days, created_at, deleted, version)
       VALUES (${s.orgId}, ${s.name}, ${s.description}, ${s.retentionDays}, ${s.createdAt}, 0, ${this.#version()})`)
-    this.#streams.set(`${s.orgId}/${s.name}`, s)
+    this.#local(() => this.#streams.set(`${s.orgId}/${s.name}`, s))
   }
 
   /**
@@ -344,10 +358,11 @@ export class MetadataStore {
       VALUES (${s.orgId}, ${s.name}, ${deletedAt}, 0, ${this.#version()})`)
     const key = `${s.orgId}/${s.name}`
     const previous = this.#deletions.get(key)
-    this.#deletions.set(key, { count: (previous?.count ?? 0) + 1, lastDeletedAt: deletedAt, purged: false })
+    const deletion = { count: (previous?.count ?? 0) + 1, lastDeletedAt: deletedAt, purged: false }
+    this.#local(() => { if ((this.#deletions.get(key)?.lastDeletedAt ?? 0) < deletedAt) this.#deletions.set(key, { ...deletion }) })
     await this.#ch.command(sql`INSERT INTO streams (org_id, name, description, retention_days, created_at, deleted, version)
       VALUES (${s.orgId}, ${s.name}, ${s.description}, ${s.retentionDays}, ${s.createdAt}, 1, ${this.#version()})`)
-    this.#streams.delete(key)
+    this.#local(() => this.#streams.delete(key))
     // Mutations apply to the parts that exist now, so a stream created again under the same name
     // keeps its new events.
     for (const table of streamDataTables) {
@@ -418,7 +433,7 @@ export class MetadataStore {
       (id, org_id, stream, name, token_hash, display, created_at, expires_at, revoked_at, version)
       VALUES (${tok.id}, ${tok.orgId}, ${tok.stream}, ${tok.name}, ${tok.tokenHash}, ${tok.display},
         ${tok.createdAt}, ${tok.expiresAt}, ${tok.revokedAt ?? 0}, ${this.#version()})`)
-    this.#putIngestToken(tok)
+    this.#local(() => this.#putIngestToken(tok))
   }
 
   async #writeUsage (): Promise<void> {

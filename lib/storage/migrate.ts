@@ -6,7 +6,8 @@
 // Two nodes starting at once may both run a migration: its CREATEs are IF NOT EXISTS, and an
 // ALTER that the other node applied first answers "already exists" (ClickHouse 18.16 has no
 // ADD COLUMN IF NOT EXISTS), which counts as applied; schema_migrations may then hold a
-// migration twice, and readers count distinct ids.
+// migration twice, and readers count distinct ids. A node finding every migration recorded runs
+// no DDL at all, so nodes (re)start while a ClickHouse host is down.
 import type { ClickHouse } from './clickhouse.ts'
 import type { Logger } from '../logger.ts'
 import { quoteIdentifier, sql } from './sql.ts'
@@ -60,6 +61,15 @@ export async function migrate (clickhouse: ClickHouse, log: Logger, list: readon
     for (const s of clusterStatements(statement, target)) await runClusterStatement(clickhouse, s, log)
   }
   if (target !== null) {
+    // ON CLUSTER DDL waits for every host: with one down, a node could not start. When the local
+    // replica of schema_migrations already lists every migration there is nothing to run.
+    // Asked of system.tables rather than by catching UNKNOWN_TABLE: 18.16 closes a keep-alive
+    // connection after an error answer, and the next request on it would fail.
+    const [exists] = await clickhouse.query<{ n: number }>(sql`SELECT count() AS n FROM system.tables
+      WHERE database = ${target.database} AND name = 'schema_migrations'`)
+    const recorded = Number(exists.n) === 0 ? [] : await clickhouse.query<{ id: number }>('SELECT DISTINCT id FROM schema_migrations')
+    const known = new Set(recorded.map((r) => r.id))
+    if (list.every((m) => known.has(m.id))) return { applied: [], current: Math.max(0, ...list.map((m) => m.id)) }
     await clickhouse.command(`CREATE DATABASE IF NOT EXISTS ${quoteIdentifier(target.database)} ON CLUSTER ${quoteIdentifier(target.cluster)}`)
   }
   await apply(`CREATE TABLE IF NOT EXISTS schema_migrations (
