@@ -18,6 +18,8 @@
 //   SIGKILLed by an exit hook if this process exits first (lib/cluster/child.ts).
 // - stopClickHouse(i) / startClickHouse(i) take host i down and up again on its ports and data,
 //   stopZooKeeper() / startZooKeeper() likewise, for fault tests.
+// - kill() SIGKILLs every process at once, synchronously: for a signal handler (a test runner's
+//   timeout sends SIGTERM, and Node runs no 'exit' hook when a signal ends it).
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { generateToken } from '../auth/token-format.ts'
@@ -83,6 +85,7 @@ export interface LocalCluster {
   stopZooKeeper (): Promise<void>
   startZooKeeper (): Promise<void>
   stop (): Promise<void>
+  kill (): void
 }
 
 const defaults = { shards: 2, replicas: 2, nodes: 2, cluster: 'sluice', database: 'sluice', startTimeoutMs: 60_000 }
@@ -212,5 +215,8 @@ export async function startLocalCluster (options: LocalClusterOptions): Promise<
     async stopZooKeeper () { await zooKeeper?.stop(); zooKeeper = undefined },
     async startZooKeeper () { if (zooKeeper === undefined) await startZk() },
     stop: stopAll,
+    kill () {
+      for (const child of [haproxy?.child, ...nodes.map((n) => n.child), ...servers.map((x) => x?.child), zooKeeper?.child]) child?.kill('SIGKILL')
+    },
   }
 }

@@ -23,8 +23,19 @@ export async function startTestCluster (t: Test, options: Partial<LocalClusterOp
     },
     startTimeoutMs: 90_000, // four ClickHouse servers starting at once on a loaded 2-core CI box
     ...options,
+  }).catch(async (err: unknown) => {
+    // Its processes are stopped already; its logs are quoted in err.
+    if (!process.env.SLUICE_KEEP_CLUSTER) await rm(dir, { recursive: true, force: true })
+    throw err
   })
+  // tap ends a file past its timeout with SIGTERM, which runs no teardown and no 'exit' hook:
+  // take every process of the cluster down with it.
+  const onSignal = (signal: NodeJS.Signals): void => { cluster.kill(); process.kill(process.pid, signal) }
+  process.once('SIGTERM', onSignal)
+  process.once('SIGINT', onSignal)
   t.teardown(async () => {
+    process.off('SIGTERM', onSignal)
+    process.off('SIGINT', onSignal)
     await cluster.stop()
     if (!process.env.SLUICE_KEEP_CLUSTER) await rm(dir, { recursive: true, force: true })
   })
