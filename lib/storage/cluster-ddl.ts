@@ -36,6 +36,9 @@ export interface ClusterTarget {
 
 const name = '([A-Za-z_][A-Za-z0-9_]*)'
 
+/** replicated_deduplication_window of the sharded tables, in blocks (inserts) per shard. */
+export const dedupWindowBlocks = 1000
+
 /** Tables holding event data: `events` and its rollups `events_*`; sharded in cluster mode. */
 export function isShardedTable (table: string): boolean {
   return table === 'events' || table.startsWith('events_')
@@ -104,7 +107,16 @@ function createTable (statement: string, target: ClusterTarget): string[] | null
     rest = rest.slice(end)
   }
   const engine = replicatedEngine(target, table, engineMatch[1], args)
-  const create = `CREATE TABLE IF NOT EXISTS ${storageOf(target, table)} ${onCluster(target)} ${columns} ENGINE = ${engine} ${rest.trim()}`
+  let tail = rest.trim()
+  if (isShardedTable(table) && engine.startsWith('Replicated')) {
+    // A retried insert is dropped as a duplicate only while its first attempt is among the last
+    // `replicated_deduplication_window` blocks of the table on its shard (ClickHouse: 100). Every
+    // node's inserts count, so keep ten times that: about 15 s of retries from 60 nodes at 5
+    // inserts/s onto 2 shards, for a few thousand more ZooKeeper nodes.
+    const setting = `replicated_deduplication_window = ${dedupWindowBlocks}`
+    tail = /\bSETTINGS\b/i.test(tail) ? `${tail}, ${setting}` : `${tail} SETTINGS ${setting}`
+  }
+  const create = `CREATE TABLE IF NOT EXISTS ${storageOf(target, table)} ${onCluster(target)} ${columns} ENGINE = ${engine} ${tail}`
   return isShardedTable(table) ? [create, distributedStatement(target, table)] : [create]
 }
 

@@ -22,6 +22,7 @@ t.test('a sharded CREATE TABLE: a replicated local table per shard, a Distribute
   t.match(out[0], /^CREATE TABLE IF NOT EXISTS `db`\.`events_1m_local` ON CLUSTER `c1` \(/)
   t.match(out[0], /quantilesTDigestIf\(0\.5, 0\.95\), Float64, UInt8\)/, 'nested parentheses of the columns kept')
   t.match(out[0], /ENGINE = ReplicatedSummingMergeTree\('\/clickhouse\/tables\/\{shard\}\/db\/events_1m_local', '\{replica\}'\) PARTITION BY/)
+  t.match(out[0], /ORDER BY \(org_id\) SETTINGS replicated_deduplication_window = 1000$/, 'a retry is recognized within 1000 blocks')
   t.match(out[1], /`db`\.`events_1m` ON CLUSTER `c1` AS `db`\.`events_1m_local`\s+ENGINE = Distributed\(`c1`, `db`, `events_1m_local`, rand\(\)\)/)
 })
 
