@@ -225,6 +225,40 @@ t.test('a stream deletion and retention reach every shard', async (t) => {
   await store.stop()
 })
 
+t.test('insert_quorum: a write resolves once both replicas hold it; a shard short of replicas takes no batch', async (t) => {
+  const log = createLogger({ level: 'silent' })
+  const client = { user: 'default', password: '', database: db, requestTimeoutMs: 10_000 }
+  const shards = new ShardSet({ urls: cluster.clickhouseUrls, client, log })
+  await shards.start()
+  t.teardown(() => shards.close())
+  const clickhouse = createClickHouse({ ...client, url: cluster.clickhouseUrls[0] })
+  t.teardown(() => clickhouse.close())
+  const writer = createBatchWriter({
+    clickhouse, shards, insertQuorum: 2, table: 'events_local', columns: ['org_id', 'stream', 'ts', 'received_at', 'attrs', 'seq', 'size'], log,
+    maxBatchRows: 1000, flushIntervalMs: 0, minInsertIntervalMs: 0, retryTimeoutMs: 5000, attemptTimeoutMs: 3000, maxPendingBytes: 1 << 20,
+  })
+  const rows = (stream: string, n: number): Buffer => {
+    const now = Date.now()
+    return Buffer.from(Array.from({ length: n }, (_, i) => `o\t${stream}\t${now}\t${now}\t{}\t${i}\t10\n`).join(''))
+  }
+  const count = async (url: string, stream: string): Promise<number> =>
+    Number(await hostSql(url, `SELECT count() FROM ${db}.events_local WHERE stream = '${stream}'`))
+  for (let i = 0; i < 4; i++) await writer.write([rows(`quorum-${i}`, 20)], 20) // round robin: both shards
+  for (let i = 0; i < 4; i++) {
+    const perHost = await Promise.all(cluster.clickhouseUrls.map((url) => count(url, `quorum-${i}`)))
+    const shard = perHost[0] > 0 ? 0 : 1
+    t.strictSame(shardHosts[shard].map((h) => perHost[h]), [20, 20], `write ${i}: on both replicas of shard ${shard + 1} at once`)
+  }
+  await cluster.stopClickHouse(1) // s1r2: shard 1 can no longer reach a quorum of 2
+  for (let i = 0; i < 4; i++) await writer.write([rows(`short-${i}`, 20)], 20)
+  for (let i = 0; i < 4; i++) {
+    t.equal(await count(cluster.clickhouseUrls[0], `short-${i}`), 0, `write ${i}: not on shard 1`)
+    t.equal(await count(cluster.clickhouseUrls[2], `short-${i}`), 20, `write ${i}: on shard 2`)
+  }
+  await writer.close()
+  await cluster.startClickHouse(1)
+})
+
 t.test('one replica down: every request still answers 200 and every query still sees everything', async (t) => {
   const token = await streamWithToken(a.url, b.url, 'degraded')
   // s2r1: no node reads from it, and it is the replica shard 2's batches go to first, so the
