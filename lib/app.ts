@@ -27,6 +27,7 @@ import { registerOrgRoutes } from './accounts/orgs-route.ts'
 import { Piscina } from 'piscina'
 import { createBatchWriter, writerSettings } from './storage/batch-writer.ts'
 import { ShardSet } from './storage/shard-set.ts'
+import { NodeRegistry } from './storage/node-registry.ts'
 import type { BatchWriter } from './storage/batch-writer.ts'
 import { eventColumns } from './ingest/parse-task.ts'
 import { Admission } from './ingest/admission.ts'
@@ -95,10 +96,16 @@ export interface AppOptions {
 export async function createApp (config: Config, log: Logger, options: AppOptions = {}): Promise<App> {
   const { clickhouse, managed } = await connectClickHouse(config, log)
   let store: MetadataStore | undefined
+  let registry: NodeRegistry | undefined
   try {
     await migrate(clickhouse, log, undefined, { cluster: config.clickhouse.cluster })
     store = new MetadataStore({ clickhouse, log, refreshIntervalMs: config.metadata.refreshIntervalMs, cluster: config.clickhouse.cluster })
     await store.start()
+    // Cluster mode: the live nodes share the per-org limits (lib/storage/node-registry.ts).
+    if (config.clickhouse.cluster !== null) {
+      registry = new NodeRegistry({ clickhouse, log: log.child({ component: 'nodes' }), intervalMs: config.metadata.refreshIntervalMs })
+      await registry.start()
+    }
     const now = options.now ?? Date.now
     const accounts = new Accounts(store, config.tokens, now)
     const boot = await bootstrap(accounts, { dataDir: config.dataDir, bootstrapToken: config.bootstrapToken, log })
@@ -159,6 +166,7 @@ export async function createApp (config: Config, log: Logger, options: AppOption
       writerPendingBytes: () => writer.pendingBytes,
       writerNeedsDrain: () => writer.needsDrain,
       onReject: (reason) => metrics.rejected.inc({ reason }),
+      liveNodes: registry === undefined ? undefined : () => registry!.liveNodes,
     })
     const tailHub = new TailHub({
       maxTailsPerOrg: config.tail.maxPerOrg,
@@ -205,6 +213,7 @@ export async function createApp (config: Config, log: Logger, options: AppOption
           await pool.destroy()
           janitor.stop()
           await audit.close()
+          await registry?.stop()
           await metadata.stop()
           await clickhouse.close()
           if (managed) await managed.stop()
@@ -213,6 +222,7 @@ export async function createApp (config: Config, log: Logger, options: AppOption
       },
     }
   } catch (err) {
+    await registry?.stop().catch(() => {})
     await store?.stop().catch(() => {})
     await clickhouse.close().catch(() => {})
     if (managed) await managed.stop().catch(() => {})

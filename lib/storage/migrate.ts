@@ -18,6 +18,7 @@ import { migration as events } from './migrations/002_events.ts'
 import { migration as rollups } from './migrations/003_rollups.ts'
 import { migration as audit } from './migrations/004_audit.ts'
 import { migration as streamLifecycle } from './migrations/005_stream_lifecycle.ts'
+import { migration as nodes } from './migrations/008_nodes.ts'
 
 export interface Migration {
   id: number
@@ -25,7 +26,7 @@ export interface Migration {
   statements: string[]
 }
 
-export const migrations: readonly Migration[] = [metadata, events, rollups, audit, streamLifecycle]
+export const migrations: readonly Migration[] = [metadata, events, rollups, audit, streamLifecycle, nodes]
 
 export interface MigrateResult {
   applied: number[]

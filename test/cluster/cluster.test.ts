@@ -160,6 +160,18 @@ t.test('an ingest token revoked on node 1 is refused on node 2 within the metada
   t.equal(refused.body.error, 'invalid_token')
 })
 
+t.test('the per-org limits are shared by the live nodes', async (t) => {
+  const token = await streamWithToken(a.url, b.url, 'limits')
+  // Each node enforces limits.requestsPerMinute (3000) / 2 live nodes.
+  for (const node of [a, b]) {
+    const res = await eventually(`node ${node.index + 1} counts both nodes`, async () => {
+      const r = await ingest(node.url, token, 'limits', [{ message: 'x' }])
+      return r.headers['x-ratelimit-limit'] === '1500' ? r : undefined
+    }, 10_000, 100)
+    t.equal(res.status, 200, `node ${node.index + 1} takes half of the org's request rate`)
+  }
+})
+
 t.test('an insert whose answer was lost after ClickHouse committed it is retried to the same shard and stored once', async (t) => {
   const proxy = await startCuttingProxy(cluster.clickhouseUrls[0])
   t.teardown(() => proxy.close())
