@@ -1,9 +1,9 @@
 // A standalone ZooKeeper for the local cluster, run from the Debian package's jars with the java
 // it depends on (no init script, no system-wide state): config, data and log in `dir`.
 //
-// Contract: startZooKeeper() resolves once the server answers the `ruok` four-letter command
-// with `imok`; stop() stops it (SIGTERM, then SIGKILL). Heap capped at 128 MiB: the cluster's
-// state is a few thousand znodes.
+// Contract: startZooKeeper() resolves once the server serves sessions (the `stat` four-letter
+// command answers with its version, not "not currently serving requests"); stop() stops it
+// (SIGTERM, then SIGKILL). Heap capped at 128 MiB: the cluster's state is a few thousand znodes.
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { connect } from 'node:net'
 import { join } from 'node:path'
@@ -68,7 +68,10 @@ export async function startZooKeeper (options: ZooKeeperOptions): Promise<ZooKee
     cwd: options.dir,
   })
   try {
-    await child.waitUntil(async () => (await fourLetter(options.port, 'ruok')) === 'imok', options.startTimeoutMs, 'answer to ruok')
+    // `ruok` answers as soon as the port listens; `stat` only once sessions are served. A
+    // ClickHouse 18.16 started before that loses its DDL worker for good (its first connection
+    // fails and is never retried) and then crashes on the first ON CLUSTER query.
+    await child.waitUntil(async () => (await fourLetter(options.port, 'stat')).startsWith('Zookeeper version'), options.startTimeoutMs, 'ZooKeeper serving (stat)')
   } catch (err) {
     await child.stop()
     throw err
