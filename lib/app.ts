@@ -26,6 +26,8 @@ import { registerTokenRoutes } from './accounts/pats-route.ts'
 import { registerOrgRoutes } from './accounts/orgs-route.ts'
 import { Piscina } from 'piscina'
 import { createBatchWriter, writerSettings } from './storage/batch-writer.ts'
+import { ShardSet } from './storage/shard-set.ts'
+import { NodeRegistry } from './storage/node-registry.ts'
 import type { BatchWriter } from './storage/batch-writer.ts'
 import { eventColumns } from './ingest/parse-task.ts'
 import { Admission } from './ingest/admission.ts'
@@ -99,10 +101,16 @@ export interface AppOptions {
 export async function createApp (config: Config, log: Logger, options: AppOptions = {}): Promise<App> {
   const { clickhouse, managed } = await connectClickHouse(config, log)
   let store: MetadataStore | undefined
+  let registry: NodeRegistry | undefined
   try {
-    await migrate(clickhouse, log)
-    store = new MetadataStore({ clickhouse, log, refreshIntervalMs: config.metadata.refreshIntervalMs })
+    await migrate(clickhouse, log, undefined, { cluster: config.clickhouse.cluster })
+    store = new MetadataStore({ clickhouse, log, refreshIntervalMs: config.metadata.refreshIntervalMs, cluster: config.clickhouse.cluster })
     await store.start()
+    // Cluster mode: the live nodes share the per-org limits (lib/storage/node-registry.ts).
+    if (config.clickhouse.cluster !== null) {
+      registry = new NodeRegistry({ clickhouse, log: log.child({ component: 'nodes' }), intervalMs: config.metadata.refreshIntervalMs })
+      await registry.start()
+    }
     const now = options.now ?? Date.now
     const accounts = new Accounts(store, config.tokens, now)
     const boot = await bootstrap(accounts, { dataDir: config.dataDir, bootstrapToken: config.bootstrapToken, log })
@@ -140,9 +148,16 @@ export async function createApp (config: Config, log: Logger, options: AppOption
       // A young generation of 2 x 16 MiB per worker instead of V8's 2 x 32 (lib/node-flags.ts).
       resourceLimits: { maxYoungGenerationSizeMb: workerYoungGenerationMb },
     })
+    // Cluster mode: batches go to the shards' local tables (lib/storage/shard-set.ts).
+    const shards = config.clickhouse.cluster === null ? undefined : new ShardSet({
+      urls: (config.clickhouse.insertUrls ?? config.clickhouse.url ?? '').split(','),
+      client: { user: config.clickhouse.user, password: config.clickhouse.password, database: config.clickhouse.database, requestTimeoutMs: config.clickhouse.requestTimeoutMs },
+      log: log.child({ component: 'shards' }),
+    })
+    await shards?.start()
     const writer = createBatchWriter({
-      clickhouse, table: 'events', columns: eventColumns, format: 'RowBinary', log: log.child({ component: 'writer' }),
-      ...writerSettings(config),
+      clickhouse, table: shards === undefined ? 'events' : 'events_local', columns: eventColumns, format: 'RowBinary', log: log.child({ component: 'writer' }),
+      ...writerSettings(config), shards, insertQuorum: config.clickhouse.insertQuorum,
       onInsert: (stats) => {
         admission.writerProgressed() // declared below; inserts start only once requests arrive
         if (stats.ok) {
@@ -158,6 +173,7 @@ export async function createApp (config: Config, log: Logger, options: AppOption
       writerPendingBytes: () => writer.pendingBytes,
       writerNeedsDrain: () => writer.needsDrain,
       onReject: (reason) => metrics.rejected.inc({ reason }),
+      liveNodes: registry === undefined ? undefined : () => registry!.liveNodes,
     })
     const tailHub = new TailHub({
       maxTailsPerOrg: config.tail.maxPerOrg,
@@ -185,7 +201,7 @@ export async function createApp (config: Config, log: Logger, options: AppOption
     registerMetricsRoute(router, metrics)
     registerDashboardRoutes(router)
 
-    const janitor = startRetentionJanitor(clickhouse, store, log.child({ component: 'retention' }))
+    const janitor = startRetentionJanitor(clickhouse, store, log.child({ component: 'retention' }), undefined, config.clickhouse.cluster)
     const http = createHttpServer({
       config: config.server, router, log,
       onResponse: (route, method, status, ms) => {
@@ -205,9 +221,11 @@ export async function createApp (config: Config, log: Logger, options: AppOption
           tailHub.close()
           await http.close()
           await writer.close()
+          await shards?.close()
           await pool.destroy()
           janitor.stop()
           await audit.close()
+          await registry?.stop()
           await metadata.stop()
           await clickhouse.close()
           if (managed) await managed.stop()
@@ -216,6 +234,7 @@ export async function createApp (config: Config, log: Logger, options: AppOption
       },
     }
   } catch (err) {
+    await registry?.stop().catch(() => {})
     await store?.stop().catch(() => {})
     await clickhouse.close().catch(() => {})
     if (managed) await managed.stop().catch(() => {})

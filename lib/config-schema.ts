@@ -12,16 +12,17 @@ import { logLevels } from './logger.ts'
  * - port: integer 0-65535; positiveInt: integer >= 1; nonNegativeInt: integer >= 0;
  * - enum: one of `values`;
  * - httpUrl: null / '' for none, or an http: or https: URL;
- * - identifier: a plain SQL identifier ([A-Za-z_][A-Za-z0-9_]*);
+ * - identifier: a plain SQL identifier ([A-Za-z_][A-Za-z0-9_]*); nullableIdentifier: one, or null / '' for none;
+ * - httpUrlList: null / '' for none, or http(s) URLs separated by commas (kept as that string);
  * - slpToken: null / '' for none, or slp_ then 36 base62 characters;
  * - orgLimits: a map of org name to an object of the settings marked perOrg (no env variable).
  */
 export type SettingType =
   | 'string' | 'nullableString' | 'port' | 'positiveInt' | 'nonNegativeInt' | 'enum'
-  | 'httpUrl' | 'identifier' | 'slpToken' | 'orgLimits'
+  | 'httpUrl' | 'identifier' | 'slpToken' | 'orgLimits' | 'nullableIdentifier' | 'httpUrlList'
 
 /** Units of numeric settings; the README's default column shows them after the value. */
-export type Unit = 'ms' | 's' | 'bytes' | 'bytes/s' | 'rows' | 'events/s' | 'requests/min' | 'requests' | 'threads' | 'tails'
+export type Unit = 'ms' | 's' | 'bytes' | 'bytes/s' | 'rows' | 'events/s' | 'requests/min' | 'requests' | 'threads' | 'tails' | 'replicas'
 
 export interface Setting {
   /** Dotted path in the config object and in JSON config files. */
@@ -57,6 +58,9 @@ const table = [
   { path: 'clickhouse.database', type: 'identifier', env: 'CLICKHOUSE_DATABASE', default: 'sluice', description: 'Database (created if missing)' },
   { path: 'clickhouse.requestTimeoutMs', type: 'positiveInt', env: 'CLICKHOUSE_REQUEST_TIMEOUT_MS', default: 30000, unit: 'ms', description: 'ms per ClickHouse request' },
   { path: 'clickhouse.binary', type: 'nullableString', env: 'CLICKHOUSE_BINARY', default: null, shownDefault: 'search `PATH`', description: 'Server binary for the managed ClickHouse' },
+  { path: 'clickhouse.cluster', type: 'nullableIdentifier', env: 'CLICKHOUSE_CLUSTER', default: null, shownDefault: 'none (single node)', description: 'Cluster mode: the cluster name in ClickHouse\'s `remote_servers`; the schema is created `ON CLUSTER` with replicated, sharded event tables (README, Deployment: cluster mode)' },
+  { path: 'clickhouse.insertUrls', type: 'httpUrlList', env: 'CLICKHOUSE_INSERT_URLS', default: null, shownDefault: '`clickhouse.url`', description: 'Cluster mode: HTTP URLs of the ClickHouse hosts event batches are inserted into, comma-separated, grouped into shards by each host\'s `{shard}` macro; each batch goes to one healthy shard' },
+  { path: 'clickhouse.insertQuorum', type: 'nonNegativeInt', default: 0, unit: 'replicas', description: 'Cluster mode: replicas that must hold an insert before it counts as committed (ClickHouse `insert_quorum`); 0: the one written' },
   { path: 'clickhouse.startTimeoutMs', type: 'positiveInt', default: 30000, unit: 'ms', description: 'ms the managed ClickHouse has to answer after starting' },
   { path: 'dataDir', type: 'string', env: 'SLUICE_DATA_DIR', default: './data', description: 'Managed ClickHouse data and `admin-token`' },
   { path: 'bootstrapToken', type: 'slpToken', env: 'SLUICE_BOOTSTRAP_TOKEN', default: null, secret: true, description: 'An `slp_` token to install as admin PAT (automation)' },

@@ -44,6 +44,12 @@ export interface Config {
     binary: string | null
     /** ms to wait for the managed server to answer after it starts. */
     startTimeoutMs: number
+    /** Cluster name in remote_servers; null: single node (lib/storage/cluster.ts). */
+    cluster: string | null
+    /** Comma-separated HTTP URLs of the hosts batches are inserted into; null: `url` only. */
+    insertUrls: string | null
+    /** insert_quorum of event inserts in cluster mode; 0: off. */
+    insertQuorum: number
   }
   dataDir: string
   /** An slp_ token the start ensures exists as an admin PAT (automation); null: none. */
@@ -245,6 +251,17 @@ function parseValue (setting: Setting, raw: unknown, fromEnv: boolean): { value?
       } catch { /* not a URL: reported below */ }
       return ok ? { value: raw } : { problem: 'must be an http(s) URL' }
     }
+    case 'nullableIdentifier':
+      if (raw === null || raw === '') return { value: null }
+      return typeof raw === 'string' && identifierPattern.test(raw) ? { value: raw } : { problem: 'must be a plain identifier or null' }
+    case 'httpUrlList': {
+      if (raw === null || raw === '') return { value: null }
+      const urls = typeof raw === 'string' ? raw.split(',').map((u) => u.trim()) : []
+      const isHttp = (u: string): boolean => {
+        try { return ['http:', 'https:'].includes(new URL(u).protocol) } catch { return false }
+      }
+      return urls.length > 0 && urls.every(isHttp) ? { value: urls.join(',') } : { problem: 'must be http(s) URLs separated by commas' }
+    }
     case 'identifier':
       return typeof raw === 'string' && identifierPattern.test(raw) ? { value: raw } : { problem: 'must be a plain identifier' }
     case 'slpToken':
@@ -378,6 +395,9 @@ export function loadConfig (options: LoadConfigOptions = {}): Config {
   const cfg = merged as unknown as Config
   if (cfg.ingest.maxDecodedBytes < cfg.ingest.maxLineBytes) {
     problems.push('ingest.maxDecodedBytes must be at least ingest.maxLineBytes')
+  }
+  if (cfg.clickhouse.cluster !== null && cfg.clickhouse.url === null) {
+    problems.push('clickhouse.cluster needs clickhouse.url: cluster mode runs on a ClickHouse cluster, never the managed one')
   }
   if (problems.length > 0) throw new ConfigError(problems)
 

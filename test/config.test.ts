@@ -184,7 +184,7 @@ t.test('the schema and the loaded config name the same settings, with values of 
 t.test('every setting can be set from its environment variable', async (t) => {
   const values: Record<string, string> = {
     port: '1234', positiveInt: '7', nonNegativeInt: '0', string: 'x', nullableString: '/bin/x',
-    httpUrl: 'http://ch:8123', identifier: 'logs', slpToken: 'slp_' + 'a'.repeat(36), enum: 'debug',
+    httpUrl: 'http://ch:8123', identifier: 'logs', nullableIdentifier: 'logs', httpUrlList: 'http://ch:8123,http://ch2:8123', slpToken: 'slp_' + 'a'.repeat(36), enum: 'debug',
   }
   const env: Record<string, string> = {}
   for (const s of settings) if (s.env) env[s.env] = values[s.type]

@@ -57,7 +57,7 @@ async function run (argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
       const log = createLogger({ level: config.log.level })
       const { clickhouse, managed } = await connectClickHouse(config, log)
       try {
-        const r = await migrate(clickhouse, log)
+        const r = await migrate(clickhouse, log, undefined, { cluster: config.clickhouse.cluster })
         out(r.applied.length ? `applied migrations ${r.applied.join(', ')}` : `schema is current (migration ${r.current})`)
       } finally {
         await clickhouse.close()

@@ -83,6 +83,11 @@ export interface AdmissionOptions {
   /** Runs `fn` after `ms` (the waits' deadlines); tests pass their own. Default: setTimeout. */
   setTimer?: (fn: () => void, ms: number) => CancelTimer
   onReject?: (reason: RejectReason) => void
+  /**
+   * Cluster mode: live Sluice nodes (lib/storage/node-registry.ts); each enforces the per-org
+   * limits divided by it, rounded up. Absent: 1.
+   */
+  liveNodes?: () => number
 }
 
 /** Seconds a client waits after too_many_concurrent_requests or server_busy: requests finish fast. */
@@ -179,9 +184,10 @@ export class Admission {
 
   limitsFor (orgName: string): OrgLimits {
     const o = this.#limits.orgs[orgName] ?? {}
+    const nodes = Math.max(1, this.#options.liveNodes?.() ?? 1)
     return {
-      requestsPerMinute: o.requestsPerMinute ?? this.#limits.requestsPerMinute,
-      concurrentRequests: o.concurrentRequests ?? this.#limits.concurrentRequests,
+      requestsPerMinute: Math.ceil((o.requestsPerMinute ?? this.#limits.requestsPerMinute) / nodes),
+      concurrentRequests: Math.ceil((o.concurrentRequests ?? this.#limits.concurrentRequests) / nodes),
     }
   }
 

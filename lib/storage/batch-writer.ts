@@ -68,18 +68,29 @@
 //   bytes waiting and in flight would exceed maxPendingBytes, new writes are held (FIFO) and
 //   `needsDrain` is true: admission should answer 429 server_busy. A write may pass an
 //   AbortSignal: aborted before its insert starts, it is dropped and rejects with the reason.
+// - Cluster mode (options.shards): each batch is one insert into the local table of one shard,
+//   picked among the healthy ones in turn (lib/storage/shard-set.ts), so a whole shard down
+//   does not stop ingest. A failure that stored nothing (refused connection, an error answer)
+//   marks the host unhealthy and the retry goes to whichever shard is picked next. An attempt
+//   whose outcome is unknown is not checked by counting rows: the retry sends the same bytes
+//   (same writes, same order, one block) to the same shard, whose replicated table keeps an
+//   identical block once (insert_deduplicate, within replicated_deduplication_window blocks),
+//   so the rows are stored exactly once. A batch that ran out of time after such an attempt
+//   rejects with storage_outcome_unknown, never storage_unavailable. With insertQuorum > 0 an
+//   insert succeeds only once that many replicas of its shard hold it.
 // - Shutdown: close() refuses new writes with SluiceError('shutting_down') from the moment it is
 //   called and resolves when every write accepted before has settled.
 import { Readable } from 'node:stream'
 import { randomUUID } from 'node:crypto'
 import { ClickHouseError, clickhouseCodes } from './clickhouse.ts'
-import type { ClickHouse, InsertSettings } from './clickhouse.ts'
+import type { ClickHouse } from './clickhouse.ts'
 import { quoteIdentifier, sql, joinSql, rawSql } from './sql.ts'
 import type { SqlFragment } from './sql.ts'
 import { seqLineSpace } from './row-seq.ts'
 import { SluiceError } from '../errors.ts'
 import type { Logger } from '../logger.ts'
 import type { Config } from '../config.ts'
+import type { InsertTarget, ShardSet } from './shard-set.ts'
 
 export interface InsertStats {
   /** Rows and bytes of the attempted insert. */
@@ -141,6 +152,13 @@ export interface BatchWriterOptions {
   /** Monotonic clock in milliseconds for the deadlines; default performance.now. */
   now?: () => number
   /**
+   * Cluster mode (see "Cluster mode" in the contract): the shards' hosts; `table` is then the
+   * local table (events_local) on each of them.
+   */
+  shards?: ShardSet
+  /** Cluster mode: insert_quorum of every insert (clickhouse.insertQuorum); 0 or absent: none. */
+  insertQuorum?: number
+  /**
    * Runs `fn` after `ms` (on the `now` clock) and returns its cancel: the flush and insert-interval
    * schedule, the retry backoff, the attempt deadline and the outcome check's polls all wait
    * through it, so a test driving `now` drives them too. Default: setTimeout.
@@ -192,7 +210,8 @@ const c = clickhouseCodes
 const transientCodes: ReadonlySet<number> = new Set([
   c.TOO_MANY_PARTS, c.MEMORY_LIMIT_EXCEEDED, c.CANNOT_ALLOCATE_MEMORY, c.TIMEOUT_EXCEEDED,
   c.TOO_MANY_SIMULTANEOUS_QUERIES, c.SOCKET_TIMEOUT, c.NETWORK_ERROR, c.TABLE_IS_READ_ONLY,
-  c.NOT_ENOUGH_SPACE,
+  c.NOT_ENOUGH_SPACE, c.NO_ZOOKEEPER, c.KEEPER_EXCEPTION, c.TOO_FEW_LIVE_REPLICAS,
+  c.UNSATISFIED_QUORUM_FOR_PREVIOUS_WRITE, c.UNKNOWN_STATUS_OF_INSERT,
 ])
 const malformedDataCodes: ReadonlySet<number> = new Set([
   c.UNEXPECTED_END_OF_FILE, c.CANNOT_PARSE_TEXT, c.CANNOT_PARSE_ESCAPE_SEQUENCE,
@@ -220,6 +239,7 @@ export function classifyInsertError (err: unknown): FailureKind {
  * connection are not ambiguous: nothing was stored.
  */
 export function isAmbiguousFailure (err: unknown): boolean {
+  if (err instanceof ClickHouseError && err.chCode === c.UNKNOWN_STATUS_OF_INSERT) return true
   if (!(err instanceof ClickHouseError) || err.chCode !== 0) return false
   const sysCode = (err as { sysCode?: unknown }).sysCode
   return !(typeof sysCode === 'string' && notSentSysCodes.has(sysCode))
@@ -331,6 +351,8 @@ export class BatchWriter {
   readonly #onInsert: ((stats: InsertStats) => void) | undefined
   readonly #now: () => number
   readonly #setTimer: (fn: () => void, ms: number) => CancelTimer
+  readonly #shards: ShardSet | undefined
+  readonly #insertQuorum: number
 
   #held: PendingWrite[] = []
   #waiting: PendingWrite[] = []
@@ -376,6 +398,8 @@ export class BatchWriter {
     this.#onInsert = options.onInsert
     this.#now = options.now ?? (() => performance.now())
     this.#setTimer = options.setTimer ?? realTimer
+    this.#shards = options.shards
+    this.#insertQuorum = options.insertQuorum ?? 0
   }
 
   /** Bytes handed to write() and not yet settled: held, waiting and in flight. */
@@ -618,17 +642,23 @@ export class BatchWriter {
     const oldest = writes[0] // FIFO: the oldest write sets the batch's deadlines
     const retryUntil = oldest.calledAt + this.#retryTimeoutMs
     let pending = writes
+    // Cluster mode: the shard this batch goes to; it changes only after a failure that stored nothing.
+    let target = this.#shards?.pick()
+    // Cluster mode: an attempt ended without an answer, so the rows may be stored on target's shard.
+    let maybeStored = false
+    const giveUp = (cause?: unknown): SluiceError => maybeStored ? this.#outcomeUnknown(cause) : this.#unavailable(cause)
     for (let attempt = 1; ; attempt++) {
       const now = this.#now()
       const abortAt = Math.min(now + this.#attemptTimeoutMs, oldest.answerBy - this.#checkReserveMs)
       if (abortAt - now < this.#minAttemptMs) {
         // Only a split batch's later writes get here: their time went to their batch mates.
-        for (const w of pending) settle(w, this.#unavailable())
+        for (const w of pending) settle(w, giveUp())
         return
       }
       const queryId = `sluice-insert-${randomUUID()}`
-      const result = await this.#attempt(pending, attempt, abortAt, queryId)
+      const result = await this.#attempt(pending, attempt, abortAt, queryId, target)
       if (result.ok) {
+        if (target !== undefined) this.#shards?.succeeded(target)
         for (const w of pending) settle(w)
         return
       }
@@ -646,10 +676,16 @@ export class BatchWriter {
       }
       if (result.kind === 'refused') {
         this.#log.error('ClickHouse refused the insert; not retried', fields)
-        for (const w of pending) settle(w, this.#unavailable(result.err))
+        for (const w of pending) settle(w, giveUp(result.err))
         return
       }
-      if (result.ambiguous) {
+      if (this.#shards !== undefined && target !== undefined) {
+        // Cluster mode: the same bytes to the same shard after an unknown outcome (its replicated
+        // table stores an identical block once), any healthy shard after a failure that stored nothing.
+        this.#shards.failed(target)
+        if (result.ambiguous) maybeStored = true
+        target = maybeStored ? this.#shards.sameShard(target) : this.#shards.pick()
+      } else if (result.ambiguous) {
         const presence = await this.#checkStored(pending, queryId, oldest.answerBy)
         const absent: PendingWrite[] = []
         let stored = 0
@@ -669,8 +705,8 @@ export class BatchWriter {
       const nextStart = this.#now() + delayMs
       const nextAbortAt = Math.min(nextStart + this.#attemptTimeoutMs, oldest.answerBy - this.#checkReserveMs)
       if (nextStart >= retryUntil || nextAbortAt - nextStart < this.#minAttemptMs) {
-        this.#log.error('ClickHouse insert failed past its retries', { ...fields, writes: pending.length, rows: sumRows(pending) })
-        for (const w of pending) settle(w, this.#unavailable(result.err))
+        this.#log.error('ClickHouse insert failed past its retries', { ...fields, writes: pending.length, rows: sumRows(pending), maybeStored })
+        for (const w of pending) settle(w, giveUp(result.err))
         return
       }
       this.#log.warn('ClickHouse insert failed; retrying', { table: this.#table, rows: sumRows(pending), attempt, delayMs: Math.round(delayMs), err: result.err })
@@ -679,7 +715,7 @@ export class BatchWriter {
   }
 
   /** One insert of `writes` named `queryId`, aborted at `abortAt` (now() time). */
-  async #attempt (writes: readonly PendingWrite[], attempt: number, abortAt: number, queryId: string): Promise<AttemptResult> {
+  async #attempt (writes: readonly PendingWrite[], attempt: number, abortAt: number, queryId: string, target: InsertTarget | undefined): Promise<AttemptResult> {
     const chunks: Buffer[] = []
     let bytes = 0
     for (const w of writes) {
@@ -690,9 +726,17 @@ export class BatchWriter {
     // One block, hence one part per partition, however many rows the batch holds. The rollup views
     // run on the other cores instead of one after another in the inserting thread: with one insert
     // in flight, the insert's time is the writer's ceiling (bench/README.md, "parallel views").
-    const settings: InsertSettings = {
+    const settings: Record<string, string> = {
       max_insert_block_size: String(Math.max(rows, serverInsertBlockRows)),
       parallel_view_processing: '1',
+    }
+    if (target !== undefined) {
+      // Cluster mode: identical blocks are stored once (the default, stated: retries rely on it).
+      settings.insert_deduplicate = '1'
+      if (this.#insertQuorum > 0) {
+        settings.insert_quorum = String(this.#insertQuorum)
+        settings.insert_quorum_timeout = String(Math.max(1, Math.round(abortAt - this.#now())))
+      }
     }
     const startedAt = this.#now()
     const controller = new AbortController()
@@ -702,7 +746,7 @@ export class BatchWriter {
     let failure: unknown
     try {
       // Streamed chunk by chunk: no copy of the batch into one contiguous Buffer.
-      await this.#clickhouse.insertRaw(this.#statement, Readable.from(chunks), controller.signal, settings, queryId)
+      await (target?.clickhouse ?? this.#clickhouse).insertRaw(this.#statement, Readable.from(chunks), controller.signal, settings, queryId)
     } catch (err) {
       failure = err ?? new Error('insert failed')
     } finally {

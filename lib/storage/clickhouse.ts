@@ -37,6 +37,13 @@ export const clickhouseCodes = {
   NETWORK_ERROR: 210,
   TABLE_IS_READ_ONLY: 242,
   NOT_ENOUGH_SPACE: 243,
+  // Replicated tables (cluster mode): ZooKeeper unreachable, too few replicas for insert_quorum.
+  NO_ZOOKEEPER: 225,
+  KEEPER_EXCEPTION: 999,
+  TOO_FEW_LIVE_REPLICAS: 285,
+  UNSATISFIED_QUORUM_FOR_PREVIOUS_WRITE: 286,
+  // ZooKeeper was lost while the insert committed: it may or may not be stored (retried as ambiguous).
+  UNKNOWN_STATUS_OF_INSERT: 319,
   // The inserted bytes themselves are malformed (a serializer bug): never retried.
   UNEXPECTED_END_OF_FILE: 3,
   CANNOT_PARSE_TEXT: 6,

@@ -18,11 +18,15 @@
 //   rollups, so deleted data never shows, not even while the delete runs. The deleting node
 //   watches the mutations and records the purge; any node's refresh does it for deletions older
 //   than purgeCheckAfterMs, in case the deleting node stopped first.
+// - A reload never undoes a write made through this node while it ran (its SELECTs may have
+//   read before the write's INSERT): the writes' cache changes are applied again on top of it.
 import type { ClickHouse } from './clickhouse.ts'
 import type { Logger } from '../logger.ts'
 import { rawSql, sql } from './sql.ts'
 import { randomUUID } from 'node:crypto'
 import { countDims, dimTable } from './migrations/003_rollups.ts'
+import { localTableName, mutationTarget } from './cluster-ddl.ts'
+import type { ClusterTarget } from './cluster-ddl.ts'
 
 export interface OrgRecord { id: string, name: string, createdAt: number }
 export interface UserRecord { id: string, orgId: string, name: string, createdAt: number }
@@ -101,12 +105,15 @@ export interface MetadataStoreOptions {
   clickhouse: ClickHouse
   log: Logger
   refreshIntervalMs: number
+  /** Cluster name (clickhouse.cluster): deletions then run ON CLUSTER on the local tables; null: one node. */
+  cluster?: string | null
 }
 
 export class MetadataStore {
   #ch: ClickHouse
   #log: Logger
   #refreshIntervalMs: number
+  #cluster: ClusterTarget | null
   #timer: NodeJS.Timeout | null = null
   #version = createVersionClock()
 
@@ -121,11 +128,15 @@ export class MetadataStore {
   #deletions = new Map<string, StreamDeletions>() // key: orgId + '/' + name
   #purgeTimers = new Set<NodeJS.Timeout>()
   #stopped = false
+  /** Cache changes of writes made while a reload may be running, replayed over its result. */
+  #localWrites: Array<{ seq: number, apply: () => void }> = []
+  #writeSeq = 0
 
   constructor (options: MetadataStoreOptions) {
     this.#ch = options.clickhouse
     this.#log = options.log
     this.#refreshIntervalMs = options.refreshIntervalMs
+    this.#cluster = options.cluster ? { cluster: options.cluster, database: options.clickhouse.database } : null
   }
 
   /** Loads everything, then refreshes on a timer until stop(). */
@@ -155,6 +166,7 @@ export class MetadataStore {
 
   /** Replaces the cache with what ClickHouse holds now. */
   async reload (): Promise<void> {
+    const since = this.#writeSeq
     const [orgs, users, pats, streams, tokens, usage, deletions] = await Promise.all([
       this.#ch.query<Row>('SELECT * FROM orgs FINAL WHERE deleted = 0'),
       this.#ch.query<Row>('SELECT * FROM users FINAL WHERE deleted = 0'),
@@ -198,6 +210,14 @@ export class MetadataStore {
         expiresAt: Number(r.expires_at), revokedAt: nullIfZero(r.revoked_at), lastUsedAt: lastUsed.get(String(r.id)) ?? null,
       })
     }
+    for (const w of this.#localWrites) if (w.seq > since) w.apply()
+    this.#localWrites = this.#localWrites.filter((w) => w.seq > since)
+  }
+
+  /** Applies a write's change to the cache, and again after any reload that was running. */
+  #local (apply: () => void): void {
+    apply()
+    this.#localWrites.push({ seq: ++this.#writeSeq, apply })
   }
 
   #putPat (p: PatRecord): void {
@@ -264,13 +284,13 @@ export class MetadataStore {
   async createOrg (org: OrgRecord): Promise<void> {
     await this.#ch.command(sql`INSERT INTO orgs (id, name, created_at, deleted, version)
       VALUES (${org.id}, ${org.name}, ${org.createdAt}, 0, ${this.#version()})`)
-    this.#orgs.set(org.id, org)
+    this.#local(() => this.#orgs.set(org.id, org))
   }
 
   async createUser (user: UserRecord): Promise<void> {
     await this.#ch.command(sql`INSERT INTO users (id, org_id, name, created_at, deleted, version)
       VALUES (${user.id}, ${user.orgId}, ${user.name}, ${user.createdAt}, 0, ${this.#version()})`)
-    this.#users.set(user.id, user)
+    this.#local(() => this.#users.set(user.id, user))
   }
 
   async savePat (p: PatRecord): Promise<void> {
@@ -278,13 +298,13 @@ export class MetadataStore {
       (id, org_id, user_id, name, token_hash, display, abilities, created_at, expires_at, revoked_at, version)
       VALUES (${p.id}, ${p.orgId}, ${p.userId}, ${p.name}, ${p.tokenHash}, ${p.display}, ${p.abilities},
         ${p.createdAt}, ${p.expiresAt ?? 0}, ${p.revokedAt ?? 0}, ${this.#version()})`)
-    this.#putPat(p)
+    this.#local(() => this.#putPat(p))
   }
 
   async saveStream (s: StreamRecord): Promise<void> {
     await this.#ch.command(sql`INSERT INTO streams (org_id, name, description, retention_days, created_at, deleted, version)
       VALUES (${s.orgId}, ${s.name}, ${s.description}, ${s.retentionDays}, ${s.createdAt}, 0, ${this.#version()})`)
-    this.#streams.set(`${s.orgId}/${s.name}`, s)
+    this.#local(() => this.#streams.set(`${s.orgId}/${s.name}`, s))
   }
 
   /**
@@ -338,22 +358,27 @@ export class MetadataStore {
       VALUES (${s.orgId}, ${s.name}, ${deletedAt}, 0, ${this.#version()})`)
     const key = `${s.orgId}/${s.name}`
     const previous = this.#deletions.get(key)
-    this.#deletions.set(key, { count: (previous?.count ?? 0) + 1, lastDeletedAt: deletedAt, purged: false })
+    const deletion = { count: (previous?.count ?? 0) + 1, lastDeletedAt: deletedAt, purged: false }
+    this.#local(() => { if ((this.#deletions.get(key)?.lastDeletedAt ?? 0) < deletedAt) this.#deletions.set(key, { ...deletion }) })
     await this.#ch.command(sql`INSERT INTO streams (org_id, name, description, retention_days, created_at, deleted, version)
       VALUES (${s.orgId}, ${s.name}, ${s.description}, ${s.retentionDays}, ${s.createdAt}, 1, ${this.#version()})`)
-    this.#streams.delete(key)
+    this.#local(() => this.#streams.delete(key))
     // Mutations apply to the parts that exist now, so a stream created again under the same name
     // keeps its new events.
     for (const table of streamDataTables) {
-      await this.#ch.command(sql`ALTER TABLE ${rawSql(table)} DELETE WHERE org_id = ${s.orgId} AND stream = ${s.name}`)
+      await this.#ch.command(sql`ALTER TABLE ${rawSql(mutationTarget(table, this.#cluster))} DELETE WHERE org_id = ${s.orgId} AND stream = ${s.name}`)
     }
     this.#watchPurge(s.orgId, s.name)
   }
 
   /** True when no mutation of the stream data tables is still running. */
   async #mutationsDone (): Promise<boolean> {
-    const [pending] = await this.#ch.query<{ n: number }>(sql`SELECT count() AS n FROM system.mutations
-      WHERE database = currentDatabase() AND is_done = 0 AND has(${streamDataTables}, table)`)
+    // Cluster mode: the local tables, on one replica of every shard (each replica lists the
+    // mutations of its replicated table with its own progress).
+    const source = this.#cluster === null ? rawSql('system.mutations') : sql`cluster(${this.#cluster.cluster}, system, mutations)`
+    const tables = this.#cluster === null ? streamDataTables : streamDataTables.map(localTableName)
+    const [pending] = await this.#ch.query<{ n: number }>(sql`SELECT count() AS n FROM ${source}
+      WHERE database = ${this.#ch.database} AND is_done = 0 AND has(${tables}, table)`)
     return Number(pending.n) === 0
   }
 
@@ -408,7 +433,7 @@ export class MetadataStore {
       (id, org_id, stream, name, token_hash, display, created_at, expires_at, revoked_at, version)
       VALUES (${tok.id}, ${tok.orgId}, ${tok.stream}, ${tok.name}, ${tok.tokenHash}, ${tok.display},
         ${tok.createdAt}, ${tok.expiresAt}, ${tok.revokedAt ?? 0}, ${this.#version()})`)
-    this.#putIngestToken(tok)
+    this.#local(() => this.#putIngestToken(tok))
   }
 
   async #writeUsage (): Promise<void> {

@@ -5,10 +5,15 @@
 //   mutation, issued only when such rows exist, so an idle janitor costs a few small queries.
 // It runs shortly after start and then every `intervalMs`. Several nodes may run it at once: a
 // dropped partition is dropped once, and a repeated mutation deletes nothing more.
+// Cluster mode (`cluster`): the tables are the Distributed names, their partitions are read
+// from one replica of every shard, and drops and deletes go to the local tables ON CLUSTER
+// (lib/storage/cluster-ddl.ts mutationTarget).
 import type { ClickHouse } from './clickhouse.ts'
 import type { MetadataStore } from './metadata-store.ts'
 import type { Logger } from '../logger.ts'
-import { rawSql, sql, quoteIdentifier } from './sql.ts'
+import { rawSql, sql } from './sql.ts'
+import { localTableName, mutationTarget } from './cluster-ddl.ts'
+import type { ClusterTarget } from './cluster-ddl.ts'
 
 const dayMs = 86_400_000
 
@@ -18,15 +23,18 @@ export interface RetentionResult {
 }
 
 /** Tables whose partitions are UTC day numbers of event time. */
-async function dailyTables (clickhouse: ClickHouse): Promise<string[]> {
+async function dailyTables (clickhouse: ClickHouse, target: ClusterTarget | null): Promise<string[]> {
+  const engine = target === null ? rawSql("engine LIKE '%MergeTree'") : rawSql("engine = 'Distributed'")
   const rows = await clickhouse.query<{ name: string }>(sql`
     SELECT name FROM system.tables
     WHERE database = ${clickhouse.database} AND (name = 'events' OR startsWith(name, 'events_'))
-      AND engine LIKE '%MergeTree'`)
+      AND ${engine}`)
   return rows.map((r) => r.name)
 }
 
-export async function enforceRetention (clickhouse: ClickHouse, store: MetadataStore, now: number, log: Logger): Promise<RetentionResult> {
+export async function enforceRetention (clickhouse: ClickHouse, store: MetadataStore, now: number, log: Logger,
+  cluster: string | null = null): Promise<RetentionResult> {
+  const target = cluster === null ? null : { cluster, database: clickhouse.database }
   const streams = store.allStreams()
   // With no stream left, nothing is anyone's: keep the default retention's worth all the same.
   const longest = streams.length > 0 ? Math.max(...streams.map((s) => s.retentionDays)) : 30
@@ -34,15 +42,16 @@ export async function enforceRetention (clickhouse: ClickHouse, store: MetadataS
   // A day partition d holds [d, d + 1) days; it is past every retention once d + 1 <= today - longest.
   const lastDroppable = today - longest - 1
   let droppedPartitions = 0
-  const tables = await dailyTables(clickhouse)
+  const tables = await dailyTables(clickhouse, target)
+  const partsSource = target === null ? rawSql('system.parts') : sql`cluster(${target.cluster}, system, parts)`
   for (const table of tables) {
     const parts = await clickhouse.query<{ partition: string }>(sql`
-      SELECT DISTINCT partition FROM system.parts
-      WHERE database = ${clickhouse.database} AND table = ${table} AND active`)
+      SELECT DISTINCT partition FROM ${partsSource}
+      WHERE database = ${clickhouse.database} AND table = ${target === null ? table : localTableName(table)} AND active`)
     for (const { partition } of parts) {
       const day = Number(partition)
       if (!Number.isInteger(day) || day > lastDroppable) continue
-      await clickhouse.command(`ALTER TABLE ${quoteIdentifier(table)} DROP PARTITION ${day}`)
+      await clickhouse.command(`ALTER TABLE ${mutationTarget(table, target)} DROP PARTITION ${day}`)
       droppedPartitions++
     }
   }
@@ -58,7 +67,7 @@ export async function enforceRetention (clickhouse: ClickHouse, store: MetadataS
     // buckets go and the rollups stay equal to the raw rows.
     for (const table of tables) {
       const timeColumn = table === 'events' ? 'ts' : table.endsWith('_1m') ? 'minute_ts' : 'hour_ts'
-      await clickhouse.command(sql`ALTER TABLE ${rawSql(quoteIdentifier(table))}
+      await clickhouse.command(sql`ALTER TABLE ${rawSql(mutationTarget(table, target))}
         DELETE WHERE org_id = ${s.orgId} AND stream = ${s.name} AND ${rawSql(timeColumn)} < ${cutoff}`)
     }
     deletedStreams++
@@ -70,9 +79,10 @@ export async function enforceRetention (clickhouse: ClickHouse, store: MetadataS
 export interface RetentionJanitor { stop (): void }
 
 /** Runs enforceRetention soon after start and then every intervalMs (default hourly). */
-export function startRetentionJanitor (clickhouse: ClickHouse, store: MetadataStore, log: Logger, intervalMs = 3_600_000): RetentionJanitor {
+export function startRetentionJanitor (clickhouse: ClickHouse, store: MetadataStore, log: Logger, intervalMs = 3_600_000,
+  cluster: string | null = null): RetentionJanitor {
   const run = (): void => {
-    enforceRetention(clickhouse, store, Date.now(), log).catch((err: unknown) => log.warn('retention run failed', { err }))
+    enforceRetention(clickhouse, store, Date.now(), log, cluster).catch((err: unknown) => log.warn('retention run failed', { err }))
   }
   const first = setTimeout(run, 10_000)
   const timer = setInterval(run, intervalMs)

@@ -1,0 +1,90 @@
+// The local cluster (lib/cluster/local-cluster.ts) for test/cluster/: one per test file, stopped
+// at the file's teardown, with JSON helpers against its nodes and direct SQL against its hosts.
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Test } from 'tap'
+import { request } from 'undici'
+import { startLocalCluster } from '../../lib/cluster/local-cluster.ts'
+import type { LocalCluster, LocalClusterOptions } from '../../lib/cluster/local-cluster.ts'
+
+export interface ClusterResponse { status: number, headers: Record<string, string | string[] | undefined>, body: any }
+
+/** Starts a cluster for this file (state in a temp dir, removed at teardown unless SLUICE_KEEP_CLUSTER is set). */
+export async function startTestCluster (t: Test, options: Partial<LocalClusterOptions> = {}): Promise<LocalCluster> {
+  const dir = await mkdtemp(join(tmpdir(), 'sluice-cluster-'))
+  const cluster = await startLocalCluster({
+    dir,
+    // Short refresh: a stream or token made on one node is known on the other within 500 ms.
+    // Writer deadlines shortened (3 s + 2 s instead of 10 s + 5 s) so fault tests wait less for their 503s.
+    sluiceConfig: {
+      metadata: { refreshIntervalMs: 500 }, ingest: { workers: 1 }, writer: { retryTimeoutMs: 3000, attemptTimeoutMs: 2000 },
+      log: { level: process.env.SLUICE_TEST_LOG ?? 'warn' },
+    },
+    startTimeoutMs: 90_000, // four ClickHouse servers starting at once on a loaded 2-core CI box
+    ...options,
+  }).catch(async (err: unknown) => {
+    // Its processes are stopped already; its logs are quoted in err.
+    if (!process.env.SLUICE_KEEP_CLUSTER) await rm(dir, { recursive: true, force: true })
+    throw err
+  })
+  // tap ends a file past its timeout with SIGTERM, which runs no teardown and no 'exit' hook:
+  // take every process of the cluster down with it.
+  const onSignal = (signal: NodeJS.Signals): void => { cluster.kill(); process.kill(process.pid, signal) }
+  process.once('SIGTERM', onSignal)
+  process.once('SIGINT', onSignal)
+  t.teardown(async () => {
+    process.off('SIGTERM', onSignal)
+    process.off('SIGINT', onSignal)
+    await cluster.stop()
+    if (!process.env.SLUICE_KEEP_CLUSTER) await rm(dir, { recursive: true, force: true })
+  })
+  return cluster
+}
+
+/** A JSON request to a node or the load balancer, with the admin token unless `token` is given (null: none). */
+export async function api (baseUrl: string, token: string | null, method: string, path: string, body?: unknown,
+  headers: Record<string, string> = {}): Promise<ClusterResponse> {
+  const h: Record<string, string> = { ...headers }
+  if (token !== null) h.authorization = `Bearer ${token}`
+  let payload: string | undefined
+  if (body !== undefined) {
+    payload = typeof body === 'string' ? body : JSON.stringify(body)
+    h['content-type'] ??= 'application/json'
+  }
+  const res = await request(baseUrl + path, { method: method as 'GET', headers: h, body: payload })
+  const text = await res.body.text()
+  let parsed: unknown = null
+  try { parsed = text ? JSON.parse(text) : null } catch { parsed = text }
+  return { status: res.statusCode, headers: res.headers, body: parsed }
+}
+
+/** NDJSON ingest of `lines` objects. */
+export function ingest (baseUrl: string, token: string, stream: string, lines: object[]): Promise<ClusterResponse> {
+  return api(baseUrl, token, 'POST', `/api/ingest/${stream}`, lines.map((l) => JSON.stringify(l)).join('\n') + '\n',
+    { 'content-type': 'application/x-ndjson' })
+}
+
+/** Runs SQL on one ClickHouse host and returns the body's text, trimmed. */
+export async function hostSql (url: string, query: string): Promise<string> {
+  const res = await request(url, { method: 'POST', body: query })
+  const text = await res.body.text()
+  if (res.statusCode !== 200) throw new Error(`ClickHouse ${url} answered ${res.statusCode}: ${text.slice(0, 300)}`)
+  return text.trim()
+}
+
+/** Polls fn until it returns a value other than undefined; throws after timeoutMs with `what`. */
+export async function eventually<T> (what: string, fn: () => Promise<T | undefined>, timeoutMs = 30_000, pollMs = 200): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  let last: unknown
+  for (;;) {
+    try {
+      const value = await fn()
+      if (value !== undefined) return value
+    } catch (err) {
+      last = err
+    }
+    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}${last ? ` (last error: ${String(last)})` : ''}`)
+    await new Promise((resolve) => setTimeout(resolve, pollMs))
+  }
+}
