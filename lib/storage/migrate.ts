@@ -11,7 +11,7 @@
 import type { ClickHouse } from './clickhouse.ts'
 import type { Logger } from '../logger.ts'
 import { quoteIdentifier, sql } from './sql.ts'
-import { ClickHouseError } from './clickhouse.ts'
+import { ClickHouseError, clickhouseCodes } from './clickhouse.ts'
 import { clusterStatements } from './cluster-ddl.ts'
 import { migration as metadata } from './migrations/001_metadata.ts'
 import { migration as events } from './migrations/002_events.ts'
@@ -60,7 +60,17 @@ export async function migrate (clickhouse: ClickHouse, log: Logger, list: readon
   const cluster = options.cluster ?? null
   const target = cluster === null ? null : { cluster, database: clickhouse.database }
   const apply = async (statement: string): Promise<void> => {
-    if (target === null) return await clickhouse.command(statement)
+    if (target === null) {
+      try {
+        return await clickhouse.command(statement)
+      } catch (err) {
+        // ALTER ... ADD COLUMN (18.16 has no IF NOT EXISTS there) of a column already added: done.
+        const exists = err instanceof ClickHouseError && /\bADD COLUMN\b/.test(statement) &&
+          (err.chCode === clickhouseCodes.ILLEGAL_COLUMN || err.chCode === clickhouseCodes.DUPLICATE_COLUMN)
+        if (!exists) throw err
+        return
+      }
+    }
     for (const s of clusterStatements(statement, target)) await runClusterStatement(clickhouse, s, log)
   }
   if (target !== null) {
