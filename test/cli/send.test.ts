@@ -70,7 +70,7 @@ t.test('failures carry the FILE\'s line numbers, in file order, over many reques
  * Returns the most requests the server had in flight at once.
  */
 async function maxInFlight (t: Test, parallel: string[], expected: number): Promise<{ max: number, run: Run, stored: number }> {
-  const s = await startServer(t, { writer: { flushIntervalMs: 60_000, minInsertIntervalMs: 60_000 } })
+  const s = await startServer(t, { writer: { flushIntervalMs: 60_000, minInsertIntervalMs: 60_000, idleInsertIntervalMs: 60_000 } })
   const tgt = await createIngestTarget(s, 'inflight')
   const file = await tempFile(t, Array.from({ length: 120 }, (_, k) => good(k + 1)))
   const { done } = spawnCli(s, ['inflight', file, ...parallel, '--chunk-bytes', '200'], tgt.token)
