@@ -34,6 +34,8 @@ export interface ShipperRig {
   target: IngestTarget
   /** Between Sluice and ClickHouse: down() is a storage outage (connections refused). */
   storage: TcpProxy
+  /** In front of Sluice: down() is Sluice down (connections refused). Shippers send to its url. */
+  front: TcpProxy
   /** Holds one ingest request open: with concurrentRequests 1 the org's next request is a 429. */
   holdOneRequest (): Promise<() => Promise<void>>
   /** 429s answered for too many concurrent requests so far. */
@@ -54,9 +56,10 @@ export async function startShipperRig (t: Test, stream: string): Promise<Shipper
     writer: { retryTimeoutMs: 1_000, attemptTimeoutMs: 500 },
   })
   const target = await createIngestTarget(server, stream)
+  const front = await startTcpProxy(t, server.url)
   const counters = server.app.metrics
   return {
-    server, target, storage,
+    server, target, storage, front,
     async holdOneRequest () {
       const body = new Readable({ read () {} })
       body.push('{"log":"held"}\n')

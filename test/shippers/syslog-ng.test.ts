@@ -43,7 +43,7 @@ async function sendTcp (port: number, text: string): Promise<void> {
   })
 }
 
-t.test('syslog-ng http() with the documented config: every line once, through 429s and a storage outage', { skip: installed ? false : 'syslog-ng-core and syslog-ng-mod-http are not installed (apt-get install syslog-ng-core syslog-ng-mod-http)' }, async (t) => {
+t.test('syslog-ng http() with the documented config: every line once, through 429s, a storage outage and Sluice down', { skip: installed ? false : 'syslog-ng-core and syslog-ng-mod-http are not installed (apt-get install syslog-ng-core syslog-ng-mod-http)' }, async (t) => {
   const rig = await startShipperRig(t, 'syslog')
   const dir = await mkdtemp(join(tmpdir(), 'sluice-syslog-ng-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
@@ -51,7 +51,7 @@ t.test('syslog-ng http() with the documented config: every line once, through 42
   const port = await freePort()
   const documented = docBlock('syslog-ng.md', 'conf', 0)
   const config = documented
-    .replace('http://127.0.0.1:8080/api/ingest/syslog', `${rig.server.url}/api/ingest/syslog`)
+    .replace('http://127.0.0.1:8080/api/ingest/syslog', `${rig.front.url}/api/ingest/syslog`)
     .replace('sli_YOUR_INGEST_TOKEN', rig.target.token)
     .replace('ip("0.0.0.0") port(5514)', `ip("127.0.0.1") port(${port})`)
     .replace('dir("/var/lib/syslog-ng/sluice")', `dir("${join(dir, 'buffer')}")`)
@@ -89,16 +89,27 @@ t.test('syslog-ng http() with the documented config: every line once, through 42
   await sendTcp(port, syslogLines(300, 300, at))
   await until('a 503 for syslog-ng', () => rig.ingest5xx() >= 1)
   rig.storage.up()
-  await until('all 600 lines', async () => (await storedEvents(rig.target)).length >= 601, 60_000)
+  await until('the next 300 lines, answered', async () => (await storedEvents(rig.target)).length >= 601 &&
+    rig.server.app.http.inFlight === 0 && rig.server.app.writer.pendingRows === 0, 60_000)
+    .catch((err) => { throw new Error(`${err.message}: ${stderr}`) })
+
+  // 3. Sluice down (connections refused) while syslog-ng has lines to send: they wait in its buffer.
+  rig.front.down()
+  const logBefore = stderr.length
+  await sendTcp(port, syslogLines(600, 300, at))
+  await until('syslog-ng to find Sluice down', () => /connect to server/.test(stderr.slice(logBefore)), 20_000)
+    .catch((err) => { throw new Error(`${err.message}: ${stderr.slice(-1500)}`) })
+  rig.front.up()
+  await until('all 900 lines', async () => (await storedEvents(rig.target)).length >= 901, 60_000)
     .catch((err) => { throw new Error(`${err.message}: ${stderr}`) })
 
   const events = (await storedEvents(rig.target)).filter((e) => e.message !== 'held')
   const seen = new Map<string, number>()
   for (const e of events) seen.set(e.message ?? '', (seen.get(e.message ?? '') ?? 0) + 1)
-  t.same(Array.from({ length: 600 }, (_, i) => `line ${i}`).filter((m) => !seen.has(m)), [], 'every line stored')
+  t.same(Array.from({ length: 900 }, (_, i) => `line ${i}`).filter((m) => !seen.has(m)), [], 'every line stored')
   const twice = [...seen].filter(([, n]) => n > 1)
   t.same(twice, [], 'none stored twice')
-  t.equal(events.length, 600)
+  t.equal(events.length, 900)
   t.ok(events.every((e) => e.host === 'web-7'), 'host is the sender\'s')
   t.ok(events.every((e) => e.ts === at.getTime()), 'ts is the message\'s own time')
   const attrs = JSON.parse(events[0].attrs)
