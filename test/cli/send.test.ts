@@ -11,6 +11,8 @@ import { startServer } from '../helpers/server.ts'
 import type { TestServer } from '../helpers/server.ts'
 import { createIngestTarget, countEvents } from '../helpers/ingest.ts'
 import { retryAfterSeconds } from '../../lib/cli/send-command.ts'
+import { startTcpProxy } from '../helpers/tcp-proxy.ts'
+import { clickhouseUrl } from '../helpers/clickhouse.ts'
 
 const cli = new URL('../../lib/cli/cli.ts', import.meta.url).pathname
 
@@ -119,6 +121,24 @@ t.test('a refused request stops the send with exit code 1, naming its lines', as
   const usage = await spawnCli(s, ['mine', file, '--parallel', '0'], tgt.token).done
   t.equal(usage.code, 1)
   t.match(usage.stderr, /^sluice: usage: --parallel must be an integer 1-16/m)
+})
+
+t.test('a storage outage: 503 with Retry-After, sent again, stored once', async (t) => {
+  const storage = await startTcpProxy(t, clickhouseUrl())
+  const s = await startServer(t, { clickhouse: { url: storage.url }, writer: { retryTimeoutMs: 300, attemptTimeoutMs: 300 } })
+  const tgt = await createIngestTarget(s, 'outage')
+  const file = await tempFile(t, Array.from({ length: 50 }, (_, k) => good(k + 1)))
+  storage.down()
+  const { done } = spawnCli(s, ['outage', file, '--chunk-bytes', '400'], tgt.token)
+  const answered503 = () => s.app.metrics.requests.get({ route: '/api/ingest/:streamId', method: 'POST', status: 503 })
+  for (const deadline = Date.now() + 20_000; answered503() === 0 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20))
+  t.ok(answered503() >= 1, 'the CLI was answered 503')
+  storage.up()
+  const run = await done
+  t.equal(run.code, 0, run.stderr)
+  const retries = Number(/\((\d+) retries\)/.exec(run.stdout)?.[1])
+  t.ok(retries >= 1, `retried (${run.stdout.trim()})`)
+  t.equal(await countEvents(tgt), 50, 'every line stored once')
 })
 
 t.test('Retry-After: seconds or an HTTP date, bounded', async (t) => {
