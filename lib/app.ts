@@ -49,10 +49,13 @@ import { startRetentionJanitor } from './storage/retention.ts'
 import { AuditLog } from './audit/audit-log.ts'
 import { registerAuditRoute } from './audit/audit-route.ts'
 import { registerDashboardRoutes } from './dashboard/dashboard-route.ts'
+import { registerOpenApiRoute } from './http/openapi-route.ts'
 import { forMainThreadOnly, workerYoungGenerationMb } from './node-flags.ts'
 
 export interface App {
   config: Config
+  /** The routes, for test/http/openapi.test.ts (every route documented). */
+  router: Router
   clickhouse: ClickHouse
   store: MetadataStore
   accounts: Accounts
@@ -200,6 +203,7 @@ export async function createApp (config: Config, log: Logger, options: AppOption
     metrics.registry.gauge('sluice_worker_queue', 'Parse tasks waiting for a worker thread', () => pool.queueSize)
     registerMetricsRoute(router, metrics)
     registerDashboardRoutes(router)
+    registerOpenApiRoute(router)
 
     const janitor = startRetentionJanitor(clickhouse, store, log.child({ component: 'retention' }), undefined, config.clickhouse.cluster)
     const http = createHttpServer({
@@ -214,7 +218,7 @@ export async function createApp (config: Config, log: Logger, options: AppOption
     let closed: Promise<void> | null = null
 
     return {
-      config, clickhouse, store, accounts, bootstrap: boot, managed, http, writer, pool, admission, metrics, tailHub, audit,
+      config, router, clickhouse, store, accounts, bootstrap: boot, managed, http, writer, pool, admission, metrics, tailHub, audit,
       listen: () => http.listen(config.server.port, config.server.host),
       close () {
         closed ??= (async () => {

@@ -91,6 +91,8 @@ export interface Config {
     flushIntervalMs: number
     /** ms between two inserts at least, so that low load makes few parts. */
     minInsertIntervalMs: number
+    /** ms a write to an idle writer waits since the previous insert started (capped at minInsertIntervalMs). */
+    idleInsertIntervalMs: number
     /** ms a failing insert is retried before its requests get 503. */
     retryTimeoutMs: number
     /** ms one insert attempt may take before it is aborted; a request waits for storage at most retryTimeoutMs + this. */

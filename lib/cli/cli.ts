@@ -13,7 +13,7 @@ import { main } from '../main.ts'
 import { ApiClient, CliError } from './api-client.ts'
 import { streamCommand } from './stream-command.ts'
 import { tokenCommand } from './token-command.ts'
-import { openInput, sendCommand } from './send-command.ts'
+import { defaultChunkBytes, defaultParallel, openInput, sendCommand } from './send-command.ts'
 import { tailCommand } from './tail-command.ts'
 import { parseArgs } from 'node:util'
 
@@ -26,7 +26,10 @@ const help = `sluice — log ingestion into ClickHouse
   sluice token create STREAM [--ttl SECONDS] [--name NAME]
   sluice token list STREAM
   sluice token revoke STREAM ID
-  sluice send STREAM FILE|- [--token INGEST_TOKEN]
+  sluice send STREAM FILE|- [--token INGEST_TOKEN] [--parallel N] [--chunk-bytes N]
+                                       N requests in flight (default 4, at most 16) of
+                                       N bytes of lines each (default 1 MiB); failures are
+                                       printed with their line in FILE; exit 2 if any line failed
   sluice tail STREAM [--q FILTER] [--json]
 
 Environment: SLUICE_URL (default http://127.0.0.1:8080), SLUICE_TOKEN (a PAT; default: the
@@ -72,11 +75,27 @@ async function run (argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
       await tokenCommand(new ApiClient({ baseUrl, token: patFromEnv(env) }), args, out)
       return 0
     case 'send': {
-      const tokenFlag = args.indexOf('--token')
-      const token = tokenFlag >= 0 ? args.splice(tokenFlag, 2)[1] : env.SLUICE_INGEST_TOKEN
-      if (args.length !== 2) throw new CliError('usage', 'usage: sluice send STREAM FILE|- [--token INGEST_TOKEN]')
+      const usage = 'usage: sluice send STREAM FILE|- [--token INGEST_TOKEN] [--parallel N] [--chunk-bytes N]'
+      let parsed
+      try {
+        parsed = parseArgs({ args, allowPositionals: true, options: { token: { type: 'string' }, parallel: { type: 'string' }, 'chunk-bytes': { type: 'string' } } })
+      } catch (err) {
+        throw new CliError('usage', `${(err as Error).message}\n${usage}`)
+      }
+      const { values, positionals } = parsed
+      const token = values.token ?? env.SLUICE_INGEST_TOKEN
+      if (positionals.length !== 2) throw new CliError('usage', usage)
       if (!token) throw new CliError('no_token', 'set SLUICE_INGEST_TOKEN or pass --token with an ingest token')
-      const totals = await sendCommand({ baseUrl, token, stream: args[0], input: openInput(args[1]), out })
+      const integerFlag = (name: string, value: string | undefined, fallback: number): number => {
+        if (value === undefined) return fallback
+        if (!/^\d+$/.test(value)) throw new CliError('usage', `--${name} must be a positive integer\n${usage}`)
+        return Number(value)
+      }
+      const totals = await sendCommand({
+        baseUrl, token, stream: positionals[0], input: openInput(positionals[1]), out,
+        parallel: integerFlag('parallel', values.parallel, defaultParallel),
+        chunkBytes: integerFlag('chunk-bytes', values['chunk-bytes'], defaultChunkBytes),
+      })
       out(`ingested ${totals.ingested}, failed ${totals.failed}, in ${totals.requests} requests (${totals.retries} retries)`)
       return totals.failed > 0 ? 2 : 0
     }

@@ -1,6 +1,14 @@
 // `sluice send STREAM FILE` (FILE `-` reads stdin): sends NDJSON in gzip'd requests of up to
-// ~1 MiB, each with an Idempotency-Key so that a retry never stores a chunk twice. 429 and 503
-// are retried after the Retry-After the server sent; network errors after a growing pause.
+// ~1 MiB (`chunkBytes`), up to `parallel` of them in flight at once (4 by default: the server
+// batches concurrent requests into one insert, so a few in flight hide most of each request's wait
+// for its commit), each with an Idempotency-Key so that a retry never stores a chunk twice.
+// 429 and 503 are retried after the Retry-After the server sent; network errors after a growing
+// pause.
+//
+// Line numbers: the server numbers failures within each request body (docs/api.md section 6.6);
+// every chunk remembers the file line it starts at, so a failure is reported with its line in the
+// FILE. Blank lines are sent as they are (the server counts them), so the numbers match. Failures
+// are printed in file order, whatever order the answers come back in.
 import { createReadStream } from 'node:fs'
 import { createInterface } from 'node:readline'
 import { randomUUID } from 'node:crypto'
@@ -11,9 +19,15 @@ import type { Readable } from 'node:stream'
 import { CliError } from './api-client.ts'
 
 /** Bytes of NDJSON per request before gzip: large enough to be cheap, small enough to retry. */
-const chunkBytes = 1024 * 1024
+export const defaultChunkBytes = 1024 * 1024
+/** Requests in flight at once by default. */
+export const defaultParallel = 4
+/** The most requests in flight `--parallel` accepts: more only fills the server's queue. */
+export const maxParallel = 16
 /** Attempts per chunk before giving up. */
 const maxAttempts = 20
+/** Seconds at most that one Retry-After is honoured for (a bad header must not park the CLI). */
+const maxRetryAfterS = 300
 
 export interface SendOptions {
   baseUrl: string
@@ -21,13 +35,36 @@ export interface SendOptions {
   stream: string
   input: Readable
   out: (line: string) => void
+  /** Requests in flight at once, 1-maxParallel; default defaultParallel. */
+  parallel?: number
+  /** Bytes of lines per request; default defaultChunkBytes. */
+  chunkBytes?: number
 }
 
 export interface SendTotals { ingested: number, failed: number, requests: number, retries: number }
 
-async function postChunk (options: SendOptions, body: Buffer, totals: SendTotals): Promise<void> {
+interface Chunk {
+  index: number
+  /** File line number (1-based) of the chunk's first line, and of its last. */
+  firstLine: number
+  lastLine: number
+  body: Buffer
+}
+
+/** Seconds from a Retry-After header: delta-seconds or an HTTP date; 1 when absent or unreadable. */
+export function retryAfterSeconds (header: string | string[] | undefined, nowMs = Date.now()): number {
+  const value = Array.isArray(header) ? header[0] : header
+  if (value === undefined || value.trim() === '') return 1
+  const seconds = /^\d+$/.test(value.trim()) ? Number(value.trim()) : (Date.parse(value) - nowMs) / 1000
+  if (!Number.isFinite(seconds)) return 1
+  return Math.min(maxRetryAfterS, Math.max(0, seconds))
+}
+
+/** Posts one chunk until it is answered 200 or 422; returns the lines to print for it. */
+async function postChunk (options: SendOptions, chunk: Chunk, totals: SendTotals): Promise<string[]> {
   const key = randomUUID()
-  const gz = gzipSync(body)
+  const gz = gzipSync(chunk.body)
+  const span = `lines ${chunk.firstLine}-${chunk.lastLine}`
   for (let attempt = 1; ; attempt++) {
     let waitS: number
     try {
@@ -40,43 +77,88 @@ async function postChunk (options: SendOptions, body: Buffer, totals: SendTotals
         body: gz,
       })
       const text = await res.body.text()
-      const parsed = text ? JSON.parse(text) : {}
+      let parsed: any = {}
+      try { parsed = text ? JSON.parse(text) : {} } catch { parsed = {} }
       if (res.statusCode === 200 || res.statusCode === 422) {
         totals.ingested += parsed.ingested ?? 0
         totals.failed += parsed.failed ?? 0
         totals.requests++
-        for (const f of parsed.failures ?? []) options.out(`line ${f.line} of request ${totals.requests}: ${f.code}: ${f.message}`)
-        return
+        const lines: string[] = []
+        const listed: Array<{ line: number, code: string, message: string }> = parsed.failures ?? []
+        for (const f of listed) lines.push(`line ${chunk.firstLine + f.line - 1}: ${f.code}: ${f.message}`)
+        if (parsed.failures_truncated) lines.push(`${span}: ${(parsed.failed ?? 0) - listed.length} more failed lines not listed (the server lists ${listed.length} per request)`)
+        return lines
       }
       if (res.statusCode !== 429 && res.statusCode !== 503) {
-        throw new CliError(parsed.error ?? 'http_error', parsed.message ?? `HTTP ${res.statusCode}`, res.statusCode)
+        throw new CliError(parsed.error ?? 'http_error', `${span}: ${parsed.message ?? `HTTP ${res.statusCode}`}`, res.statusCode)
       }
-      waitS = Number(res.headers['retry-after']) || 1
+      waitS = retryAfterSeconds(res.headers['retry-after'])
     } catch (err) {
       if (err instanceof CliError) throw err
       waitS = Math.min(30, 2 ** Math.min(attempt, 5) / 2)
     }
-    if (attempt >= maxAttempts) throw new CliError('gave_up', `gave up after ${attempt} attempts`)
+    if (attempt >= maxAttempts) throw new CliError('gave_up', `${span}: gave up after ${attempt} attempts`)
     totals.retries++
     await sleep(waitS * 1000)
   }
 }
 
 export async function sendCommand (options: SendOptions): Promise<SendTotals> {
+  const parallel = options.parallel ?? defaultParallel
+  const chunkBytes = options.chunkBytes ?? defaultChunkBytes
+  if (!Number.isInteger(parallel) || parallel < 1 || parallel > maxParallel) throw new CliError('usage', `--parallel must be an integer 1-${maxParallel}`)
+  if (!Number.isInteger(chunkBytes) || chunkBytes < 1) throw new CliError('usage', '--chunk-bytes must be a positive integer')
   const totals: SendTotals = { ingested: 0, failed: 0, requests: 0, retries: 0 }
+
+  // Answers arrive in any order; each chunk's lines are printed once every earlier chunk's are.
+  const done = new Map<number, string[]>()
+  let nextToPrint = 0
+  const printReady = (): void => {
+    for (let lines = done.get(nextToPrint); lines !== undefined; lines = done.get(nextToPrint)) {
+      for (const line of lines) options.out(line)
+      done.delete(nextToPrint++)
+    }
+  }
+  const inFlight = new Set<Promise<void>>()
+  let failure: unknown = null
+  let chunks = 0
+  const launch = (chunk: Chunk): void => {
+    const p: Promise<void> = postChunk(options, chunk, totals)
+      .then((lines) => { done.set(chunk.index, lines); printReady() }, (err) => { failure ??= err })
+      .finally(() => { inFlight.delete(p) })
+    inFlight.add(p)
+  }
+  const send = async (parts: string[], firstLine: number): Promise<void> => {
+    if (!parts.some((p) => p.trim() !== '')) { // blank lines only: nothing to send (the server would say empty_body)
+      done.set(chunks++, [])
+      printReady()
+      return
+    }
+    while (inFlight.size >= parallel && failure === null) await Promise.race(inFlight)
+    if (failure !== null) return
+    launch({ index: chunks++, firstLine, lastLine: firstLine + parts.length - 1, body: Buffer.from(parts.join('\n') + '\n') })
+  }
+
   const lines = createInterface({ input: options.input, crlfDelay: Infinity })
   let parts: string[] = []
   let size = 0
+  let lineNo = 0
+  let firstLine = 1
   for await (const line of lines) {
+    lineNo++
     parts.push(line)
     size += Buffer.byteLength(line) + 1
     if (size >= chunkBytes) {
-      await postChunk(options, Buffer.from(parts.join('\n') + '\n'), totals)
+      await send(parts, firstLine)
+      if (failure !== null) break
       parts = []
       size = 0
+      firstLine = lineNo + 1
     }
   }
-  if (parts.some((p) => p.trim() !== '')) await postChunk(options, Buffer.from(parts.join('\n') + '\n'), totals)
+  if (failure === null && parts.length > 0) await send(parts, firstLine)
+  await Promise.all(inFlight)
+  if (failure !== null) throw failure
   return totals
 }
 

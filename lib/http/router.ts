@@ -58,6 +58,11 @@ export class Router {
     return this
   }
 
+  /** Every registered route as `METHOD` and pattern (`/api/streams/:stream`), in registration order. */
+  routes (): Array<{ method: string, pattern: string }> {
+    return this.#routes.map((route) => ({ method: route.method, pattern: '/' + route.segments.join('/') }))
+  }
+
   /** Matches `path` (from parseRequestTarget: starts with `/`) exactly; see the top of the file. */
   find (method: string, path: string): RouteMatch {
     if (path.charCodeAt(0) !== 0x2f) return { kind: 'not_found' }

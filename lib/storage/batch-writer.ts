@@ -25,13 +25,14 @@
 // - When: one insert is in flight at a time. A write that finds the writer idle (no insert in
 //   flight, no other write waiting or held) does not wait flushIntervalMs for company that is
 //   not coming (a client sending one request at a time): it goes out as soon as
-//   minInsertIntervalMs have passed since the previous insert started, at once when they have;
-//   writes arriving meanwhile go with it. Otherwise (under load) writes wait and batch as
+//   idleInsertIntervalMs (at most minInsertIntervalMs) have passed since the previous insert
+//   started, at once when they have; writes arriving meanwhile go with it. Otherwise (under load) writes wait and batch as
 //   before: the next insert starts as soon as the previous returned and either a full batch waits
 //   (maxBatchRows or maxBatchBytes of rows, or half of maxPendingBytes, or writes held for want
 //   of room) or the oldest waiting row has waited flushIntervalMs and minInsertIntervalMs have
 //   passed since the previous insert started. So at most one insert per minInsertIntervalMs is
-//   not full, idle or not. A row's wait counts from its request's arrival (write()'s
+//   not full while writes queue up, and one per idleInsertIntervalMs when each finds the writer
+//   idle (bench/README.md "Single client": the rate ClickHouse merges). A row's wait counts from its request's arrival (write()'s
 //   `arrivedAt`), not from write(): the reading and parsing before write() are part of it, so
 //   the interval bounds what a row waits in all. flush() and close() send at once.
 // - Bounded wait: every write settles within retryTimeoutMs + attemptTimeoutMs of write(),
@@ -132,10 +133,17 @@ export interface BatchWriterOptions {
    */
   flushIntervalMs: number
   /**
-   * Milliseconds between the starts of two non-full inserts (writer.minInsertIntervalMs; 200: at
-   * most 5 parts/s). A write to an idle writer waits only for this interval since the previous insert started.
+   * Milliseconds between the starts of two non-full inserts while writes queue up
+   * (writer.minInsertIntervalMs; 200: at most 5 parts/s under load).
    */
   minInsertIntervalMs: number
+  /**
+   * Milliseconds a write to an idle writer waits since the previous insert started
+   * (writer.idleInsertIntervalMs, used up to minInsertIntervalMs; 50: at most 20 inserts/s, 9
+   * parts each with the rollup views; ClickHouse 18.16 merged 29 inserts/s of one client without
+   * passing 40 active parts, bench/README.md "Single client").
+   */
+  idleInsertIntervalMs: number
   /** Milliseconds a write is kept trying from when write() was called (writer.retryTimeoutMs). */
   retryTimeoutMs: number
   /**
@@ -182,11 +190,12 @@ const defaults = {
 
 /** The writer's settings, as BatchWriterOptions, from the one validated config. */
 export function writerSettings (config: Pick<Config, 'writer' | 'limits'>): Pick<BatchWriterOptions,
-  'maxBatchRows' | 'flushIntervalMs' | 'minInsertIntervalMs' | 'retryTimeoutMs' | 'attemptTimeoutMs' | 'maxPendingBytes'> {
+  'maxBatchRows' | 'flushIntervalMs' | 'minInsertIntervalMs' | 'idleInsertIntervalMs' | 'retryTimeoutMs' | 'attemptTimeoutMs' | 'maxPendingBytes'> {
   return {
     maxBatchRows: config.writer.maxBatchRows,
     flushIntervalMs: config.writer.flushIntervalMs,
     minInsertIntervalMs: config.writer.minInsertIntervalMs,
+    idleInsertIntervalMs: config.writer.idleInsertIntervalMs,
     retryTimeoutMs: config.writer.retryTimeoutMs,
     attemptTimeoutMs: config.writer.attemptTimeoutMs,
     maxPendingBytes: config.limits.maxUncommittedBytes,
@@ -340,6 +349,7 @@ export class BatchWriter {
   readonly #maxBatchBytes: number
   readonly #flushIntervalMs: number
   readonly #minInsertIntervalMs: number
+  readonly #idleInsertIntervalMs: number
   readonly #retryTimeoutMs: number
   readonly #attemptTimeoutMs: number
   /** ms kept free after an attempt's abort for the outcome check, within the write's answerBy. */
@@ -386,6 +396,7 @@ export class BatchWriter {
     this.#maxBatchBytes = positiveInteger('maxBatchBytes', options.maxBatchBytes ?? defaults.maxBatchBytes)
     this.#flushIntervalMs = nonNegative('flushIntervalMs', options.flushIntervalMs)
     this.#minInsertIntervalMs = nonNegative('minInsertIntervalMs', options.minInsertIntervalMs)
+    this.#idleInsertIntervalMs = Math.min(nonNegative('idleInsertIntervalMs', options.idleInsertIntervalMs), this.#minInsertIntervalMs)
     this.#retryTimeoutMs = nonNegative('retryTimeoutMs', options.retryTimeoutMs)
     this.#attemptTimeoutMs = positiveInteger('attemptTimeoutMs', options.attemptTimeoutMs)
     // A fifth of an attempt (1 s of the default 5 s) for the check: a few small queries that take
@@ -568,7 +579,7 @@ export class BatchWriter {
         this.#waitingBytes + this.#sendingBytes >= this.#maxPendingBytes / 2) {
       dueAt = now
     } else if (this.#waiting[0].idle) {
-      dueAt = this.#lastInsertStartedAt + this.#minInsertIntervalMs // -Infinity before the first insert
+      dueAt = this.#lastInsertStartedAt + this.#idleInsertIntervalMs // -Infinity before the first insert
     } else {
       dueAt = Math.max(this.#waitingSince + this.#flushIntervalMs, this.#lastInsertStartedAt + this.#minInsertIntervalMs)
     }

@@ -63,7 +63,7 @@ t.test('send: a file in gzip requests, failures reported', async (t) => {
   await writeFile(file, Array.from({ length: 300 }, (_, i) => (i === 10 ? 'not json' : JSON.stringify({ path: `/f/${i}` }))).join('\n') + '\n')
   const first = await run(['send', 'cli-web', file, '--token', token])
   t.equal(first.code, 2, 'a failed line makes exit code 2')
-  t.match(first.stdout, /line 11 of request 1: invalid_json/)
+  t.match(first.stdout, /^line 11: invalid_json: /m)
   t.match(first.stdout, /ingested 299, failed 1, in 1 requests/)
   const second = await run(['send', 'cli-web', '-'], { SLUICE_INGEST_TOKEN: token }, '{"path":"/stdin"}\n')
   t.equal(second.code, 0, second.stderr)

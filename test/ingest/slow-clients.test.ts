@@ -90,8 +90,8 @@ t.test('headers that never finish: 408, and the half-open connection is destroye
 
 t.test('a client that leaves before its insert starts: its rows are dropped', async (t) => {
   // Long intervals keep the rows waiting in the writer, the body read and parsed: a first
-  // request's insert starts minInsertIntervalMs, which an idle writer's next write waits out.
-  const s = await startServer(t, { writer: { flushIntervalMs: 60_000, minInsertIntervalMs: 60_000 } })
+  // request's insert starts idleInsertIntervalMs, which an idle writer's next write waits out.
+  const s = await startServer(t, { writer: { flushIntervalMs: 60_000, minInsertIntervalMs: 60_000, idleInsertIntervalMs: 60_000 } })
   const tgt = await createIngestTarget(s, 'leaver')
   t.equal((await postIngest(tgt, line)).status, 200, 'a first request goes out at once')
   const left = new AbortController()

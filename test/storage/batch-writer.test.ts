@@ -89,7 +89,7 @@ function startWriter (tt: Test, options: Partial<BatchWriterOptions> = {}): Harn
 }
 
 /**
- * Makes the writer busy: one insert that starts minInsertIntervalMs, so that the next writes wait
+ * Makes the writer busy: one insert that starts idleInsertIntervalMs, so that the next writes wait
  * for company instead of going at once (a write to an idle writer goes alone, at once).
  */
 async function startBusyWriter (tt: Test, options: Partial<BatchWriterOptions> = {}): Promise<Harness> {
@@ -198,7 +198,7 @@ t.test('a batch over ClickHouse max_insert_block_size is still one block, one pa
 })
 
 t.test('size trigger: a full batch goes without waiting for the interval', async (tt) => {
-  const { writer, inserts } = startWriter(tt, { maxBatchRows: 100, flushIntervalMs: 600_000, minInsertIntervalMs: 600_000 })
+  const { writer, inserts } = startWriter(tt, { maxBatchRows: 100, flushIntervalMs: 600_000, minInsertIntervalMs: 600_000, idleInsertIntervalMs: 600_000 })
   await writer.write([eventRows('size-1', 100)], 100)
   await writer.write([eventRows('size-2', 150)], 150) // full twice in a row: no minInsertInterval
   tt.equal(inserts.length, 2)
@@ -245,13 +245,13 @@ t.test('time trigger: the wait counts from the request\'s arrival, the earliest 
   tt.equal(await countRows('arrival-3'), 1)
 })
 
-t.test('minInsertIntervalMs spaces small inserts', async (tt) => {
+t.test('idleInsertIntervalMs spaces small inserts to an idle writer', async (tt) => {
   const clock = new ManualClock()
-  const { writer, inserts } = startWriter(tt, { flushIntervalMs: 0, minInsertIntervalMs: 300, now: clock.now, setTimer: clock.setTimer })
+  const { writer, inserts } = startWriter(tt, { flushIntervalMs: 0, minInsertIntervalMs: 300, idleInsertIntervalMs: 300, now: clock.now, setTimer: clock.setTimer })
   await writer.write([eventRows('spaced-1', 1)], 1) // started at 0
   let secondDone = false
   const second = writer.write([eventRows('spaced-2', 1)], 1).then(() => { secondDone = true })
-  await waitFor(() => clock.dueTimes.includes(300), { what: 'the second insert due minInsertIntervalMs after the first started' })
+  await waitFor(() => clock.dueTimes.includes(300), { what: 'the second insert due idleInsertIntervalMs after the first started' })
   clock.advanceTo(299)
   tt.equal(inserts.length, 1)
   tt.notOk(secondDone)
@@ -266,28 +266,28 @@ t.test('idle writer: a lone write goes at once; under load writes wait and batch
   // for either.
   const clock = new ManualClock(1_000)
   const { writer, inserts } = startWriter(tt, {
-    flushIntervalMs: 600_000, minInsertIntervalMs: 60_000, retryTimeoutMs: 3_600_000, now: clock.now, setTimer: clock.setTimer, // no deadline passes as the clock jumps
+    flushIntervalMs: 600_000, minInsertIntervalMs: 60_000, idleInsertIntervalMs: 60_000, retryTimeoutMs: 3_600_000, now: clock.now, setTimer: clock.setTimer, // no deadline passes as the clock jumps
   })
 
   await writer.write([eventRows('idle-1', 10)], 10)
   tt.equal(await countRows('idle-1'), 10, 'an idle writer sent a lone write at once')
   tt.same(inserts.map((s) => s.writes), [1])
 
-  // An insert started at clock 1_000; within minInsertIntervalMs a write waits.
+  // An insert started at clock 1_000; within idleInsertIntervalMs a write waits.
   clock.jumpTo(31_000)
   let withinDone = false
   const within = writer.write([eventRows('idle-2', 2)], 2).then(() => { withinDone = true })
-  tt.equal(clock.nextDueAt, 61_000, 'a write within minInsertIntervalMs of the last insert start waits for it')
+  tt.equal(clock.nextDueAt, 61_000, 'a write within idleInsertIntervalMs of the last insert start waits for it')
   tt.equal(inserts.length, 1)
   tt.notOk(withinDone)
-  // Once minInsertIntervalMs have passed it goes, long before flushIntervalMs, with what came
+  // Once idleInsertIntervalMs have passed it goes, long before flushIntervalMs, with what came
   // meanwhile (here a write arriving before the late timer ran).
   clock.jumpTo(61_500)
   const joining = writer.write([eventRows('idle-3', 3)], 3)
   await Promise.all([within, joining])
   tt.same(inserts.map((s) => s.rows), [10, 5], 'the two waiting writes went in one insert')
 
-  // Idle again, minInsertIntervalMs after the last start: at once. Writes arriving while it is
+  // Idle again, idleInsertIntervalMs after the last start: at once. Writes arriving while it is
   // in flight wait for it and then for company (flushIntervalMs), together.
   clock.jumpTo(200_000)
   const alone = writer.write([eventRows('idle-4', 1)], 1)
@@ -306,8 +306,37 @@ t.test('idle writer: a lone write goes at once; under load writes wait and batch
   tt.same(inserts.map((s) => [s.writes, s.rows]), [[1, 10], [2, 5], [1, 1], [2, 10]], 'and went in one insert')
 })
 
+t.test('an idle writer waits idleInsertIntervalMs, not minInsertIntervalMs; writes that queue up still batch (injected clock)', async (tt) => {
+  // The clock stands still: minInsertIntervalMs (1 minute) never passes, idleInsertIntervalMs 0 always has.
+  const clock = 1_000
+  const { writer, inserts } = startWriter(tt, {
+    flushIntervalMs: 600_000, minInsertIntervalMs: 60_000, idleInsertIntervalMs: 0, retryTimeoutMs: 3_600_000, now: () => clock,
+  })
+  const settled = () => new Promise((resolve) => setTimeout(resolve, 10)) // the writer's own bookkeeping after an insert
+  await writer.write([eventRows('idle-fast-1', 1)], 1)
+  await settled()
+  await writer.write([eventRows('idle-fast-2', 2)], 2) // idle again right after the first insert: at once
+  await settled()
+  tt.same(inserts.map((s) => s.rows), [1, 2], 'each write to an idle writer went at once')
+  // Writes arriving while an insert is in flight wait for company (flushIntervalMs), together.
+  const first = writer.write([eventRows('idle-fast-3', 3)], 3)
+  const queued = [writer.write([eventRows('idle-fast-4', 4)], 4), writer.write([eventRows('idle-fast-5', 5)], 5)]
+  await first
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  tt.equal(inserts.length, 3, 'the queued writes wait')
+  await writer.flush()
+  await Promise.all(queued)
+  tt.same(inserts.map((s) => s.rows), [1, 2, 3, 9], 'and went in one insert')
+  // idleInsertIntervalMs is used up to minInsertIntervalMs, never beyond.
+  const { writer: capped, inserts: cappedInserts } = startWriter(tt, { flushIntervalMs: 600_000, minInsertIntervalMs: 0, idleInsertIntervalMs: 600_000 })
+  await capped.write([eventRows('idle-cap-1', 1)], 1)
+  await settled()
+  await capped.write([eventRows('idle-cap-2', 1)], 1)
+  tt.equal(cappedInserts.length, 2, 'capped at minInsertIntervalMs (0)')
+})
+
 t.test('flush() sends what waits now and resolves once it is committed', async (tt) => {
-  const { writer, inserts } = await startBusyWriter(tt, { flushIntervalMs: 600_000, minInsertIntervalMs: 600_000 })
+  const { writer, inserts } = await startBusyWriter(tt, { flushIntervalMs: 600_000, minInsertIntervalMs: 600_000, idleInsertIntervalMs: 600_000 })
   let resolved = false
   const rows = eventRows('flush', 7)
   const write = writer.write([rows], 7).then(() => { resolved = true })
@@ -324,7 +353,7 @@ t.test('flush() sends what waits now and resolves once it is committed', async (
 })
 
 t.test('close() stores what was accepted, then refuses writes with shutting_down', async (tt) => {
-  const { writer } = await startBusyWriter(tt, { flushIntervalMs: 600_000, minInsertIntervalMs: 600_000 })
+  const { writer } = await startBusyWriter(tt, { flushIntervalMs: 600_000, minInsertIntervalMs: 600_000, idleInsertIntervalMs: 600_000 })
   const accepted = writer.write([eventRows('close', 3)], 3)
   const closing = writer.close()
   await tt.rejects(writer.write([eventRows('close-late', 1)], 1), { code: 'shutting_down', retryAfter: 1 })
@@ -453,7 +482,7 @@ t.test('a stall shorter than the deadline: the aborted insert is checked once Cl
 })
 
 t.test('a malformed write fails alone (internal_error); its batch mates are stored', async (tt) => {
-  const { writer, inserts, logLines } = await startBusyWriter(tt, { format: 'TabSeparated', flushIntervalMs: 600_000, minInsertIntervalMs: 600_000 })
+  const { writer, inserts, logLines } = await startBusyWriter(tt, { format: 'TabSeparated', flushIntervalMs: 600_000, minInsertIntervalMs: 600_000, idleInsertIntervalMs: 600_000 })
   const good1 = writer.write([tsvRows('mal-good-1', 3)], 3)
   const bad = writer.write([Buffer.from('org1\tmal-bad\tnot-a-number\n')], 1)
   const good2 = writer.write([tsvRows('mal-good-2', 4)], 4)
@@ -470,7 +499,7 @@ t.test('a malformed write fails alone (internal_error); its batch mates are stor
 })
 
 t.test('RowBinary: a write cut inside a row fails alone; its batch mates are stored', async (tt) => {
-  const { writer, inserts } = await startBusyWriter(tt, { flushIntervalMs: 600_000, minInsertIntervalMs: 600_000 })
+  const { writer, inserts } = await startBusyWriter(tt, { flushIntervalMs: 600_000, minInsertIntervalMs: 600_000, idleInsertIntervalMs: 600_000 })
   const good1 = writer.write([eventRows('rb-good-1', 3)], 3)
   const good2 = writer.write([eventRows('rb-good-2', 4)], 4)
   const cut = eventRows('rb-cut', 2)
@@ -487,7 +516,7 @@ t.test('RowBinary: a write cut inside a row fails alone; its batch mates are sto
 })
 
 t.test('an aborted write leaves the queue before its insert starts', async (tt) => {
-  const { writer, inserts } = await startBusyWriter(tt, { flushIntervalMs: 600_000, minInsertIntervalMs: 600_000 })
+  const { writer, inserts } = await startBusyWriter(tt, { flushIntervalMs: 600_000, minInsertIntervalMs: 600_000, idleInsertIntervalMs: 600_000 })
   const ac = new AbortController()
   const aborted = writer.write([eventRows('aborted', 5)], 5, { signal: ac.signal })
   const kept = writer.write([eventRows('kept', 2)], 2)
@@ -502,7 +531,7 @@ t.test('an aborted write leaves the queue before its insert starts', async (tt) 
 
 t.test('over maxPendingBytes writes are held in order; needsDrain tells admission', async (tt) => {
   const a = eventRows('held-a', 20)
-  const { writer, inserts } = startWriter(tt, { maxPendingBytes: a.byteLength + 10, flushIntervalMs: 600_000, minInsertIntervalMs: 600_000 })
+  const { writer, inserts } = startWriter(tt, { maxPendingBytes: a.byteLength + 10, flushIntervalMs: 600_000, minInsertIntervalMs: 600_000, idleInsertIntervalMs: 600_000 })
   tt.equal(writer.needsDrain, false)
   const first = writer.write([a], 20)
   tt.equal(writer.needsDrain, false, 'still room')

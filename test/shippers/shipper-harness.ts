@@ -1,0 +1,83 @@
+// What the shipper tests share: code blocks taken from the docs/shippers/ files themselves (so the
+// documented configs are the tested ones), a Sluice whose ClickHouse sits behind a TCP proxy (a
+// storage outage on demand), a held request that makes the org's next one a 429, and polling.
+import { readFileSync } from 'node:fs'
+import { Readable } from 'node:stream'
+import { request } from 'undici'
+import type { Test } from 'tap'
+import { startServer } from '../helpers/server.ts'
+import type { TestServer } from '../helpers/server.ts'
+import { startTcpProxy } from '../helpers/tcp-proxy.ts'
+import type { TcpProxy } from '../helpers/tcp-proxy.ts'
+import { clickhouseUrl } from '../helpers/clickhouse.ts'
+import { createIngestTarget } from '../helpers/ingest.ts'
+import type { IngestTarget } from '../helpers/ingest.ts'
+
+/** The `index`-th fenced block of `lang` (```python, ```conf ...) in docs/shippers/`file`. */
+export function docBlock (file: string, lang: string, index = 0): string {
+  const text = readFileSync(new URL(`../../docs/shippers/${file}`, import.meta.url), 'utf8')
+  const blocks = [...text.matchAll(new RegExp('^```' + lang + '\\n([\\s\\S]*?)^```$', 'gm'))].map((m) => m[1])
+  if (blocks[index] === undefined) throw new Error(`docs/shippers/${file} has no ${lang} block ${index}`)
+  return blocks[index]
+}
+
+export async function until (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+export interface ShipperRig {
+  server: TestServer
+  target: IngestTarget
+  /** Between Sluice and ClickHouse: down() is a storage outage (connections refused). */
+  storage: TcpProxy
+  /** In front of Sluice: down() is Sluice down (connections refused). Shippers send to its url. */
+  front: TcpProxy
+  /** Holds one ingest request open: with concurrentRequests 1 the org's next request is a 429. */
+  holdOneRequest (): Promise<() => Promise<void>>
+  /** 429s answered for too many concurrent requests so far. */
+  concurrency429s (): number
+  /** Ingest answers with a 5xx status so far. */
+  ingest5xx (): number
+}
+
+/**
+ * Sluice with one concurrent ingest request per org (so a held request makes the next a 429) and
+ * a short storage retry (an outage is answered 503 within about a second instead of 15).
+ */
+export async function startShipperRig (t: Test, stream: string): Promise<ShipperRig> {
+  const storage = await startTcpProxy(t, clickhouseUrl())
+  const server = await startServer(t, {
+    clickhouse: { url: storage.url },
+    limits: { concurrentRequests: 1 },
+    writer: { retryTimeoutMs: 1_000, attemptTimeoutMs: 500 },
+  })
+  const target = await createIngestTarget(server, stream)
+  const front = await startTcpProxy(t, server.url)
+  const counters = server.app.metrics
+  return {
+    server, target, storage, front,
+    async holdOneRequest () {
+      const body = new Readable({ read () {} })
+      body.push('{"log":"held"}\n')
+      const answer = request(`${server.url}/api/ingest/${stream}`, {
+        method: 'POST', body, headers: { authorization: `Bearer ${target.token}`, 'content-type': 'application/x-ndjson' },
+      })
+      await until('the held request to be in flight', () => server.app.http.inFlight > 0)
+      return async () => {
+        body.push(null)
+        const res = await answer
+        await res.body.text()
+      }
+    },
+    concurrency429s: () => counters.rejected.get({ reason: 'too_many_concurrent_requests' }),
+    ingest5xx: () => {
+      let n = 0
+      for (const status of [500, 503]) n += counters.requests.get({ route: '/api/ingest/:streamId', method: 'POST', status })
+      return n
+    },
+  }
+}
