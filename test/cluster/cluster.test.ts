@@ -185,7 +185,7 @@ t.test('an insert whose answer was lost after ClickHouse committed it is retried
   const attempts: InsertStats[] = []
   const writer = createBatchWriter({
     clickhouse, shards, table: 'events_local', columns: ['org_id', 'stream', 'ts', 'received_at', 'attrs', 'seq', 'size'], log,
-    maxBatchRows: 1000, flushIntervalMs: 0, minInsertIntervalMs: 0, retryTimeoutMs: 5000, attemptTimeoutMs: 3000, maxPendingBytes: 1 << 20,
+    maxBatchRows: 1000, flushIntervalMs: 0, minInsertIntervalMs: 0, idleInsertIntervalMs: 0, retryTimeoutMs: 5000, attemptTimeoutMs: 3000, maxPendingBytes: 1 << 20,
     onInsert: (s) => attempts.push(s),
   })
   const now = Date.now()
@@ -247,7 +247,7 @@ t.test('insert_quorum: a write resolves once both replicas hold it; a shard shor
   t.teardown(() => clickhouse.close())
   const writer = createBatchWriter({
     clickhouse, shards, insertQuorum: 2, table: 'events_local', columns: ['org_id', 'stream', 'ts', 'received_at', 'attrs', 'seq', 'size'], log,
-    maxBatchRows: 1000, flushIntervalMs: 0, minInsertIntervalMs: 0, retryTimeoutMs: 5000, attemptTimeoutMs: 3000, maxPendingBytes: 1 << 20,
+    maxBatchRows: 1000, flushIntervalMs: 0, minInsertIntervalMs: 0, idleInsertIntervalMs: 0, retryTimeoutMs: 5000, attemptTimeoutMs: 3000, maxPendingBytes: 1 << 20,
   })
   const rows = (stream: string, n: number): Buffer => {
     const now = Date.now()
