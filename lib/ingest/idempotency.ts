@@ -29,24 +29,42 @@ export interface IdempotentAnswer {
   replayed: boolean
 }
 
+/**
+ * The request's own body, for telling a retry from another request under the same key: a
+ * fingerprint ('' while the body was not read to its end) and a check of a retry's body against
+ * the first attempt's fingerprint, which throws (a SluiceError) when they differ.
+ */
+export interface RequestPrint {
+  fingerprint (): string
+  check (firstFingerprint: string): Promise<void>
+}
+
 /** Answers shared beyond this node's memory, as opaque text (lib/storage/idempotency-store.ts). */
 export interface SharedKeyStore {
   /** The answer recorded for (scope, key) and not expired at `now`, or null (also when the store fails). */
-  find (scope: string, key: string, now: number): Promise<{ answer: string, expiresAt: number } | null>
+  find (scope: string, key: string, now: number): Promise<{ answer: string, fingerprint: string, expiresAt: number } | null>
   /** Records an answer; returns at once (the store writes it soon after). */
-  record (scope: string, key: string, answer: string, createdAt: number, expiresAt: number): void
+  record (scope: string, key: string, answer: string, fingerprint: string, createdAt: number, expiresAt: number): void
+}
+
+/** A final answer and the fingerprint of the request that got it ('' when unknown: not compared). */
+interface Kept {
+  answer: StoredAnswer
+  fingerprint: string
 }
 
 interface Entry {
-  answer: Promise<StoredAnswer | null>
+  kept: Promise<Kept | null>
   expiresAt: number
 }
 
 const keyPattern = /^[\x21-\x7e]{1,255}$/
 
 export type IdempotencyClaim =
-  | { kind: 'first', claimedAt: number, expiresAt: number, expireAt (ms: number): void, settle (answer: StoredAnswer | null): void }
-  | { kind: 'replay', answer: Promise<StoredAnswer | null> }
+  | { kind: 'first', claimedAt: number, expiresAt: number, expireAt (ms: number): void, settle (kept: Kept | null): void }
+  | { kind: 'replay', kept: Promise<Kept | null> }
+
+const noPrint: RequestPrint = { fingerprint: () => '', check: async () => {} }
 
 export class IdempotencyCache {
   #entries = new Map<string, Entry>()
@@ -74,38 +92,42 @@ export class IdempotencyCache {
 
   /**
    * Runs `attempt` unless an answer for (scope, key) is kept or on its way: then that answer, with
-   * replayed true. An attempt that throws a client error (4xx other than 429) keeps that error's
-   * answer, as sendError would word it for request `requestId`; one that throws a retryable error
-   * (429, 5xx, anything else) keeps nothing, and a retry waiting for it runs its own attempt.
-   * attempt's error is rethrown either way.
+   * replayed true, once `print` has checked this request's body against the first one's (it
+   * throws when they differ). An attempt that throws a client error (4xx other than 429) keeps
+   * that error's answer, as sendError would word it for request `requestId`; one that throws a
+   * retryable error (429, 5xx, anything else) keeps nothing, and a retry waiting for it runs its
+   * own attempt. attempt's error is rethrown either way.
    */
-  async once (scope: string, key: string, requestId: string, attempt: () => Promise<StoredAnswer>): Promise<IdempotentAnswer> {
+  async once (scope: string, key: string, requestId: string, attempt: () => Promise<StoredAnswer>,
+    print: RequestPrint = noPrint): Promise<IdempotentAnswer> {
     for (;;) {
       const claim = this.claim(scope, key)
       if (claim.kind === 'replay') {
-        const answer = await claim.answer
-        if (answer === null) continue // the first attempt ended retryable: run this one
-        return { answer, replayed: true }
+        const kept = await claim.kept
+        if (kept === null) continue // the first attempt ended retryable: run this one
+        await print.check(kept.fingerprint)
+        return { answer: kept.answer, replayed: true }
       }
-      let stored: StoredAnswer | null = null
-      let ran = false
+      // Without a shared store the attempt starts in this same tick, as it always did.
+      const shared = this.#shared === null ? null : await this.#findShared(this.#shared, scope, key)
+      if (shared !== null) {
+        claim.expireAt(shared.expiresAt) // replayed here until the first node's expiry, no longer
+        claim.settle(shared.kept)
+        await print.check(shared.kept.fingerprint)
+        return { answer: shared.kept.answer, replayed: true }
+      }
+      let kept: Kept | null = null
       try {
-        // Without a shared store the attempt starts in this same tick, as it always did.
-        const shared = this.#shared === null ? null : await this.#findShared(this.#shared, scope, key)
-        if (shared !== null) {
-          stored = shared.answer
-          claim.expireAt(shared.expiresAt) // replayed here until the first node's expiry, no longer
-          return { answer: stored, replayed: true }
-        }
-        ran = true
-        stored = await attempt()
-        return { answer: stored, replayed: false }
+        const answer = await attempt()
+        kept = { answer, fingerprint: print.fingerprint() }
+        return { answer, replayed: false }
       } catch (err) {
-        if (ran) stored = finalErrorAnswer(err, requestId)
+        const answer = finalErrorAnswer(err, requestId)
+        kept = answer === null ? null : { answer, fingerprint: print.fingerprint() }
         throw err
       } finally {
-        claim.settle(stored)
-        if (ran && stored !== null) this.#shared?.record(scope, key, encodeAnswer(stored), claim.claimedAt, claim.expiresAt)
+        claim.settle(kept)
+        if (kept !== null) this.#shared?.record(scope, key, encodeAnswer(kept.answer), kept.fingerprint, claim.claimedAt, claim.expiresAt)
       }
     }
   }
@@ -114,11 +136,11 @@ export class IdempotencyCache {
     const now = this.#now()
     const id = scope + '\n' + key
     const existing = this.#entries.get(id)
-    if (existing && existing.expiresAt > now) return { kind: 'replay', answer: existing.answer }
+    if (existing && existing.expiresAt > now) return { kind: 'replay', kept: existing.kept }
     this.#evict(now)
-    let settle!: (answer: StoredAnswer | null) => void
-    const answer = new Promise<StoredAnswer | null>((resolve) => { settle = resolve })
-    const entry: Entry = { answer, expiresAt: now + this.#windowMs }
+    let settle!: (kept: Kept | null) => void
+    const kept = new Promise<Kept | null>((resolve) => { settle = resolve })
+    const entry: Entry = { kept, expiresAt: now + this.#windowMs }
     this.#entries.set(id, entry)
     return {
       kind: 'first',
@@ -133,10 +155,15 @@ export class IdempotencyCache {
     }
   }
 
-  /** The answer another node (or this one before a restart) recorded, or null. */
-  async #findShared (shared: SharedKeyStore, scope: string, key: string): Promise<{ answer: StoredAnswer, expiresAt: number } | null> {
-    const found = await shared.find(scope, key, this.#now())
-    return found === null ? null : { answer: decodeAnswer(found.answer), expiresAt: found.expiresAt }
+  /** The answer another node (or this one before a restart) recorded, or null (never a throw). */
+  async #findShared (shared: SharedKeyStore, scope: string, key: string): Promise<{ kept: Kept, expiresAt: number } | null> {
+    const found = await shared.find(scope, key, this.#now()).catch(() => null)
+    if (found === null) return null
+    try {
+      return { kept: { answer: decodeAnswer(found.answer), fingerprint: found.fingerprint }, expiresAt: found.expiresAt }
+    } catch {
+      return null // a record this version cannot read: run as if the key were new
+    }
   }
 
   #evict (now: number): void {

@@ -4,7 +4,7 @@
 //
 // Contract:
 // - find(scope, key, now) answers the earliest recorded answer whose expiry is after `now` (with
-//   that expiry), or null. A lookup that fails or takes longer than lookupTimeoutMs answers null (logged): the
+//   its fingerprint and expiry), or null. A lookup that fails or takes longer than lookupTimeoutMs answers null (logged): the
 //   request then runs as if the key were new, as it would have before keys were shared.
 // - record() queues a row and returns at once: the answer is not held back by it. Queued rows
 //   go to ClickHouse in one INSERT per flush, at most one insert at a time and one every
@@ -34,7 +34,7 @@ export interface IdempotencyStoreOptions {
   now?: () => number
 }
 
-interface KeyRow { scope: string, key: string, answer: string, createdAt: number, expiresAt: number }
+interface KeyRow { scope: string, key: string, answer: string, fingerprint: string, createdAt: number, expiresAt: number }
 
 /** Partition width of idempotency_keys: one hour of expiry times, in ms (migration 009). */
 const partitionMs = 3_600_000
@@ -63,21 +63,21 @@ export class IdempotencyStore {
   /** Rows queued and not yet inserted. */
   get pending (): number { return this.#pending.length }
 
-  async find (scope: string, key: string, now: number): Promise<{ answer: string, expiresAt: number } | null> {
+  async find (scope: string, key: string, now: number): Promise<{ answer: string, fingerprint: string, expiresAt: number } | null> {
     try {
-      const rows = await this.#ch.query<{ answer: string, expires_at: number }>(sql`SELECT answer, expires_at FROM idempotency_keys
+      const rows = await this.#ch.query<{ answer: string, fingerprint: string, expires_at: number }>(sql`SELECT answer, fingerprint, expires_at FROM idempotency_keys
         WHERE scope = ${scope} AND key = ${key} AND expires_at > ${now}
         ORDER BY created_at LIMIT 1`, { signal: AbortSignal.timeout(this.#lookupTimeoutMs) })
-      return rows.length === 0 ? null : { answer: rows[0].answer, expiresAt: Number(rows[0].expires_at) }
+      return rows.length === 0 ? null : { answer: rows[0].answer, fingerprint: rows[0].fingerprint, expiresAt: Number(rows[0].expires_at) }
     } catch (err) {
       this.#log.warn('idempotency key lookup failed; the request runs as a new one', { err })
       return null
     }
   }
 
-  record (scope: string, key: string, answer: string, createdAt: number, expiresAt: number): void {
+  record (scope: string, key: string, answer: string, fingerprint: string, createdAt: number, expiresAt: number): void {
     if (this.#closed) return
-    this.#pending.push({ scope, key, answer, createdAt, expiresAt })
+    this.#pending.push({ scope, key, answer, fingerprint, createdAt, expiresAt })
     if (this.#pending.length > this.#maxPending) {
       const dropped = this.#pending.splice(0, this.#pending.length - this.#maxPending)
       this.#log.warn('idempotency keys dropped: ClickHouse did not take them in time', { dropped: dropped.length })
@@ -105,8 +105,8 @@ export class IdempotencyStore {
         const rows = this.#pending
         this.#pending = []
         try {
-          await this.#ch.command(sql`INSERT INTO idempotency_keys (scope, key, answer, created_at, expires_at) VALUES ${joinSql(
-            rows.map((r) => sql`(${r.scope}, ${r.key}, ${r.answer}, ${r.createdAt}, ${r.expiresAt})`), ', ')}`)
+          await this.#ch.command(sql`INSERT INTO idempotency_keys (scope, key, fingerprint, answer, created_at, expires_at) VALUES ${joinSql(
+            rows.map((r) => sql`(${r.scope}, ${r.key}, ${r.fingerprint}, ${r.answer}, ${r.createdAt}, ${r.expiresAt})`), ', ')}`)
         } catch (err) {
           const now = this.#now()
           const kept = rows.filter((r) => r.expiresAt > now)

@@ -79,9 +79,9 @@ t.test('the janitor drops the hours whose keys have all expired', async (t) => {
   const hour = 3_600_000
   const now = 500 * hour + 1_000
   const store = new IdempotencyStore({ clickhouse, log })
-  store.record('s', 'old', '{"status":200,"body":null}', now - 3 * hour, 498 * hour + 5) // hour 498, expired
-  store.record('s', 'late', '{"status":200,"body":null}', now - hour, 500 * hour - 5) // hour 499, expired
-  store.record('s', 'live', '{"status":200,"body":null}', now - 1_000, now + 600_000) // hour 500
+  store.record('s', 'old', '{"status":200,"body":null}', '', now - 3 * hour, 498 * hour + 5) // hour 498, expired
+  store.record('s', 'late', '{"status":200,"body":null}', '', now - hour, 500 * hour - 5) // hour 499, expired
+  store.record('s', 'live', '{"status":200,"body":null}', '', now - 1_000, now + 600_000) // hour 500
   await store.flushed()
   t.equal(await dropExpiredKeys(clickhouse, now), 2)
   const left = await clickhouse.query<{ key: string }>('SELECT key FROM idempotency_keys ORDER BY key')
