@@ -3,7 +3,7 @@
 // - drops whole day partitions once every stream's retention has passed them (cheap: files go);
 // - for streams that keep less than the longest retention, deletes their older rows with a
 //   mutation, issued only when such rows exist, so an idle janitor costs a few small queries.
-// It runs shortly after start and then every `intervalMs`, and then also drops the expired hours
+// It runs shortly after start and then every `intervalMs`; each run also drops the expired hours
 // of idempotency keys (lib/storage/idempotency-store.ts). Several nodes may run it at once: a
 // dropped partition is dropped once, and a repeated mutation deletes nothing more.
 // Cluster mode (`cluster`): the tables are the Distributed names, their partitions are read
