@@ -32,6 +32,7 @@ import type { BatchWriter } from './storage/batch-writer.ts'
 import { eventColumns } from './ingest/parse-task.ts'
 import { Admission } from './ingest/admission.ts'
 import { IdempotencyCache } from './ingest/idempotency.ts'
+import { IdempotencyStore } from './storage/idempotency-store.ts'
 import { registerIngestRoute } from './ingest/ingest-route.ts'
 import type { ParseWorkerData } from './parse-worker-entry.ts'
 import { registerOtlpRoutes } from './inputs/otlp/otlp-route.ts'
@@ -183,8 +184,11 @@ export async function createApp (config: Config, log: Logger, options: AppOption
       maxBufferedBytes: config.tail.maxBufferedBytes,
       eventsPerSecond: config.tail.eventsPerSecond,
     })
+    // Idempotency keys in ClickHouse too: a retry holds on every node and after a restart.
+    const sharedKeys = new IdempotencyStore({ clickhouse, log: log.child({ component: 'idempotency' }) })
     const ingestDeps = {
-      config: config.ingest, auth, store, admission, pool, writer, metrics, idempotency: new IdempotencyCache(), tailHub,
+      config: config.ingest, auth, store, admission, pool, writer, metrics, tailHub,
+      idempotency: new IdempotencyCache(undefined, undefined, undefined, sharedKeys),
     }
     registerIngestRoute(router, ingestDeps)
     registerOtlpRoutes(router, ingestDeps)
@@ -224,6 +228,7 @@ export async function createApp (config: Config, log: Logger, options: AppOption
         closed ??= (async () => {
           tailHub.close()
           await http.close()
+          await sharedKeys.close()
           await writer.close()
           await shards?.close()
           await pool.destroy()

@@ -23,6 +23,7 @@ export const errorCatalogue = {
   payload_too_large: { status: 413, message: 'The request body is over the size limit' },
   validation_failed: { status: 422, message: 'The request body failed validation' },
   all_lines_failed: { status: 422, message: 'Every line of the request failed' },
+  idempotency_key_reused: { status: 422, message: 'This Idempotency-Key was used for another request' },
   rate_limited: { status: 429, message: 'Request rate limit exceeded' },
   too_many_concurrent_requests: { status: 429, message: 'Too many concurrent requests for this organization' },
   server_busy: { status: 429, message: 'The server queue is full' },

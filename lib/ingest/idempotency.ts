@@ -1,8 +1,15 @@
-// Idempotency-Key (extension): a retry with the same key, for the same org and stream, within the
-// window gets the first answer again and stores nothing twice. A retry that arrives while the
-// first attempt is still running waits for it. Answers that say "try again" (429, 5xx) are not
-// kept, so the retry really runs. Kept in this node's memory: behind a load balancer, route
-// retries to the same node (or accept a second copy after a node change).
+// Idempotency-Key (extension, docs/api.md section 6.7): a retry with the same key, for the same
+// org, stream and token, within the window gets the first answer again and stores nothing twice.
+// A retry that arrives while the first attempt is still running on this node waits for it.
+// Answers that say "try again" (429, 5xx) are not kept, so the retry really runs.
+//
+// Where keys live: this node's memory, and, with a shared store (lib/storage/idempotency-store.ts,
+// ClickHouse: every node in cluster mode), every node's. A key missing from memory is looked up
+// in the store before the attempt runs; a final answer is recorded there after it is sent
+// (queued, not awaited). So a retry through another node, or after a restart, replays the
+// answer once the record is visible there: within the store's flush spacing plus, in cluster
+// mode, the replication delay. Two attempts with one key running at once on two nodes both run
+// (each node claims the key in its own memory only): see section 6.7.
 //
 // once() is the whole protocol for a caller: claim the key, run the attempt or wait for the one
 // running, keep its final answer (a success, or a client error in the one error shape of
@@ -22,28 +29,59 @@ export interface IdempotentAnswer {
   replayed: boolean
 }
 
+/**
+ * The request's own body, for telling a retry from another request under the same key: a
+ * fingerprint ('' while the body was not read to its end) and a check of a retry's body against
+ * the first attempt's fingerprint, which throws (a SluiceError) when they differ.
+ */
+export interface RequestPrint {
+  fingerprint (): string
+  check (firstFingerprint: string): Promise<void>
+}
+
+/** Answers shared beyond this node's memory, as opaque text (lib/storage/idempotency-store.ts). */
+export interface SharedKeyStore {
+  /** The answer recorded for (scope, key) and not expired at `now`, or null (also when the store fails). */
+  find (scope: string, key: string, now: number): Promise<{ answer: string, fingerprint: string, expiresAt: number } | null>
+  /** Records an answer; returns at once (the store writes it soon after). */
+  record (scope: string, key: string, answer: string, fingerprint: string, createdAt: number, expiresAt: number): void
+}
+
+/** A final answer and the fingerprint of the request that got it ('' when unknown: not compared). */
+interface Kept {
+  answer: StoredAnswer
+  fingerprint: string
+}
+
 interface Entry {
-  answer: Promise<StoredAnswer | null>
+  kept: Promise<Kept | null>
   expiresAt: number
 }
 
 const keyPattern = /^[\x21-\x7e]{1,255}$/
 
 export type IdempotencyClaim =
-  | { kind: 'first', settle (answer: StoredAnswer | null): void }
-  | { kind: 'replay', answer: Promise<StoredAnswer | null> }
+  | { kind: 'first', claimedAt: number, expiresAt: number, expireAt (ms: number): void, settle (kept: Kept | null): void }
+  | { kind: 'replay', kept: Promise<Kept | null> }
+
+const noPrint: RequestPrint = { fingerprint: () => '', check: async () => {} }
 
 export class IdempotencyCache {
   #entries = new Map<string, Entry>()
   #windowMs: number
   #maxEntries: number
   #now: () => number
+  #shared: SharedKeyStore | null
 
-  /** windowMs: how long an answer is replayed (10 min); maxEntries bounds memory. */
-  constructor (windowMs = 600_000, maxEntries = 100_000, now: () => number = Date.now) {
+  /**
+   * windowMs: how long an answer is replayed (10 min); maxEntries bounds memory; shared: the
+   * store every node reads (none: this node's memory only).
+   */
+  constructor (windowMs = 600_000, maxEntries = 100_000, now: () => number = Date.now, shared: SharedKeyStore | null = null) {
     this.#windowMs = windowMs
     this.#maxEntries = maxEntries
     this.#now = now
+    this.#shared = shared
   }
 
   static validateKey (key: string): void {
@@ -54,28 +92,42 @@ export class IdempotencyCache {
 
   /**
    * Runs `attempt` unless an answer for (scope, key) is kept or on its way: then that answer, with
-   * replayed true. An attempt that throws a client error (4xx other than 429) keeps that error's
-   * answer, as sendError would word it for request `requestId`; one that throws a retryable error
-   * (429, 5xx, anything else) keeps nothing, and a retry waiting for it runs its own attempt.
-   * attempt's error is rethrown either way.
+   * replayed true, once `print` has checked this request's body against the first one's (it
+   * throws when they differ). An attempt that throws a client error (4xx other than 429) keeps
+   * that error's answer, as sendError would word it for request `requestId`; one that throws a
+   * retryable error (429, 5xx, anything else) keeps nothing, and a retry waiting for it runs its
+   * own attempt. attempt's error is rethrown either way.
    */
-  async once (scope: string, key: string, requestId: string, attempt: () => Promise<StoredAnswer>): Promise<IdempotentAnswer> {
+  async once (scope: string, key: string, requestId: string, attempt: () => Promise<StoredAnswer>,
+    print: RequestPrint = noPrint): Promise<IdempotentAnswer> {
     for (;;) {
       const claim = this.claim(scope, key)
       if (claim.kind === 'replay') {
-        const answer = await claim.answer
-        if (answer === null) continue // the first attempt ended retryable: run this one
-        return { answer, replayed: true }
+        const kept = await claim.kept
+        if (kept === null) continue // the first attempt ended retryable: run this one
+        await print.check(kept.fingerprint)
+        return { answer: kept.answer, replayed: true }
       }
-      let stored: StoredAnswer | null = null
+      // Without a shared store the attempt starts in this same tick, as it always did.
+      const shared = this.#shared === null ? null : await this.#findShared(this.#shared, scope, key)
+      if (shared !== null) {
+        claim.expireAt(shared.expiresAt) // replayed here until the first node's expiry, no longer
+        claim.settle(shared.kept)
+        await print.check(shared.kept.fingerprint)
+        return { answer: shared.kept.answer, replayed: true }
+      }
+      let kept: Kept | null = null
       try {
-        stored = await attempt()
-        return { answer: stored, replayed: false }
+        const answer = await attempt()
+        kept = { answer, fingerprint: print.fingerprint() }
+        return { answer, replayed: false }
       } catch (err) {
-        stored = finalErrorAnswer(err, requestId)
+        const answer = finalErrorAnswer(err, requestId)
+        kept = answer === null ? null : { answer, fingerprint: print.fingerprint() }
         throw err
       } finally {
-        claim.settle(stored)
+        claim.settle(kept)
+        if (kept !== null) this.#shared?.record(scope, key, encodeAnswer(kept.answer), kept.fingerprint, claim.claimedAt, claim.expiresAt)
       }
     }
   }
@@ -84,14 +136,17 @@ export class IdempotencyCache {
     const now = this.#now()
     const id = scope + '\n' + key
     const existing = this.#entries.get(id)
-    if (existing && existing.expiresAt > now) return { kind: 'replay', answer: existing.answer }
+    if (existing && existing.expiresAt > now) return { kind: 'replay', kept: existing.kept }
     this.#evict(now)
-    let settle!: (answer: StoredAnswer | null) => void
-    const answer = new Promise<StoredAnswer | null>((resolve) => { settle = resolve })
-    const entry: Entry = { answer, expiresAt: now + this.#windowMs }
+    let settle!: (kept: Kept | null) => void
+    const kept = new Promise<Kept | null>((resolve) => { settle = resolve })
+    const entry: Entry = { kept, expiresAt: now + this.#windowMs }
     this.#entries.set(id, entry)
     return {
       kind: 'first',
+      claimedAt: now,
+      expiresAt: entry.expiresAt,
+      expireAt: (ms) => { entry.expiresAt = Math.min(entry.expiresAt, ms) },
       settle: (result) => {
         // A retryable outcome is forgotten, so the client's retry runs for real.
         if (result === null && this.#entries.get(id) === entry) this.#entries.delete(id)
@@ -100,8 +155,20 @@ export class IdempotencyCache {
     }
   }
 
+  /** The answer another node (or this one before a restart) recorded, or null (never a throw). */
+  async #findShared (shared: SharedKeyStore, scope: string, key: string): Promise<{ kept: Kept, expiresAt: number } | null> {
+    const found = await shared.find(scope, key, this.#now()).catch(() => null)
+    if (found === null) return null
+    try {
+      return { kept: { answer: decodeAnswer(found.answer), fingerprint: found.fingerprint }, expiresAt: found.expiresAt }
+    } catch {
+      return null // a record this version cannot read: run as if the key were new
+    }
+  }
+
   #evict (now: number): void {
-    // Insertion order is expiry order (one window for all), so the oldest are at the front.
+    // Insertion order is expiry order (one window for all; an answer found in the shared store
+    // only expires sooner), so the oldest are at the front.
     for (const [id, entry] of this.#entries) {
       if (entry.expiresAt > now && this.#entries.size < this.#maxEntries) break
       this.#entries.delete(id)
@@ -113,4 +180,17 @@ export class IdempotencyCache {
 function finalErrorAnswer (err: unknown, requestId: string): StoredAnswer | null {
   if (!(err instanceof SluiceError) || err.status >= 500 || err.status === 429) return null
   return { status: err.status, body: { error: err.code, message: err.message, ...err.details, request_id: requestId } }
+}
+
+/** An answer as text for the shared store: JSON, with a binary body (a protocol's answer) in base64. */
+export function encodeAnswer (answer: StoredAnswer): string {
+  const { status, body, contentType } = answer
+  if (body instanceof Uint8Array) return JSON.stringify({ status, contentType, base64: Buffer.from(body).toString('base64') })
+  return JSON.stringify({ status, body, ...(contentType === undefined ? {} : { contentType }) })
+}
+
+export function decodeAnswer (text: string): StoredAnswer {
+  const parsed = JSON.parse(text) as { status: number, body?: unknown, contentType?: string, base64?: string }
+  const body = parsed.base64 === undefined ? parsed.body ?? null : new Uint8Array(Buffer.from(parsed.base64, 'base64'))
+  return { status: parsed.status, body, ...(parsed.contentType === undefined ? {} : { contentType: parsed.contentType }) }
 }

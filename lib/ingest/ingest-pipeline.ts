@@ -3,7 +3,8 @@
 // The route authenticates and finds the stream, then calls runIngest with its own answer.
 //
 //   admission (rate, concurrency, uncommitted bytes: 429)  ─ content type, encoding, declared
-//   size (400, 413)  ─ Idempotency-Key (a replay answers here)            before the body is read
+//   size (400, 413)  ─ Idempotency-Key (a replay answers here, once its body's fingerprint
+//   matches the first attempt's: else 422)                                 before the body is read
 //   ─ reading slot (limits.maxReadingRequests)
 //   ─ min data rate (408) ─ byte limit, wire (413) ─ decoder ─ byte limit, decoded (413)
 //   ─ framing: line framer ─ splitter ─ batcher (NDJSON), or the whole body as one task
@@ -39,6 +40,7 @@ import { BodyCollector } from './body-collector.ts'
 import { WorkerDispatch } from './worker-dispatch.ts'
 import { IngestSummary } from './ingest-summary.ts'
 import { IdempotencyCache } from './idempotency.ts'
+import { BodyFingerprint, checkRetryBody } from './body-fingerprint.ts'
 import type { StoredAnswer } from './idempotency.ts'
 import type { InputKind, LineFailure } from './parse-task.ts'
 
@@ -131,8 +133,17 @@ export async function runIngest (ctx: RequestContext, deps: IngestDeps, request:
     }
     IdempotencyCache.validateKey(key)
     const scope = `${org.id}/${stream.name}/${request.token.id}`
+    // The request's fingerprint tells a retry from another request under the same key (6.7).
+    const path = ctx.url.pathname
+    const print = new BodyFingerprint(path)
     const { answer, replayed } = await deps.idempotency.once(scope, key, ctx.requestId,
-      () => ingestBody(ctx, deps, request, ticket, decoder))
+      () => ingestBody(ctx, deps, request, ticket, decoder, print), {
+        fingerprint: () => print.fingerprint(),
+        check: async (first) => {
+          decoder?.destroy()
+          await checkRetryBody(req, path, config.maxRawBytes, first)
+        },
+      })
     if (replayed) {
       res.setHeader('idempotent-replayed', 'true')
       decoder?.destroy()
@@ -167,6 +178,7 @@ function acceptBody (ctx: RequestContext, config: Config['ingest'], check: (head
 /** One attempt at the body, with a signal that aborts when the client leaves. */
 async function ingestBody (
   ctx: RequestContext, deps: IngestDeps, request: IngestRequest, ticket: AdmissionTicket, decoder: Duplex | null,
+  print?: BodyFingerprint,
 ): Promise<IngestAnswer> {
   const { res } = ctx
   const left = new AbortController()
@@ -175,7 +187,7 @@ async function ingestBody (
   }
   res.once('close', onClose)
   try {
-    return await readAndStore(ctx, deps, request, ticket, decoder, left.signal)
+    return await readAndStore(ctx, deps, request, ticket, decoder, left.signal, print)
   } finally {
     res.off('close', onClose)
   }
@@ -191,7 +203,7 @@ class ClientLeftError extends Error {
 
 async function readAndStore (
   ctx: RequestContext, deps: IngestDeps, request: IngestRequest, ticket: AdmissionTicket, decoder: Duplex | null,
-  signal: AbortSignal,
+  signal: AbortSignal, print?: BodyFingerprint,
 ): Promise<IngestAnswer> {
   const { config, metrics } = deps
   const { org, stream } = request
@@ -216,7 +228,7 @@ async function readAndStore (
     live,
     ...(request.inputKind !== undefined && request.inputKind !== 'ndjson' ? { inputKind: request.inputKind } : {}),
   })
-  await pipeline([ctx.req, ...limits, ...framing.stages, dispatch])
+  await pipeline([ctx.req, ...(print ? [print] : []), ...limits, ...framing.stages, dispatch])
 
   for (const [code, n] of summary.failedByCode) metrics.linesFailed.inc({ code }, n)
   const outcome: IngestOutcome = {

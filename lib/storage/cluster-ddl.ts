@@ -8,7 +8,7 @@
 //   /clickhouse/tables/{shard}/<database>/<name>_local (one replica set per shard), with a
 //   Distributed table `<name>` over it on every host, so reads name the same tables as on one
 //   node. Every other table (metadata: orgs, users, PATs, streams, tokens, token use, audit,
-//   claims, the node registry, schema_migrations) is replicated to every host under one ZooKeeper path without
+//   claims, the node registry, idempotency keys, schema_migrations) is replicated to every host under one ZooKeeper path without
 //   {shard}, /clickhouse/tables/all/<database>/<name>, so each node reads all of it from its
 //   nearest ClickHouse. The `{replica}` macro must therefore be unique across the cluster.
 // - CREATE TABLE: ON CLUSTER, the engine made Replicated (its arguments kept after path and

@@ -3,7 +3,8 @@
 // - drops whole day partitions once every stream's retention has passed them (cheap: files go);
 // - for streams that keep less than the longest retention, deletes their older rows with a
 //   mutation, issued only when such rows exist, so an idle janitor costs a few small queries.
-// It runs shortly after start and then every `intervalMs`. Several nodes may run it at once: a
+// It runs shortly after start and then every `intervalMs`; each run also drops the expired hours
+// of idempotency keys (lib/storage/idempotency-store.ts). Several nodes may run it at once: a
 // dropped partition is dropped once, and a repeated mutation deletes nothing more.
 // Cluster mode (`cluster`): the tables are the Distributed names, their partitions are read
 // from one replica of every shard, and drops and deletes go to the local tables ON CLUSTER
@@ -14,6 +15,7 @@ import type { Logger } from '../logger.ts'
 import { rawSql, sql } from './sql.ts'
 import { localTableName, mutationTarget } from './cluster-ddl.ts'
 import type { ClusterTarget } from './cluster-ddl.ts'
+import { dropExpiredKeys } from './idempotency-store.ts'
 
 const dayMs = 86_400_000
 
@@ -83,6 +85,8 @@ export function startRetentionJanitor (clickhouse: ClickHouse, store: MetadataSt
   cluster: string | null = null): RetentionJanitor {
   const run = (): void => {
     enforceRetention(clickhouse, store, Date.now(), log, cluster).catch((err: unknown) => log.warn('retention run failed', { err }))
+    // Expired idempotency keys go too (no table TTL on ClickHouse 18.16).
+    dropExpiredKeys(clickhouse, Date.now()).catch((err: unknown) => log.warn('dropping expired idempotency keys failed', { err }))
   }
   const first = setTimeout(run, 10_000)
   const timer = setInterval(run, intervalMs)

@@ -58,3 +58,17 @@ t.test('an answer is replayed within the window only', async (t) => {
   clock = 1_000
   t.same(await cache.once('s', 'k', 'req-3', async () => ok(3)), { answer: ok(3), replayed: false })
 })
+
+t.test('a replay is checked against the first request\'s fingerprint; an unknown one is not compared', async (t) => {
+  const cache = new IdempotencyCache()
+  const print = (mine: string): { fingerprint: () => string, check: (first: string) => Promise<void> } => ({
+    fingerprint: () => mine,
+    check: async (first) => { if (first !== '' && first !== mine) throw new SluiceError('idempotency_key_reused') },
+  })
+  await cache.once('s', 'k', 'req-1', async () => ok(1), print('aaa'))
+  t.same(await cache.once('s', 'k', 'req-2', async () => ok(2), print('aaa')), { answer: ok(1), replayed: true })
+  await t.rejects(cache.once('s', 'k', 'req-3', async () => ok(3), print('bbb')), { code: 'idempotency_key_reused' })
+  t.same(await cache.once('s', 'k', 'req-4', async () => ok(4), print('aaa')), { answer: ok(1), replayed: true }, 'the key keeps its first answer')
+  await t.rejects(cache.once('s', 'early', 'req-5', async () => { throw new SluiceError('unsupported_content_type') }, print('')), { code: 'unsupported_content_type' })
+  t.equal((await cache.once('s', 'early', 'req-6', async () => ok(6), print('ccc'))).replayed, true, 'a body never read is not compared')
+})

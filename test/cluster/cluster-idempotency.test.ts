@@ -1,0 +1,116 @@
+// Idempotency-Key across nodes (docs/api.md section 6.7) against the local cluster: a key
+// answered on node 1 is replayed on node 2, which reads it from its own ClickHouse host after
+// replication. One cluster for this file. Node 1 reads from host s1r1, node 2 from s2r2.
+import t from 'tap'
+import { api, eventually, hostSql, ingest, startTestCluster } from '../helpers/cluster.ts'
+import type { ClusterResponse } from '../helpers/cluster.ts'
+
+t.setTimeout(300_000) // four ClickHouse servers, ZooKeeper and two nodes start in 15-40 s on a loaded 2-core box
+
+const cluster = await startTestCluster(t)
+const [a, b] = cluster.nodes
+const admin = cluster.adminToken
+const db = cluster.database
+/** Host indexes: 0 s1r1, 1 s1r2, 2 s2r1, 3 s2r2. */
+const shardHosts = [[0, 1], [2, 3]]
+
+/** Rows of the stream stored across the shards: per shard the replica holding the most (a 200 is a commit on one). */
+async function storedRows (stream: string): Promise<number> {
+  const counts = await Promise.all(cluster.clickhouseUrls.map(async (url) =>
+    Number(await hostSql(url, `SELECT count() FROM ${db}.events_local WHERE stream = '${stream}'`))))
+  return shardHosts.reduce((sum, [r1, r2]) => sum + Math.max(counts[r1], counts[r2]), 0)
+}
+
+function keyed (node: string, token: string, stream: string, key: string, lines: object[]): Promise<ClusterResponse> {
+  return api(node, token, 'POST', `/api/ingest/${stream}`, lines.map((l) => JSON.stringify(l)).join('\n') + '\n',
+    { 'content-type': 'application/x-ndjson', 'idempotency-key': key })
+}
+
+/** Rows for `key` in a host's replica of idempotency_keys. */
+async function keyRows (url: string, key: string): Promise<number> {
+  return Number(await hostSql(url, `SELECT count() FROM ${db}.idempotency_keys WHERE key = '${key}'`))
+}
+
+const stream = 'idem'
+const created = await api(a.url, admin, 'POST', '/api/streams', { name: stream })
+if (created.status !== 201) throw new Error(`create: ${created.status} ${JSON.stringify(created.body)}`)
+const tokenRes = await api(a.url, admin, 'POST', `/api/streams/${stream}/ingest-token`, {})
+if (tokenRes.status !== 201) throw new Error(`token: ${tokenRes.status} ${JSON.stringify(tokenRes.body)}`)
+const token: string = tokenRes.body.token
+// Node 2 knows the token after its next metadata refresh (500 ms here).
+await eventually('node 2 accepts the token', async () => {
+  const r = await ingest(b.url, token, stream, [{ message: 'warm-up' }])
+  return r.status === 200 ? true : undefined
+}, 10_000, 100)
+
+t.test('idempotency_keys is a metadata table: replicated to every host under one ZooKeeper path', async (t) => {
+  for (const url of cluster.clickhouseUrls) {
+    const path = await hostSql(url, `SELECT zookeeper_path FROM system.replicas WHERE database = '${db}' AND table = 'idempotency_keys'`)
+    t.equal(path, `/clickhouse/tables/all/${db}/idempotency_keys`, `host ${url}`)
+  }
+})
+
+t.test('a key answered on node 1 is replayed on node 2: the first answer, stored once', async (t) => {
+  const before = await storedRows(stream)
+  const lines = [{ host: 'h', message: 'one' }, { host: 'h', message: 'two' }, { host: 'h', message: 'three' }]
+  const first = await keyed(a.url, token, stream, 'order-1', lines)
+  t.equal(first.status, 200)
+  t.equal(first.body.ingested, 3)
+  t.equal(first.headers['idempotent-replayed'], undefined, 'the first attempt ran')
+  t.equal(await storedRows(stream), before + 3)
+
+  // The retry of a client that timed out comes seconds later; node 2 sees the key once its host
+  // (s2r2) has the row node 1's host (s1r1) took.
+  await eventually('node 2\'s host has the key', async () => (await keyRows(b.clickhouseUrl, 'order-1')) > 0 ? true : undefined, 10_000, 50)
+  const retry = await keyed(b.url, token, stream, 'order-1', lines)
+  t.equal(retry.status, 200)
+  t.equal(retry.headers['idempotent-replayed'], 'true')
+  t.same(retry.body, first.body, 'the first answer, its request_id included')
+  t.equal(retry.body.request_id, first.body.request_id)
+
+  // The same key with another body, on either node: refused, nothing of it stored.
+  for (const node of [b, a]) {
+    const other = await keyed(node.url, token, stream, 'order-1', [{ host: 'h', message: 'something else' }])
+    t.equal(other.status, 422, `node ${node.index + 1}`)
+    t.equal(other.body.error, 'idempotency_key_reused')
+  }
+  const again = await keyed(a.url, token, stream, 'order-1', lines)
+  t.equal(again.headers['idempotent-replayed'], 'true', 'node 1 replays from its memory')
+
+  t.equal(await storedRows(stream), before + 3, 'stored once across both shards')
+  const total = Number(await hostSql(cluster.clickhouseUrls[0], `SELECT count() FROM ${db}.idempotency_keys WHERE key = 'order-1'`))
+  t.equal(total, 1, 'one record of the key: replays record nothing')
+})
+
+t.test('a client error is replayed across nodes too; a new key on node 2 runs', async (t) => {
+  const first = await keyed(a.url, token, stream, 'bad-1', [])
+  t.equal(first.status, 400)
+  t.equal(first.body.error, 'empty_body')
+  await eventually('node 2\'s host has the key', async () => (await keyRows(b.clickhouseUrl, 'bad-1')) > 0 ? true : undefined, 10_000, 50)
+  const retry = await keyed(b.url, token, stream, 'bad-1', [])
+  t.equal(retry.status, 400)
+  t.equal(retry.body.error, 'empty_body')
+  t.equal(retry.body.request_id, first.body.request_id)
+  const fresh = await keyed(b.url, token, stream, 'fresh-1', [{ message: 'new' }])
+  t.equal(fresh.status, 200)
+  t.equal(fresh.headers['idempotent-replayed'], undefined)
+})
+
+t.test('how long until a key answered on node 1 is visible to node 2 (measured, not asserted)', async (t) => {
+  const delays: number[] = []
+  for (let i = 0; i < 10; i++) {
+    const key = `measure-${i}`
+    const res = await keyed(a.url, token, stream, key, [{ message: `m${i}` }])
+    t.equal(res.status, 200)
+    const answeredAt = Date.now()
+    await eventually(`node 2's host has ${key}`, async () => (await keyRows(b.clickhouseUrl, key)) > 0 ? true : undefined, 10_000, 10)
+    delays.push(Date.now() - answeredAt)
+  }
+  delays.sort((x, y) => x - y)
+  t.comment(`answer on node 1 -> key visible on node 2's host, ms: min ${delays[0]}, median ${delays[5]}, max ${delays[9]} (${delays.join(', ')})`)
+  // Every one of them was replayed through node 2.
+  for (let i = 0; i < 10; i++) {
+    const r = await keyed(b.url, token, stream, `measure-${i}`, [{ message: `m${i}` }])
+    t.equal(r.headers['idempotent-replayed'], 'true', `measure-${i} replayed on node 2`)
+  }
+})

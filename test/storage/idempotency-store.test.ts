@@ -1,0 +1,90 @@
+// Idempotency keys in ClickHouse (lib/storage/idempotency-store.ts) behind IdempotencyCache: two
+// caches on one ClickHouse stand for two nodes, or one node before and after a restart.
+import t from 'tap'
+import { createTestDatabase } from '../helpers/clickhouse.ts'
+import { migrate } from '../../lib/storage/migrate.ts'
+import { dropExpiredKeys, IdempotencyStore } from '../../lib/storage/idempotency-store.ts'
+import { createClickHouse } from '../../lib/storage/clickhouse.ts'
+import { IdempotencyCache } from '../../lib/ingest/idempotency.ts'
+import type { StoredAnswer } from '../../lib/ingest/idempotency.ts'
+import { SluiceError } from '../../lib/errors.ts'
+import { createLogger } from '../../lib/logger.ts'
+
+const log = createLogger({ level: 'silent' })
+const ok = (n: number): StoredAnswer => ({ status: 200, body: { ingested: n, request_id: `req-${n}` } })
+
+t.test('an answer recorded by one node is replayed by another (or after a restart), within the window', async (t) => {
+  const { clickhouse } = await createTestDatabase(t)
+  await migrate(clickhouse, log)
+  let now = 10_000_000
+  const clock = (): number => now
+  const storeA = new IdempotencyStore({ clickhouse, log, now: clock })
+  const storeB = new IdempotencyStore({ clickhouse, log, now: clock })
+  const nodeA = new IdempotencyCache(1_000, 100, clock, storeA)
+  const nodeB = new IdempotencyCache(1_000, 100, clock, storeB)
+  let runs = 0
+  t.same(await nodeA.once('org/s/tok', 'k1', 'req-1', async () => { runs++; return ok(3) }), { answer: ok(3), replayed: false })
+  await storeA.flushed()
+  t.equal(storeA.pending, 0, 'recorded')
+  t.same(await nodeB.once('org/s/tok', 'k1', 'req-2', async () => { runs++; return ok(9) }), { answer: ok(3), replayed: true })
+  t.equal(runs, 1, 'node B did not run its attempt')
+  t.equal((await nodeB.once('org/s/other', 'k1', 'req-3', async () => { runs++; return ok(4) })).replayed, false, 'the key is scoped')
+
+  // Node B keeps what it found only until the first node's expiry, not a window of its own.
+  now += 999
+  t.equal((await nodeB.once('org/s/tok', 'k1', 'req-4', async () => { runs++; return ok(5) })).replayed, true)
+  now += 1
+  const nodeC = new IdempotencyCache(1_000, 100, clock, new IdempotencyStore({ clickhouse, log, now: clock }))
+  t.same(await nodeC.once('org/s/tok', 'k1', 'req-5', async () => { runs++; return ok(6) }), { answer: ok(6), replayed: false }, 'expired everywhere')
+  t.same(await nodeB.once('org/s/tok', 'k1', 'req-6', async () => { runs++; return ok(7) }), { answer: ok(7), replayed: false }, 'expired on B too')
+})
+
+t.test('client errors and binary answers are recorded; retryable outcomes are not', async (t) => {
+  const { clickhouse } = await createTestDatabase(t)
+  await migrate(clickhouse, log)
+  const storeA = new IdempotencyStore({ clickhouse, log })
+  const nodeA = new IdempotencyCache(600_000, 100, Date.now, storeA)
+  const nodeB = new IdempotencyCache(600_000, 100, Date.now, new IdempotencyStore({ clickhouse, log }))
+
+  await t.rejects(nodeA.once('s', 'bad', 'req-1', async () => { throw new SluiceError('empty_body', 'no lines') }), { code: 'empty_body' })
+  const protobuf: StoredAnswer = { status: 200, body: new Uint8Array([0, 1, 2, 255]), contentType: 'application/x-protobuf' }
+  await nodeA.once('s', 'bin', 'req-2', async () => protobuf)
+  await nodeA.once('s', 'empty', 'req-3', async () => ({ status: 204, body: null }))
+  await t.rejects(nodeA.once('s', 'busy', 'req-4', async () => { throw new SluiceError('storage_unavailable', undefined, { retryAfter: 1 }) }), { code: 'storage_unavailable' })
+  await storeA.flushed()
+
+  const bad = await nodeB.once('s', 'bad', 'req-5', async () => ok(1))
+  t.equal(bad.replayed, true)
+  t.equal(bad.answer.status, 400)
+  t.match(bad.answer.body, { error: 'empty_body', message: 'no lines', request_id: 'req-1' })
+  t.same(await nodeB.once('s', 'bin', 'req-6', async () => ok(1)), { answer: protobuf, replayed: true }, 'bytes and content type kept')
+  t.same(await nodeB.once('s', 'empty', 'req-7', async () => ok(1)), { answer: { status: 204, body: null }, replayed: true })
+  t.same(await nodeB.once('s', 'busy', 'req-8', async () => ok(2)), { answer: ok(2), replayed: false }, 'a 503 is not recorded: the retry runs')
+})
+
+t.test('a ClickHouse that fails the lookup: the request runs as a new one', async (t) => {
+  const { url } = await createTestDatabase(t)
+  const missing = createClickHouse({ url, database: 'sluice_no_such_database', user: 'default', password: '', requestTimeoutMs: 5_000 })
+  t.teardown(() => missing.close())
+  const store = new IdempotencyStore({ clickhouse: missing, log })
+  const cache = new IdempotencyCache(600_000, 100, Date.now, store)
+  t.same(await cache.once('s', 'k', 'req-1', async () => ok(1)), { answer: ok(1), replayed: false })
+  t.same(await cache.once('s', 'k', 'req-2', async () => ok(2)), { answer: ok(1), replayed: true }, 'this node\'s memory still holds it')
+  await store.close()
+})
+
+t.test('the janitor drops the hours whose keys have all expired', async (t) => {
+  const { clickhouse } = await createTestDatabase(t)
+  await migrate(clickhouse, log)
+  const hour = 3_600_000
+  const now = 500 * hour + 1_000
+  const store = new IdempotencyStore({ clickhouse, log })
+  store.record('s', 'old', '{"status":200,"body":null}', '', now - 3 * hour, 498 * hour + 5) // hour 498, expired
+  store.record('s', 'late', '{"status":200,"body":null}', '', now - hour, 500 * hour - 5) // hour 499, expired
+  store.record('s', 'live', '{"status":200,"body":null}', '', now - 1_000, now + 600_000) // hour 500
+  await store.flushed()
+  t.equal(await dropExpiredKeys(clickhouse, now), 2)
+  const left = await clickhouse.query<{ key: string }>('SELECT key FROM idempotency_keys ORDER BY key')
+  t.same(left.map((r) => r.key), ['live'])
+  t.equal(await dropExpiredKeys(clickhouse, now), 0, 'the live hour stays')
+})
