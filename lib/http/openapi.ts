@@ -54,7 +54,7 @@ const ingestResponses: Json = {
   ...pick(400, 401, 403, 404, 413),
   408: errorResponse('request_timeout: the body arrived too slowly; the connection is closed'),
   417: errorResponse('expectation_failed'),
-  422: { description: 'all_lines_failed: the Error fields plus the summary', content: jsonContent({ allOf: [ref('Error'), ref('IngestSummary')] }) },
+  422: { description: 'all_lines_failed: the Error fields plus the summary; idempotency_key_reused: the Idempotency-Key was used for another request', content: jsonContent({ allOf: [ref('Error'), ref('IngestSummary')] }) },
   ...pick(429, 503),
 }
 
@@ -300,7 +300,7 @@ const inputPaths: Json = {
 const errorCodeEnum = [
   'bad_request', 'unsupported_content_type', 'unsupported_content_encoding', 'malformed_body', 'empty_body',
   'invalid_query', 'unauthorized', 'invalid_token', 'wrong_token_kind', 'insufficient_ability', 'forbidden_stream',
-  'not_found', 'method_not_allowed', 'conflict', 'payload_too_large', 'validation_failed', 'all_lines_failed',
+  'not_found', 'method_not_allowed', 'conflict', 'payload_too_large', 'validation_failed', 'all_lines_failed', 'idempotency_key_reused',
   'rate_limited', 'too_many_concurrent_requests', 'server_busy', 'too_many_tails', 'internal_error',
   'storage_unavailable', 'storage_outcome_unknown', 'not_ready', 'shutting_down', 'request_timeout',
   'expectation_failed',
