@@ -44,7 +44,7 @@ export interface Config {
     binary: string | null
     /** ms to wait for the managed server to answer after it starts. */
     startTimeoutMs: number
-    /** Cluster name in remote_servers; null: single node (lib/storage/cluster.ts). */
+    /** Cluster name in remote_servers; null: single node (lib/storage/cluster-ddl.ts). */
     cluster: string | null
     /** Comma-separated HTTP URLs of the hosts batches are inserted into; null: `url` only. */
     insertUrls: string | null
