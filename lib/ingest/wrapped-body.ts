@@ -1,4 +1,4 @@
-// Wrapped bodies on the NDJSON route (docs/api.md section 6.6): a JSON object line that is a
+// Wrapped bodies on the NDJSON route (docs/api.md sections 6.4 and 6.6): a JSON object line that is a
 // known wrapper of many records, not an event. Stored as one event it would hide every record
 // in one attrs value, so the parse worker fails the line with `wrapped_body` and a message
 // naming the endpoint that reads the shape; the route then answers 400 wrapped_body when nothing
