@@ -11,6 +11,7 @@ export const errorCatalogue = {
   empty_body: { status: 400, message: 'The request body holds no lines' },
   undecodable_body: { status: 400, message: 'The body is not a message of the format this route takes' },
   entries_rejected: { status: 400, message: 'Some entries of the push were rejected; the others are stored' },
+  wrapped_body: { status: 400, message: 'The body wraps many records in one object (an export or push format); send it to the endpoint that reads it' },
   invalid_query: { status: 400, message: 'The query is not valid' },
   unauthorized: { status: 401, message: 'Send Authorization: Bearer <token>' },
   invalid_token: { status: 403, message: 'The token is unknown, expired or revoked' },

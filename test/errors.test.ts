@@ -46,3 +46,9 @@ t.test('every 429 and 503 in the catalogue gets a Retry-After where raised', asy
   t.equal(toHttpError(own), own)
   t.equal(own.status, 429)
 })
+
+t.test('wrapped_body is both a line failure code and the 400 of a request made only of such lines', async (t) => {
+  t.ok((lineFailureCodes as readonly string[]).includes('wrapped_body'), 'a line failure code')
+  t.equal(errorCatalogue.wrapped_body.status, 400)
+  t.equal(new SluiceError('wrapped_body').code, 'wrapped_body')
+})

@@ -10,6 +10,7 @@ export const lineFailureCodes = [
   'line_too_long',
   'ts_out_of_range',
   'too_deep',
+  'wrapped_body',
 ] as const
 export type LineFailureCode = typeof lineFailureCodes[number]
 

@@ -77,7 +77,13 @@ const managementPaths: Json = {
           'application/json': { schema: { type: 'string' } },
         },
       },
-      responses: ingestResponses,
+      responses: {
+        ...ingestResponses,
+        400: {
+          description: 'empty_body, unsupported_content_type, unsupported_content_encoding, malformed_body or bad_request; wrapped_body (docs/api.md section 6.6): a wrapper of many records (an OTLP export, a Loki push, `{"logs":[...]}`, an Elasticsearch _bulk body) whose message names the endpoint to use, with the summary fields; nothing stored',
+          content: jsonContent({ anyOf: [ref('Error'), { allOf: [ref('Error'), ref('IngestSummary')] }] }),
+        },
+      },
     },
   },
   '/api/streams': {
@@ -306,6 +312,8 @@ const errorCodeEnum = [
   'expectation_failed',
   // Protocol inputs (w3-otlp): listed in test/http/openapi.test.ts's `pendingErrorCodes` until merged.
   'undecodable_body', 'entries_rejected',
+  // Wrapped bodies on the NDJSON route (issue 15).
+  'wrapped_body',
 ]
 
 const abilities = ['streams:create', 'streams:read', 'streams:update', 'streams:delete', 'streams:issue-token',

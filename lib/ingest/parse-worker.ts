@@ -22,6 +22,7 @@ import type { TimeBounds } from '../events/normalize.ts'
 import type { EventRejection } from '../events/rejection.ts'
 import { EventRowWriter } from './row-serializer.ts'
 import { LineScanner, blankLine, scannedRow } from './line-scanner.ts'
+import { wrappedBodyMessage } from './wrapped-body.ts'
 import { LiveCollector } from '../live/live-collector.ts'
 import { maxListedFailures } from './parse-task.ts'
 import type { BodyError, LineFailure, LineFailureCode, LineSink, ParseResult, ParseTask, RecordSink } from './parse-task.ts'
@@ -101,7 +102,10 @@ export class TaskOutput implements LineSink {
     return null
   }
 
-  /** Parses text[start, end), one line without its '\n', of `size` bytes in the body. */
+  /**
+   * Parses text[start, end), one NDJSON line without its '\n', of `size` bytes in the body. A
+   * wrapper of many records fails it with wrapped_body (wrapped-body.ts).
+   */
   addLine (text: string, start: number, end: number, line: number, size: number): void {
     if (isBlank(text, start, end)) return
     let value: unknown
@@ -109,6 +113,12 @@ export class TaskOutput implements LineSink {
       value = JSON.parse(text.slice(start, end))
     } catch (err) {
       this.fail(line, 'invalid_json', (err as SyntaxError).message)
+      return
+    }
+    // A wrapper of many records (an OTLP export, a Loki push, {"logs":[...]}) is no event.
+    const wrapped = wrappedBodyMessage(value)
+    if (wrapped !== null) {
+      this.fail(line, 'wrapped_body', wrapped)
       return
     }
     this.addValue(value, line, size)

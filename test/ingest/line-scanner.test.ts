@@ -18,6 +18,7 @@ import type { TimeBounds } from '../../lib/events/normalize.ts'
 import { EventRowWriter, readEventRows } from '../../lib/ingest/row-serializer.ts'
 import { createRandom, generateLines } from '../../bench/payload.ts'
 import { TailFrameWriter } from '../../lib/live/tail-frames.ts'
+import { wrappedBodyMessage, wrapperKeys } from '../../lib/ingest/wrapped-body.ts'
 
 const day = 86_400_000
 const receivedAt = Date.UTC(2025, 10, 21, 12, 0, 0)
@@ -25,7 +26,7 @@ const bounds: TimeBounds = { receivedAt, minTs: receivedAt - 30 * day, maxTs: re
 const seq = 42
 const referenceRowBuffer = new EventRow()
 
-/** The reference row of a line, or null when the line fails. */
+/** The reference row of a line, or null when the line fails (the worker's wrapped_body check included). */
 function referenceRow (line: string): EventRow | null {
   let value: unknown
   try {
@@ -33,6 +34,7 @@ function referenceRow (line: string): EventRow | null {
   } catch {
     return null
   }
+  if (wrappedBodyMessage(value) !== null) return null
   return normalizeEvent(value, bounds, referenceRowBuffer) === null ? referenceRowBuffer : null
 }
 
@@ -301,6 +303,38 @@ t.test('declined: what the reference must word, or what the scanner leaves to it
     '{"log":"{\\"status\\":\\"x\\"}"}', // a nested field kept in attrs
   ]
   for (const line of cases) t.equal(scan(line).outcome, declined, line)
+})
+
+t.test('wrapped bodies: declined (the worker fails them with wrapped_body); the same keys among others are taken', async (t) => {
+  const wrappers = [
+    '{"resourceLogs":[{"scopeLogs":[]}]}',
+    '{"resourceSpans":[{"scopeSpans":[]}]}',
+    '{"resourceMetrics":[]}',
+    '{"streams":[{"stream":{"app":"a"},"values":[["1","x"]]}]}',
+    '{"index":{"_index":"logs"}}',
+    '{"create":{}}',
+    ' {"logs":[{"message":"a"}]} ',
+    ...['events', 'records', 'messages', 'data', 'entries', 'items'].map((key) => `{"${key}":[{"a":1}]}`),
+  ]
+  for (const line of wrappers) {
+    t.equal(scan(line).outcome, declined, line)
+    t.ok(wrappedBodyMessage(JSON.parse(line)), 'and it is a wrapped body')
+  }
+  t.same(wrapperKeys.filter((key) => !wrappers.some((line) => line.includes(`{"${key}":`))), [], 'every wrapper key is tried')
+  // Single-member lines that are no wrapper are declined too (the check is by key), and stored by the reference.
+  for (const line of ['{"logs":[]}', '{"index":{"name":"users"}}', '{"data":{"a":1}}']) {
+    t.equal(scan(line).outcome, declined, line)
+    t.equal(wrappedBodyMessage(JSON.parse(line)), null, 'no wrapped body')
+    t.ok(referenceRow(line), 'the reference stores it')
+  }
+  const events = [
+    '{"message":"batch done","events":[{"id":1}]}',
+    '{"host":"h","logs":[{"a":1}]}',
+    '{"logs":[{"a":1}],"level":"info"}',
+    '{"resourceLogs":[],"x":1}',
+    '{"logs":"text"}',
+  ]
+  t.equal(checkAll(t, events.map((line) => [line])), events.length)
 })
 
 t.test('nesting: the scanner takes what the reference keeps (64 levels) and declines what it fails (65)', async (t) => {
