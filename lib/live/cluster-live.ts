@@ -1,5 +1,5 @@
 // The live tail across nodes in cluster mode (README, Deployment: cluster mode; docs/api.md
-// section 12). Push, not poll: a node that commits events for a stream that clients tail on
+// section 10). Push, not poll: a node that commits events for a stream that clients tail on
 // other nodes forwards the frames its workers built, and the stream's stats partial, to those
 // nodes over HTTP right after the commit, so a remote tail lags a local one by one HTTP hop.
 //

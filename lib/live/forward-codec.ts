@@ -1,4 +1,4 @@
-// The body of POST /internal/live (docs/api.md section 12): what a node forwards to a peer that
+// The body of POST /internal/live (docs/api.md section 10): what a node forwards to a peer that
 // tails a stream, after a commit. One body holds one or more messages back to back; a message is
 // a JSON header line, then the frames of its parts one after the other:
 //   {"o":org id,"s":stream,"st":LiveStatsPartial,"p":[{"q":filter,"e":[frame ends],"d":dropped}]}\n

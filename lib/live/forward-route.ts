@@ -1,4 +1,4 @@
-// POST /internal/live (docs/api.md section 12): a peer's forwarded tail frames and stats for
+// POST /internal/live (docs/api.md section 10): a peer's forwarded tail frames and stats for
 // this node's tail clients (cluster-live.ts). Registered only in cluster mode with
 // cluster.nodeUrl and cluster.secret set; the caller must send the secret in
 // x-sluice-cluster-secret (401 unauthorized without it, 403 invalid_token when it differs,
