@@ -57,6 +57,7 @@ export class ClusterLive implements TailPeers {
   #subscribers = new Map<string, Subscriber[]>()
   #filters = new Map<string, string[]>()
   #advertTimer: NodeJS.Timeout | undefined
+  #closed = false
 
   constructor (options: ClusterLiveOptions) {
     this.#o = options
@@ -69,7 +70,8 @@ export class ClusterLive implements TailPeers {
 
   /** This node's tails changed: tell the others with a heartbeat soon. */
   tailsChanged (): void {
-    if (this.#advertTimer !== undefined) return
+    // Closed: the clients' sockets close during shutdown, after the registry's last heartbeat.
+    if (this.#advertTimer !== undefined || this.#closed) return
     this.#advertTimer = setTimeout(() => {
       this.#advertTimer = undefined
       this.#o.beat().catch((err: unknown) => this.#o.log.warn('live tail: could not advertise this node\'s tails', { err }))
@@ -108,6 +110,7 @@ export class ClusterLive implements TailPeers {
   }
 
   close (): void {
+    this.#closed = true
     clearTimeout(this.#advertTimer)
     for (const link of this.#links.values()) link.close()
     this.#links.clear()

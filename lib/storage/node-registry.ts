@@ -8,7 +8,7 @@
 // - liveNodes is at least 1 (this node), and keeps its last value while ClickHouse does not
 //   answer: a node never takes the whole limit because the count failed.
 // - stop() records heartbeat 0 (the node left: the others take its share at their next count)
-//   and stops the timer.
+//   and stops the timer; a beat() after it writes nothing (a stopped node stays stopped).
 // - Tolerance: after a node joins or leaves, the others use the old count for up to 3 x intervalMs
 //   (leaving by stop(): one interval), so the cluster admits up to (old count / new count) of
 //   the limit meanwhile; between counts, each node's share is the limit / nodes rounded up.
@@ -52,6 +52,7 @@ export class NodeRegistry {
   #version = 0
   #advertise: () => NodeAdvert = () => noAdvert
   #peers: PeerNode[] = []
+  #stopped = false
 
   constructor (options: NodeRegistryOptions) {
     this.#ch = options.clickhouse
@@ -82,6 +83,7 @@ export class NodeRegistry {
 
   /** Writes a heartbeat and counts the live nodes. */
   async beat (): Promise<void> {
+    if (this.#stopped) return // a late beat would make a stopped node live again
     const now = this.#now()
     await this.#write(now, this.#advertise())
     const rows = await this.#ch.query<{ node_id: string, address: string, tails: string }>(sql`SELECT node_id, address, tails
@@ -91,6 +93,7 @@ export class NodeRegistry {
   }
 
   async stop (): Promise<void> {
+    this.#stopped = true
     clearTimeout(this.#timer)
     this.#timer = undefined
     await this.#write(0, noAdvert).catch((err: unknown) => this.#log.warn('node registry: could not record the stop', { err }))

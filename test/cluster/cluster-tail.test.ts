@@ -3,6 +3,8 @@
 // own, filtered by q; its stats count node 2's events; a stopped peer never holds ingest on the
 // other node. One cluster for the file.
 import t from 'tap'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { api, eventually, ingest, startTestCluster } from '../helpers/cluster.ts'
 import { openSse } from '../helpers/sse.ts'
 import type { SseClient, SseFrame } from '../helpers/sse.ts'
@@ -83,6 +85,21 @@ t.test('a tail on node 1 shows events ingested through node 2 and node 1, filter
   await errors.next(isEvent('/a-err'), 10_000)
   const okPaths = errors.frames.filter((f) => f.event === 'event' && ['/b-ok', '/a-ok'].includes(JSON.parse(f.data).path))
   t.same(okPaths, [], 'the filtered tail got no 2xx event from either node')
+})
+
+t.test('POST /internal/live takes only the cluster secret', async (t) => {
+  const secret: string = JSON.parse(readFileSync(join(cluster.dir, 'sluice-1', 'config.json'), 'utf8')).cluster.secret
+  const none = await api(a.url, null, 'POST', '/internal/live', 'x')
+  t.equal(none.status, 401)
+  t.equal(none.body.error, 'unauthorized')
+  const wrong = await api(a.url, null, 'POST', '/internal/live', 'x', { 'x-sluice-cluster-secret': secret + 'x' })
+  t.equal(wrong.status, 403)
+  t.equal(wrong.body.error, 'invalid_token')
+  const malformed = await api(a.url, null, 'POST', '/internal/live', 'x', { 'x-sluice-cluster-secret': secret })
+  t.equal(malformed.status, 400)
+  t.equal(malformed.body.error, 'bad_request')
+  const empty = await api(a.url, null, 'POST', '/internal/live', '', { 'x-sluice-cluster-secret': secret })
+  t.equal(empty.status, 204, 'an empty body: nothing to hand out')
 })
 
 t.test('live stats on node 1 count the events ingested through node 2', async (t) => {
