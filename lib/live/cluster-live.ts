@@ -92,6 +92,8 @@ export class ClusterLive implements TailPeers {
     const merged = new LiveStats()
     for (const out of outputs) merged.merge(out.stats)
     const stats = merged.toPartial()
+    // A filter several peers tail is cut out of the request once.
+    const byBit = new Map<number, LiveOutput>()
     for (const { link, filters: wanted } of subscribers) {
       const parts: Array<{ q: string, output: LiveOutput }> = []
       const perFilter: Array<[string, number]> = []
@@ -99,8 +101,9 @@ export class ClusterLive implements TailPeers {
       for (const q of wanted) {
         const bit = filters.indexOf(q)
         if (bit < 0) continue // opened after the request started: from the next one on
-        const output = filterOutput(outputs, bit, stats)
-        output.dropped[0] += link.takeLost(key + '\n' + q)
+        let shared = byBit.get(bit)
+        if (shared === undefined) byBit.set(bit, shared = filterOutput(outputs, bit, stats))
+        const output: LiveOutput = { ...shared, dropped: [shared.dropped[0] + link.takeLost(key + '\n' + q)] }
         parts.push({ q, output })
         perFilter.push([key + '\n' + q, output.ends.length + output.dropped[0]])
         events += output.ends.length
@@ -121,7 +124,9 @@ export class ClusterLive implements TailPeers {
     const peers = this.#o.peers()
     if (peers === this.#seen) return
     this.#seen = peers
-    const subscribers = new Map<string, Subscriber[]>()
+    // Per stream, per link (one per address: a node restarted under a new id while its old
+    // heartbeat has not expired yet is one peer), the filters.
+    const byStream = new Map<string, Map<PeerLink, Set<string>>>()
     const filters = new Map<string, Set<string>>()
     const addresses = new Set<string>()
     for (const peer of peers) {
@@ -147,9 +152,11 @@ export class ClusterLive implements TailPeers {
         if (typeof tail?.org !== 'string' || typeof tail.stream !== 'string' || !Array.isArray(tail.q)) continue
         const key = tail.org + '/' + tail.stream
         const qs = tail.q.filter((q): q is string => typeof q === 'string')
-        let list = subscribers.get(key)
-        if (list === undefined) subscribers.set(key, list = [])
-        list.push({ link, filters: qs })
+        let links = byStream.get(key)
+        if (links === undefined) byStream.set(key, links = new Map())
+        let wanted = links.get(link)
+        if (wanted === undefined) links.set(link, wanted = new Set())
+        for (const q of qs) wanted.add(q)
         let set = filters.get(key)
         if (set === undefined) filters.set(key, set = new Set())
         for (const q of qs) set.add(q)
@@ -161,7 +168,7 @@ export class ClusterLive implements TailPeers {
         this.#links.delete(address)
       }
     }
-    this.#subscribers = subscribers
+    this.#subscribers = new Map([...byStream].map(([key, links]) => [key, [...links].map(([link, qs]) => ({ link, filters: [...qs] }))]))
     this.#filters = new Map([...filters].map(([key, set]) => [key, [...set]]))
   }
 }

@@ -13,10 +13,13 @@ import { LiveStats } from '../../lib/live/live-stats.ts'
 import { decodeForward, encodeForward } from '../../lib/live/forward-codec.ts'
 import { filterOutput } from '../../lib/live/tail-frame-join.ts'
 import { PeerLink } from '../../lib/live/peer-link.ts'
+import { ClusterLive } from '../../lib/live/cluster-live.ts'
+import type { PeerNode } from '../../lib/storage/node-registry.ts'
 import { SluiceError } from '../../lib/errors.ts'
 import { createLogger } from '../../lib/logger.ts'
 import { ManualClock } from '../helpers/manual-clock.ts'
 import { startServer } from '../helpers/server.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 import type { LiveOutput } from '../../lib/live/live-protocol.ts'
 
 class FakeResponse extends EventEmitter {
@@ -135,6 +138,46 @@ t.test('a peer link to a hung peer: bounded queue, drops counted per filter, the
   now = 5000
   link.enqueue(message(5))
   t.equal(dropped, 10, 'after the back-off it is queued again')
+})
+
+t.test('cluster-live sends one message per peer address with its filters\' frames and the secret', async (t) => {
+  const bodies: Array<{ secret: unknown, body: Buffer }> = []
+  let got!: () => void
+  const arrived = new Promise<void>((resolve) => { got = resolve })
+  const server = createServer(async (req, res) => {
+    const chunks: Buffer[] = []
+    for await (const c of req) chunks.push(c as Buffer)
+    bodies.push({ secret: req.headers['x-sluice-cluster-secret'], body: Buffer.concat(chunks) })
+    res.writeHead(204).end()
+    got()
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => server.close())
+  const address = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  const tails = JSON.stringify([{ org: 'o', stream: 'web', q: ['status:5xx'] }])
+  // The same node twice (restarted under a new id, the old heartbeat not expired yet), this node
+  // itself, and a node without an address: one peer.
+  const peers: PeerNode[] = [
+    { nodeId: 'old', address, tails }, { nodeId: 'new', address, tails },
+    { nodeId: 'self', address: 'http://127.0.0.1:1', tails }, { nodeId: 'bare', address: '', tails },
+  ]
+  let sent = 0
+  const live = new ClusterLive({
+    nodeUrl: 'http://127.0.0.1:1', secret: 'sekret', peers: () => peers, beat: async () => {},
+    log: createLogger({ level: 'error' }), onSent: (n) => { sent += n }, onDropped: () => {},
+  })
+  t.teardown(() => live.close())
+  t.same(live.filtersFor('o', 'web'), ['status:5xx'])
+  t.same(live.filtersFor('o', 'other'), [])
+  live.forward('o', 'web', ['', 'status:5xx'], [output([500, 200, 503])])
+  await arrived
+  t.equal(bodies.length, 1, 'one POST')
+  t.equal(bodies[0].secret, 'sekret')
+  const [m] = decodeForward(bodies[0].body)
+  t.same([m.orgId, m.stream, m.stats.count], ['o', 'web', 3], 'the stats of every event of the request')
+  t.same(m.parts.map((p) => p.q), ['status:5xx'], 'only the filter the peer tails, once')
+  t.same(events(Buffer.from(m.parts[0].output.frames).toString()), [{ n: 0, status: 500 }, { n: 2, status: 503 }])
+  t.equal(await waitFor(() => sent), 2, 'counted as forwarded once answered')
 })
 
 t.test('a single node has no internal route and no peers', async (t) => {
