@@ -15,7 +15,8 @@
 //   (peer-link.ts: bounded, never blocks, drops and counts past its bound or while the peer is
 //   down). Each message carries the stats of every event of the request once per peer.
 // - Peers without an address, and this node's own address, are skipped. Links of peers that
-//   left the registry are closed.
+//   left the registry are closed; what they dropped is told to the peer's clients if it comes
+//   back (a hung node that resumes).
 import type { Logger } from '../logger.ts'
 import type { NodeAdvert, PeerNode } from '../storage/node-registry.ts'
 import { encodeForward } from './forward-codec.ts'
@@ -33,6 +34,8 @@ const forwardTimeoutMs = 2000
 const backoffMs = 5000
 /** ms a burst of tail opens and closes is gathered into one heartbeat. */
 const advertDelayMs = 50
+/** Addresses whose lost counts are kept after their link closed. */
+const maxOrphans = 64
 
 export interface ClusterLiveOptions {
   /** This node's URL for its peers (cluster.nodeUrl). */
@@ -58,6 +61,11 @@ export class ClusterLive implements TailPeers {
   #filters = new Map<string, string[]>()
   #advertTimer: NodeJS.Timeout | undefined
   #closed = false
+  /**
+   * Lost counts of links closed because their peer left the registry (a hung node misses its
+   * heartbeats), by address: its clients are told once it is back. At most maxOrphans addresses.
+   */
+  readonly #orphanLost = new Map<string, Map<string, number>>()
 
   constructor (options: ClusterLiveOptions) {
     this.#o = options
@@ -144,8 +152,9 @@ export class ClusterLive implements TailPeers {
       if (link === undefined) {
         link = new PeerLink({
           url: peer.address, secret: this.#o.secret, maxQueuedBytes: maxForwardBytes, timeoutMs: forwardTimeoutMs, backoffMs,
-          onSent: this.#o.onSent, onDropped: this.#o.onDropped, log: this.#o.log,
+          onSent: this.#o.onSent, onDropped: this.#o.onDropped, log: this.#o.log, lost: this.#orphanLost.get(peer.address),
         })
+        this.#orphanLost.delete(peer.address)
         this.#links.set(peer.address, link)
       }
       for (const tail of tails) {
@@ -166,6 +175,10 @@ export class ClusterLive implements TailPeers {
       if (!addresses.has(address)) {
         link.close()
         this.#links.delete(address)
+        if (link.lost().size > 0) {
+          this.#orphanLost.set(address, link.lost())
+          if (this.#orphanLost.size > maxOrphans) this.#orphanLost.delete(this.#orphanLost.keys().next().value!)
+        }
       }
     }
     this.#subscribers = new Map([...byStream].map(([key, links]) => [key, [...links].map(([link, qs]) => ({ link, filters: [...qs] }))]))

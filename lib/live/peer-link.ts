@@ -39,6 +39,8 @@ export interface PeerLinkOptions {
   log: Logger
   /** Clock in ms; default Date.now. */
   now?: () => number
+  /** Lost counts of an earlier link to the same peer (lost()), to tell its clients still. */
+  lost?: Map<string, number>
 }
 
 export class PeerLink {
@@ -51,13 +53,17 @@ export class PeerLink {
   #downUntil = 0
   #closed = false
   readonly #abort = new AbortController()
-  readonly #lost = new Map<string, number>()
+  readonly #lost: Map<string, number>
 
   constructor (options: PeerLinkOptions) {
     this.url = options.url
     this.#o = options
     this.#now = options.now ?? Date.now
+    this.#lost = options.lost ?? new Map()
   }
+
+  /** Per filter key, the events dropped and not yet told (for a later link to the same peer). */
+  lost (): Map<string, number> { return this.#lost }
 
   /** Events of this filter key dropped since the last call (added to the next message's `d`). */
   takeLost (key: string): number {

@@ -137,11 +137,13 @@ t.test('a stopped peer does not hold ingest on the other node; what it misses is
       accepted++
       return (await metric(b.url, 'sluice_tail_forward_dropped_events_total')) > droppedBefore ? true : undefined
     }, 30_000, 200)
-    t.ok(accepted > 0)
+    t.ok(accepted > 0, 'every request meanwhile answered 200')
   } finally {
     a.child.kill('SIGCONT')
   }
   // Node 1 comes back and node 2 forwards to it again once the back-off ends.
   await untilForwarded(token, 'tail_dead', [tail])
+  const dropped = JSON.parse((await tail.next((f) => f.event === 'dropped', 10_000)).data)
+  t.ok(dropped.count > 0, 'node 1\'s client is told how many events it missed')
   t.ok((await metric(b.url, 'sluice_tail_forwarded_events_total')) > 0, 'node 2 counts what it forwarded')
 })
