@@ -43,6 +43,8 @@ import { createSluiceMetrics } from './metrics/metrics.ts'
 import type { SluiceMetrics } from './metrics/metrics.ts'
 import { registerMetricsRoute } from './metrics/metrics-route.ts'
 import { TailHub } from './live/tail-hub.ts'
+import { ClusterLive } from './live/cluster-live.ts'
+import { registerForwardRoute } from './live/forward-route.ts'
 import { registerTailRoute } from './live/tail-route.ts'
 import { registerEventsRoute } from './query/events-route.ts'
 import { registerStatsRoute } from './query/stats-route.ts'
@@ -179,13 +181,33 @@ export async function createApp (config: Config, log: Logger, options: AppOption
       onReject: (reason) => metrics.rejected.inc({ reason }),
       liveNodes: registry === undefined ? undefined : () => registry!.liveNodes,
     })
+    // Cluster mode with cluster.nodeUrl: tails see every node's events (lib/live/cluster-live.ts).
+    const clusterLive = registry === undefined || config.cluster.nodeUrl === null || config.cluster.secret === null
+      ? undefined
+      : new ClusterLive({
+        nodeUrl: config.cluster.nodeUrl.replace(/\/+$/, ''),
+        secret: config.cluster.secret,
+        peers: () => registry!.peers,
+        beat: () => registry!.beat(),
+        log: log.child({ component: 'cluster-live' }),
+        onSent: (n) => tailForwarded.inc(undefined, n),
+        onDropped: (n) => tailForwardDropped.inc(undefined, n),
+      })
+    const tailForwarded = metrics.registry.counter('sluice_tail_forwarded_events_total', 'Tail events forwarded to the other nodes\' clients (cluster mode)')
+    const tailForwardDropped = metrics.registry.counter('sluice_tail_forward_dropped_events_total', 'Tail events not forwarded to another node: its queue was full, or it was down')
     const tailHub = new TailHub({
       maxTailsPerOrg: config.tail.maxPerOrg,
       maxBufferedBytes: config.tail.maxBufferedBytes,
       eventsPerSecond: config.tail.eventsPerSecond,
+      peers: clusterLive,
+      onTailsChange: clusterLive === undefined ? undefined : () => clusterLive.tailsChanged(),
     })
     // Idempotency keys in ClickHouse too: a retry holds on every node and after a restart.
     const sharedKeys = new IdempotencyStore({ clickhouse, log: log.child({ component: 'idempotency' }) })
+    if (clusterLive !== undefined) {
+      registry!.setAdvert(() => clusterLive.advert(tailHub.openTails()))
+      registerForwardRoute(router, { secret: config.cluster.secret!, hub: tailHub })
+    }
     const ingestDeps = {
       config: config.ingest, auth, store, admission, pool, writer, metrics, tailHub,
       idempotency: new IdempotencyCache(undefined, undefined, undefined, sharedKeys),
@@ -227,6 +249,7 @@ export async function createApp (config: Config, log: Logger, options: AppOption
       close () {
         closed ??= (async () => {
           tailHub.close()
+          clusterLive?.close()
           await http.close()
           await sharedKeys.close()
           await writer.close()

@@ -51,6 +51,12 @@ export interface Config {
     /** insert_quorum of event inserts in cluster mode; 0: off. */
     insertQuorum: number
   }
+  cluster: {
+    /** This node's URL for its peers (live tail across nodes); null: off. */
+    nodeUrl: string | null
+    /** Secret of POST /internal/live, the same on every node; null: off. */
+    secret: string | null
+  }
   dataDir: string
   /** An slp_ token the start ensures exists as an admin PAT (automation); null: none. */
   bootstrapToken: string | null
@@ -400,6 +406,9 @@ export function loadConfig (options: LoadConfigOptions = {}): Config {
   }
   if (cfg.clickhouse.cluster !== null && cfg.clickhouse.url === null) {
     problems.push('clickhouse.cluster needs clickhouse.url: cluster mode runs on a ClickHouse cluster, never the managed one')
+  }
+  if (cfg.cluster.nodeUrl !== null && cfg.cluster.secret === null) {
+    problems.push('cluster.nodeUrl needs cluster.secret: the nodes authenticate the frames they forward each other with it')
   }
   if (problems.length > 0) throw new ConfigError(problems)
 

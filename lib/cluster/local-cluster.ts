@@ -12,7 +12,7 @@
 //   metadata (node 1: shard 1 replica 1, node 2: shard 2 replica 2, ...), and inserts into every
 //   shard through all hosts (clickhouse.insertUrls).
 // - All nodes share one admin PAT (bootstrapToken), generated here and written to
-//   `dir/admin-token`.
+//   `dir/admin-token`, and one cluster.secret; each node's cluster.nodeUrl is its own URL.
 // - stop() stops haproxy, the Sluice nodes (SIGTERM: they answer what is in flight), ClickHouse,
 //   then ZooKeeper, and resolves once every process is gone; idempotent. Every child is also
 //   SIGKILLed by an exit hook if this process exits first (lib/cluster/child.ts).
@@ -20,6 +20,7 @@
 //   stopZooKeeper() / startZooKeeper() likewise, for fault tests.
 // - kill() SIGKILLs every process at once, synchronously: for a signal handler (a test runner's
 //   timeout sends SIGTERM, and Node runs no 'exit' hook when a signal ends it).
+import { randomBytes } from 'node:crypto'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { generateToken } from '../auth/token-format.ts'
@@ -138,6 +139,8 @@ export async function startLocalCluster (options: LocalClusterOptions): Promise<
   const clickhouseUrls = hosts.map((h) => `http://127.0.0.1:${h.ports.http}`)
   const adminToken = generateToken('pat')
   writeFileSync(join(dir, 'admin-token'), adminToken + '\n', { mode: 0o600 })
+  // The nodes forward live tail frames to each other with it (lib/live/cluster-live.ts).
+  const clusterSecret = randomBytes(24).toString('base64url')
 
   let zooKeeper: ZooKeeper | undefined
   const servers: Array<ClusterClickHouse | undefined> = hosts.map(() => undefined)
@@ -163,6 +166,7 @@ export async function startLocalCluster (options: LocalClusterOptions): Promise<
     const config = deepMerge({
       server: { host: '127.0.0.1', port: nodePorts[index] },
       clickhouse: { url: clickhouseUrl, database, cluster, insertUrls: clickhouseUrls.join(',') },
+      cluster: { nodeUrl: `http://127.0.0.1:${nodePorts[index]}`, secret: clusterSecret },
       dataDir: nodeDir,
       bootstrapToken: adminToken,
       log: { level: 'warn' },

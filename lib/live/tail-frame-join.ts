@@ -71,3 +71,22 @@ export function framesWhile (outputs: readonly LiveOutput[], bit: number, take: 
   }
   return Buffer.concat(parts, bytes)
 }
+
+/** Filter `bit`'s share of `outputs` as one output of that filter alone (its frames copied together, every mask 1): what a peer is forwarded. */
+export function filterOutput (outputs: readonly LiveOutput[], bit: number, stats: LiveOutput['stats']): LiveOutput {
+  const parts: Buffer[] = []
+  const ends: number[] = []
+  let bytes = 0
+  let dropped = 0
+  for (const out of outputs) {
+    dropped += out.dropped[bit]
+    for (let i = 0; i < out.ends.length; i++) {
+      if ((out.masks[i] & (1 << bit)) === 0) continue
+      const frame = frameOf(out, i)
+      parts.push(frame)
+      bytes += frame.byteLength
+      ends.push(bytes)
+    }
+  }
+  return { frames: Buffer.concat(parts, bytes), ends, masks: ends.map(() => 1), dropped: [dropped], stats }
+}

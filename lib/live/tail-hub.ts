@@ -14,9 +14,17 @@
 //   tail-allowance.ts), so a busy stream costs them little.
 // - Stats ticks, heartbeats and allowances run on the injected LiveClock (wall time by default).
 // - At most `maxTailsPerOrg` clients per org (429 too_many_tails). close() ends every stream.
+// - Cluster mode (optional `peers`, lib/live/cluster-live.ts): the filters other nodes' clients
+//   have open on a stream join the workers' request even without a local client, and every
+//   committed request's output is also handed to peers.forward(). What a peer forwards here comes
+//   in through publishForwarded(): its stats merge into the stream's window and its frames go to
+//   the clients of the same filter under the same per-client limits. onTailsChange fires when a
+//   client comes or goes, so the node can tell its peers (openTails()). Without peers: nothing
+//   of this runs.
 import type { ServerResponse } from 'node:http'
 import { SluiceError } from '../errors.ts'
 import type { LiveOutput, LiveRequest } from './live-protocol.ts'
+import type { LiveStatsPartial } from './live-stats.ts'
 import { systemClock } from './live-clock.ts'
 import type { LiveClock } from './live-clock.ts'
 import { LiveStats } from './live-stats.ts'
@@ -38,7 +46,25 @@ export interface TailHubOptions {
   heartbeatMs?: number
   /** Time for stats, heartbeats and allowances; wall time unless a test moves it by hand. */
   clock?: LiveClock
+  /** Cluster mode: the other nodes' tails (lib/live/cluster-live.ts); none on a single node. */
+  peers?: TailPeers
+  /** Called when a client opens or closes a tail (cluster mode: the node re-advertises its tails). */
+  onTailsChange?: () => void
 }
+
+/** The other nodes of a cluster, as the hub sees them. */
+export interface TailPeers {
+  /** The filters other nodes' clients have open on (org, stream); empty when none. */
+  filtersFor (orgId: string, stream: string): readonly string[]
+  /** Hands a committed request's output to the nodes tailing the stream (never blocks). */
+  forward (orgId: string, stream: string, filters: readonly string[], outputs: readonly LiveOutput[]): void
+}
+
+/** One filter's frames forwarded by a peer (an output of that one filter: every mask is bit 0). */
+export interface ForwardedPart { q: string, output: LiveOutput }
+
+/** A stream and the distinct filters of its clients on this node. */
+export interface OpenTail { org: string, stream: string, q: string[] }
 
 interface TailClient {
   orgId: string
@@ -50,6 +76,8 @@ interface TailClient {
 }
 
 interface StreamTail {
+  orgId: string
+  stream: string
   clients: Set<TailClient>
   stats: LiveStats
   /** What the workers may serialize per filter (tail-allowance.ts). */
@@ -77,7 +105,11 @@ export class TailHub {
   readonly #streams = new Map<string, StreamTail>()
   readonly #perOrg = new Map<string, number>()
   /** Each request's start charge, and the stream tail that made it. */
-  readonly #charges = new WeakMap<LiveRequest, { tail: StreamTail, charge: AllowanceCharge }>()
+  readonly #charges = new WeakMap<LiveRequest, { allowance: FilterAllowance, charge: AllowanceCharge }>()
+  /** Allowances of streams only other nodes tail (cluster mode). */
+  readonly #forwardAllowances = new Map<string, FilterAllowance>()
+  readonly #peers: TailPeers | undefined
+  readonly #onTailsChange: () => void
   readonly #stopTimers: Array<() => void>
   #clientCount = 0
   #closed = false
@@ -87,6 +119,8 @@ export class TailHub {
     this.#maxBufferedBytes = options.maxBufferedBytes ?? 1024 * 1024
     this.#eventsPerSecond = options.eventsPerSecond ?? 2000
     this.#clock = options.clock ?? systemClock
+    this.#peers = options.peers
+    this.#onTailsChange = options.onTailsChange ?? (() => {})
     this.#stopTimers = [
       this.#clock.every(options.statsIntervalMs ?? 1000, () => this.#emitStats()),
       this.#clock.every(options.heartbeatMs ?? 15_000, () => this.#broadcast(sseComment('heartbeat'))),
@@ -105,13 +139,14 @@ export class TailHub {
     const key = orgId + '/' + stream
     let tail = this.#streams.get(key)
     if (!tail) {
-      tail = { clients: new Set(), stats: new LiveStats(), allowance: new FilterAllowance(this.#eventsPerSecond, this.#clock) }
+      tail = { orgId, stream, clients: new Set(), stats: new LiveStats(), allowance: new FilterAllowance(this.#eventsPerSecond, this.#clock) }
       this.#streams.set(key, tail)
     }
     const client: TailClient = { orgId, q, res, dropped: 0, tokens: new TokenBucket(this.#eventsPerSecond, this.#clock) }
     tail.clients.add(client)
     this.#perOrg.set(orgId, inOrg + 1)
     this.#clientCount++
+    this.#onTailsChange()
 
     res.writeHead(200, tailResponseHeaders)
     res.write(sseOpening(reconnectMs, 'connected'))
@@ -128,33 +163,66 @@ export class TailHub {
       if (left > 0) this.#perOrg.set(orgId, left)
       else this.#perOrg.delete(orgId)
       this.#clientCount--
+      this.#onTailsChange()
     })
   }
 
   /** What ingest asks the workers for this stream, or null when nobody watches it. */
   liveRequestFor (orgId: string, stream: string): LiveRequest | null {
-    const tail = this.#streams.get(orgId + '/' + stream)
-    if (!tail) return null
-    const filters = [...new Set([...tail.clients].map((c) => c.q))].slice(0, maxFilters)
-    const charge = tail.allowance.start(filters)
+    const key = orgId + '/' + stream
+    const tail = this.#streams.get(key)
+    const remote = this.#peers?.filtersFor(orgId, stream) ?? []
+    if (remote.length === 0) this.#forwardAllowances.delete(key)
+    if (!tail && remote.length === 0) return null
+    const local = tail ? [...tail.clients].map((c) => c.q) : []
+    const filters = [...new Set([...local, ...remote])].slice(0, maxFilters)
+    let allowance = tail?.allowance ?? this.#forwardAllowances.get(key)
+    if (allowance === undefined) {
+      allowance = new FilterAllowance(this.#eventsPerSecond, this.#clock)
+      this.#forwardAllowances.set(key, allowance)
+    }
+    const charge = allowance.start(filters)
     const request: LiveRequest = { filters, caps: charge.caps }
-    this.#charges.set(request, { tail, charge })
+    this.#charges.set(request, { allowance, charge })
     return request
+  }
+
+  /** The streams with clients on this node and their distinct filters (what peers forward for). */
+  openTails (): OpenTail[] {
+    return [...this.#streams.values()].map((tail) => ({
+      org: tail.orgId, stream: tail.stream, q: [...new Set([...tail.clients].map((c) => c.q))].slice(0, maxFilters),
+    }))
+  }
+
+  /** What a peer forwarded for (org, stream): its stats partial and its frames per filter. */
+  publishForwarded (orgId: string, stream: string, stats: LiveStatsPartial, parts: readonly ForwardedPart[]): void {
+    const tail = this.#streams.get(orgId + '/' + stream)
+    if (!tail) return
+    tail.stats.merge(stats)
+    for (const part of parts) this.#deliver(tail, [part.q], [part.output])
   }
 
   /** Hands a committed request's live output to the stream's clients. */
   publish (orgId: string, stream: string, request: LiveRequest, outputs: LiveOutput[]): void {
-    const tail = this.#streams.get(orgId + '/' + stream)
+    const key = orgId + '/' + stream
+    const tail = this.#streams.get(key)
+    const allowance = tail?.allowance ?? this.#forwardAllowances.get(key)
+    const started = this.#charges.get(request)
+    allowance?.settle(request.filters, started?.allowance === allowance ? started.charge : undefined,
+      request.filters.map((_, bit) => countFor(outputs, bit)))
+    this.#peers?.forward(orgId, stream, request.filters, outputs)
     if (!tail) return
     for (const out of outputs) tail.stats.merge(out.stats)
-    const started = this.#charges.get(request)
-    tail.allowance.settle(request.filters, started?.tail === tail ? started.charge : undefined,
-      request.filters.map((_, bit) => countFor(outputs, bit)))
+    this.#deliver(tail, request.filters, outputs)
+  }
+
+  /** Writes each client of `tail` the frames of its filter among `filters` (bit i: filters[i]). */
+  #deliver (tail: StreamTail, filters: readonly string[], outputs: readonly LiveOutput[]): void {
     // Clients with the same filter get the same frames unless one ran out of room: those are
     // joined once per filter, and written to each such client as they are.
     const framesByBit = new Map<number, FilterFrames>()
     for (const client of tail.clients) {
-      const bit = request.filters.indexOf(client.q)
+      const bit = filters.indexOf(client.q)
       if (bit < 0) continue // joined after the request started: from the next one on
       let frames = framesByBit.get(bit)
       if (frames === undefined) {
@@ -177,7 +245,7 @@ export class TailHub {
   }
 
   /** The client's events of `outputs` one by one while it has tokens and room; the rest dropped. */
-  #writeWhatFits (client: TailClient, outputs: LiveOutput[], bit: number): void {
+  #writeWhatFits (client: TailClient, outputs: readonly LiveOutput[], bit: number): void {
     const room = this.#maxBufferedBytes - client.res.writableLength
     const bytes = framesWhile(outputs, bit, (_frame, bytesSoFar) => {
       if (bytesSoFar > room || !client.tokens.take(1)) {

@@ -22,6 +22,7 @@ import { migration as eventsLevel } from './migrations/006_events_level.ts'
 import { migration as levelRollup } from './migrations/007_level_rollup.ts'
 import { migration as nodes } from './migrations/008_nodes.ts'
 import { migration as idempotency } from './migrations/009_idempotency.ts'
+import { migration as nodeTails } from './migrations/010_node_tails.ts'
 
 export interface Migration {
   id: number
@@ -29,7 +30,7 @@ export interface Migration {
   statements: string[]
 }
 
-export const migrations: readonly Migration[] = [metadata, events, rollups, audit, streamLifecycle, eventsLevel, levelRollup, nodes, idempotency]
+export const migrations: readonly Migration[] = [metadata, events, rollups, audit, streamLifecycle, eventsLevel, levelRollup, nodes, idempotency, nodeTails]
 
 export interface MigrateResult {
   applied: number[]

@@ -8,10 +8,12 @@
 // - liveNodes is at least 1 (this node), and keeps its last value while ClickHouse does not
 //   answer: a node never takes the whole limit because the count failed.
 // - stop() records heartbeat 0 (the node left: the others take its share at their next count)
-//   and stops the timer.
+//   and stops the timer; a beat() after it writes nothing (a stopped node stays stopped).
 // - Tolerance: after a node joins or leaves, the others use the old count for up to 3 x intervalMs
 //   (leaving by stop(): one interval), so the cluster admits up to (old count / new count) of
 //   the limit meanwhile; between counts, each node's share is the limit / nodes rounded up.
+// - Each heartbeat also records what advertise() returns (the node's URL for its peers and its
+//   open tails, lib/live/cluster-live.ts), and each count keeps the other live nodes' as peers.
 import { randomUUID } from 'node:crypto'
 import type { ClickHouse } from './clickhouse.ts'
 import type { Logger } from '../logger.ts'
@@ -26,6 +28,19 @@ export interface NodeRegistryOptions {
   now?: () => number
 }
 
+/** What a heartbeat says about its node besides being alive (migration 010). */
+export interface NodeAdvert {
+  /** URL the other nodes reach this one at; '' for none. */
+  address: string
+  /** The node's open tails, as JSON (lib/live/cluster-live.ts); '[]' for none. */
+  tails: string
+}
+
+/** Another live node, as its newest heartbeat describes it. */
+export interface PeerNode extends NodeAdvert { nodeId: string }
+
+const noAdvert: NodeAdvert = { address: '', tails: '[]' }
+
 export class NodeRegistry {
   readonly nodeId = randomUUID()
   #ch: ClickHouse
@@ -35,6 +50,9 @@ export class NodeRegistry {
   #live = 1
   #timer: NodeJS.Timeout | undefined
   #version = 0
+  #advertise: () => NodeAdvert = () => noAdvert
+  #peers: PeerNode[] = []
+  #stopped = false
 
   constructor (options: NodeRegistryOptions) {
     this.#ch = options.clickhouse
@@ -45,6 +63,12 @@ export class NodeRegistry {
 
   /** Live Sluice nodes, this one included (>= 1). */
   get liveNodes (): number { return this.#live }
+
+  /** The other live nodes at the last count. */
+  get peers (): readonly PeerNode[] { return this.#peers }
+
+  /** What each heartbeat from now on records about this node. */
+  setAdvert (advertise: () => NodeAdvert): void { this.#advertise = advertise }
 
   async start (): Promise<void> {
     await this.beat()
@@ -59,21 +83,25 @@ export class NodeRegistry {
 
   /** Writes a heartbeat and counts the live nodes. */
   async beat (): Promise<void> {
+    if (this.#stopped) return // a late beat would make a stopped node live again
     const now = this.#now()
-    await this.#write(now)
-    const [row] = await this.#ch.query<{ n: number }>(sql`SELECT count() AS n FROM sluice_nodes FINAL
-      WHERE heartbeat_at > ${now - 3 * this.#intervalMs} AND node_id != ${this.nodeId}`)
-    this.#live = 1 + Number(row.n)
+    await this.#write(now, this.#advertise())
+    const rows = await this.#ch.query<{ node_id: string, address: string, tails: string }>(sql`SELECT node_id, address, tails
+      FROM sluice_nodes FINAL WHERE heartbeat_at > ${now - 3 * this.#intervalMs} AND node_id != ${this.nodeId}`)
+    this.#live = 1 + rows.length
+    this.#peers = rows.map((r) => ({ nodeId: r.node_id, address: r.address, tails: r.tails }))
   }
 
   async stop (): Promise<void> {
+    this.#stopped = true
     clearTimeout(this.#timer)
     this.#timer = undefined
-    await this.#write(0).catch((err: unknown) => this.#log.warn('node registry: could not record the stop', { err }))
+    await this.#write(0, noAdvert).catch((err: unknown) => this.#log.warn('node registry: could not record the stop', { err }))
   }
 
-  async #write (heartbeatAt: number): Promise<void> {
+  async #write (heartbeatAt: number, advert: NodeAdvert): Promise<void> {
     this.#version = Math.max(this.#now() * 1000, this.#version + 1)
-    await this.#ch.command(sql`INSERT INTO sluice_nodes (node_id, heartbeat_at, version) VALUES (${this.nodeId}, ${heartbeatAt}, ${this.#version})`)
+    await this.#ch.command(sql`INSERT INTO sluice_nodes (node_id, heartbeat_at, version, address, tails)
+      VALUES (${this.nodeId}, ${heartbeatAt}, ${this.#version}, ${advert.address}, ${advert.tails})`)
   }
 }
