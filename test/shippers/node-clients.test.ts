@@ -185,7 +185,7 @@ t.test('@elastic/elasticsearch helpers.bulk: a storage outage survived by the tr
   t.ok(events.every((e) => e.ts === at + Number(e.message!.split(' ')[1])), 'ts from @timestamp')
 })
 
-t.test('pino-elasticsearch: a storage outage is survived; a whole-request 429 ends the stream with an error event', async (t) => {
+t.test('pino-elasticsearch: a storage outage is survived; after a whole-request 429 nothing more is sent, and the error event comes only when the stream ends', async (t) => {
   const { default: pinoElastic } = await import('pino-elasticsearch') as unknown as { default: (o: object) => NodeJS.ReadWriteStream & { destroyed: boolean } }
   const rig = await startShipperRig(t, 'es-pino')
   const open = () => {
@@ -211,15 +211,21 @@ t.test('pino-elasticsearch: a storage outage is survived; a whole-request 429 en
   t.same(first.insertErrors, [])
   first.stream.end()
 
-  // 2. A whole-request 429: the bulk helper under the stream rejects and the stream is destroyed.
+  // 2. A whole-request 429: the bulk helper under the stream aborts. It sends nothing more, yet
+  // the stream takes records without a word until it ends; only then does `error` carry the 429.
   const second = open()
   const release = await rig.holdOneRequest()
   for (const m of records(100, 50)) second.log.warn(m)
-  await until('the error event', () => second.errors.length > 0)
+  await until('a 429 for pino-elasticsearch', () => rig.concurrency429s() >= 1)
   await release()
+  for (const m of records(150, 50)) second.log.warn(m) // accepted by the stream, never sent
+  t.same(second.errors, [], 'no error event while the stream is open')
+  second.stream.end()
+  await until('the error event at the end', () => second.errors.length > 0)
   t.equal(second.errors[0].meta?.statusCode, 429, 'the 429 reaches the error event')
-  t.equal(second.stream.destroyed, true, 'the stream is gone: later records go nowhere, so the doc says to recreate it or log to a file')
+  t.same(second.insertErrors, [], 'insertError (onDrop) is not called for them')
 
+  // Records 100-199 are lost: the refused request's and every later one's.
   const events = await checkStoredOnce(t, rig, records(0, 100))
   t.ok(events.every((e) => e.host === 'web-8'), 'host from pino\'s hostname')
   t.ok(events.every((e) => e.level === 'warn'), 'level from pino\'s number')
