@@ -17,7 +17,7 @@ import { Client } from '@elastic/elasticsearch'
 import winston from 'winston'
 import LokiTransport from 'winston-loki'
 import pino from 'pino'
-import { startShipperRig, until } from './shipper-harness.ts'
+import { docBlock, startShipperRig, until } from './shipper-harness.ts'
 import type { ShipperRig } from './shipper-harness.ts'
 import { storedEvents } from '../helpers/ingest.ts'
 import type { StoredEvent } from '../helpers/ingest.ts'
@@ -48,6 +48,22 @@ async function settled (rig: ShipperRig, what: string, count: number, timeoutMs 
   await until(what, async () => (await stored(rig)).events.length >= count &&
     rig.server.app.http.inFlight === 0 && rig.server.app.writer.pendingRows === 0, timeoutMs)
 }
+
+// The settings the tests below use are the ones docs/shippers/node.md gives (its js blocks, in order).
+t.test('docs/shippers/node.md gives the tested settings', async (t) => {
+  const [otel, es, pinoEs, pinoLoki, winstonLoki, winstonHttp] = [0, 1, 2, 3, 4, 5].map((i) => docBlock('node.md', 'js', i))
+  t.match(otel, /timeoutMillis: 60_000/)
+  t.match(otel, /exportTimeoutMillis: 60_000/)
+  t.match(es, /maxRetries: 10/)
+  t.match(es, /statusCode !== 429/)
+  t.match(pinoEs, /esVersion: 8/)
+  t.match(pinoLoki, /target: 'pino-loki'/)
+  t.match(pinoLoki, /logFormat: '\{msg\}'/)
+  t.match(winstonLoki, /json: true/)
+  t.match(winstonLoki, /format: winston\.format\.printf\(\(info\) => String\(info\.message\)\)/)
+  t.match(winstonHttp, /batch: true, batchInterval: 1000, batchCount: 50/)
+  t.match(winstonHttp, /defaultMeta: \{ hostname: /)
+})
 
 // -- OpenTelemetry JS: retries 429/502/503/504 after Retry-After, within timeoutMillis ----------
 
