@@ -6,7 +6,6 @@
 // and tell the application so (what the doc says), never anything silently.
 import t from 'tap'
 import type { Test } from 'tap'
-import { hostname } from 'node:os'
 import { SeverityNumber } from '@opentelemetry/api-logs'
 import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs'
 import type { LogRecordExporter } from '@opentelemetry/sdk-logs'
