@@ -290,8 +290,17 @@ t.test('winston Http transport (batch): a refused batch is lost and reported onc
 
 // -- pino with a transport (pino-loki in pino's worker thread): no retry ------------------------
 
-t.test('pino.transport pino-loki: records of a refused push are lost (reported on stderr); the rest stored once', async (t) => {
+t.test('pino.transport pino-loki: records of a refused push are lost and printed to stderr; the rest stored once', async (t) => {
   const rig = await startShipperRig(t, 'pino-loki')
+  // pino-loki's report of a failed push: console.error in the transport's worker, which Node
+  // forwards to this process's stderr. Watched, and passed through.
+  const reports: string[] = []
+  const write = process.stderr.write.bind(process.stderr)
+  process.stderr.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
+    if (String(chunk).includes('Got error when trying to send log to loki')) reports.push(String(chunk))
+    return write(chunk, ...rest)
+  }) as typeof process.stderr.write
+  t.teardown(() => { process.stderr.write = write })
   const transport = pino.transport({
     target: 'pino-loki',
     options: {
@@ -326,6 +335,9 @@ t.test('pino.transport pino-loki: records of a refused push are lost (reported o
   t.same([...times].filter(([, n]) => n > 1), [], 'none stored twice')
   t.ok(records(0, 50).some((m) => !times.has(m)), 'records of the push refused with 429 are lost (pino-loki does not retry)')
   t.ok(records(100, 50).some((m) => !times.has(m)), 'records of the push failed with 503 are lost')
+  await until('both failures reported on stderr', () => reports.length >= 2)
+  t.ok(reports.some((r) => r.includes('too_many_concurrent_requests')), 'the 429 reported')
+  t.ok(reports.some((r) => r.includes('storage_unavailable')), 'the 503 reported')
   t.ok(events.every((e) => e.host === 'web-3'), 'host from the hostname label')
   t.ok(events.every((e) => e.level === 'warn'), 'level from the level label')
   t.ok(events.every((e) => e.ts > Date.now() - 120_000 && e.ts <= Date.now()), 'ts from pino\'s time')
