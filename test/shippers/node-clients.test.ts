@@ -23,7 +23,18 @@ import type { StoredEvent } from '../helpers/ingest.ts'
 
 /** Stored events other than the rig's held one, and how many times each message was stored. */
 async function stored (rig: ShipperRig): Promise<{ events: StoredEvent[], times: Map<string, number> }> {
-  const events = (await storedEvents(rig.target)).filter((e) => e.message !== 'held')
+  // Reads go through the storage proxy too: a pooled connection the outage cut fails once ("socket
+  // hang up") after the storage is back, so a failed read is retried a few times.
+  let all: StoredEvent[] | undefined
+  for (let attempt = 1; all === undefined; attempt++) {
+    try {
+      all = await storedEvents(rig.target)
+    } catch (err) {
+      if (attempt === 5) throw err
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+  }
+  const events = all.filter((e) => e.message !== 'held')
   const times = new Map<string, number>()
   for (const e of events) times.set(e.message ?? '', (times.get(e.message ?? '') ?? 0) + 1)
   return { events, times }
