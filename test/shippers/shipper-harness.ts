@@ -40,8 +40,8 @@ export interface ShipperRig {
   holdOneRequest (): Promise<() => Promise<void>>
   /** 429s answered for too many concurrent requests so far. */
   concurrency429s (): number
-  /** Ingest answers with a 5xx status so far. */
-  ingest5xx (): number
+  /** Answers with a 5xx status so far on `route` (a router pattern; the ingest route by default). */
+  ingest5xx (route?: string): number
 }
 
 /**
@@ -74,9 +74,9 @@ export async function startShipperRig (t: Test, stream: string): Promise<Shipper
       }
     },
     concurrency429s: () => counters.rejected.get({ reason: 'too_many_concurrent_requests' }),
-    ingest5xx: () => {
+    ingest5xx: (route = '/api/ingest/:streamId') => {
       let n = 0
-      for (const status of [500, 503]) n += counters.requests.get({ route: '/api/ingest/:streamId', method: 'POST', status })
+      for (const status of [500, 503]) n += counters.requests.get({ route, method: 'POST', status })
       return n
     },
   }
