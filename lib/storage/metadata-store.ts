@@ -323,11 +323,14 @@ export class MetadataStore {
       VALUES (${orgId}, ${name}, ${generation}, ${claimId}, ${at})`)
     const claims = await this.#ch.query<{ claim_id: string, part: string }>(sql`SELECT claim_id, _part AS part FROM stream_claims
       WHERE org_id = ${orgId} AND name = ${name} AND generation = ${generation}`)
+    // Lowest block number first; equal blocks (cluster mode: a replicated table numbers blocks per
+    // partition, so every claim is block 0) go to the lowest claim id, so every creator that sees
+    // the same claims picks the same winner (docs/api.md section 5.2 has the cluster window).
     let winner = ''
     let lowest = Infinity
     for (const claim of claims) {
       const block = blockOf(claim.part)
-      if (block < lowest) {
+      if (block < lowest || (block === lowest && claim.claim_id < winner)) {
         lowest = block
         winner = claim.claim_id
       }
