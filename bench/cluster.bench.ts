@@ -310,7 +310,7 @@ function render (setups: Setup[], version: string, startedAt: Date): string {
   out.push('')
   out.push('CPU-s per 1M durable events, by component (over each window; "cores used" = busy CPU-s of the whole machine / wall s):')
   out.push('')
-  out.push('| Run | Durable events/s | p99 ms | Cores used | Events/s per core | Events/s per ClickHouse core | Sluice | ClickHouse (of which merges) | ZooKeeper | haproxy | Load generator | Whole machine | Other processes | Stored = acked |')
+  out.push('| Run | Durable events/s | p99 ms | Cores used | Events/s per core | Events/s per ClickHouse core | Sluice | ClickHouse (of which background pool: merges, replica fetches) | ZooKeeper | haproxy | Load generator | Whole machine | Other processes | Stored = acked |')
   out.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|')
   for (const r of records.filter((x) => x.load !== null)) {
     const l = r.load!
