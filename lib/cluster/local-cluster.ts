@@ -87,6 +87,15 @@ export interface LocalCluster {
   startZooKeeper (): Promise<void>
   stop (): Promise<void>
   kill (): void
+  /** The running processes and their pids, for measuring them from /proc (bench/cluster.bench.ts). */
+  processes (): ClusterProcess[]
+}
+
+export interface ClusterProcess {
+  kind: 'zookeeper' | 'clickhouse' | 'sluice' | 'haproxy'
+  /** `zookeeper`, `clickhouse s1r2`, `sluice node 1`, `haproxy`. */
+  name: string
+  pid: number
 }
 
 const defaults = { shards: 2, replicas: 2, nodes: 2, cluster: 'sluice', database: 'sluice', startTimeoutMs: 60_000 }
@@ -219,6 +228,17 @@ export async function startLocalCluster (options: LocalClusterOptions): Promise<
     async stopZooKeeper () { await zooKeeper?.stop(); zooKeeper = undefined },
     async startZooKeeper () { if (zooKeeper === undefined) await startZk() },
     stop: stopAll,
+    processes () {
+      const out: ClusterProcess[] = []
+      const add = (kind: ClusterProcess['kind'], child: Child | undefined): void => {
+        if (child?.pid !== undefined && !child.hasExited) out.push({ kind, name: child.name, pid: child.pid })
+      }
+      add('zookeeper', zooKeeper?.child)
+      for (const server of servers) add('clickhouse', server?.child)
+      for (const node of nodes) add('sluice', node.child)
+      add('haproxy', haproxy?.child)
+      return out
+    },
     kill () {
       for (const child of [haproxy?.child, ...nodes.map((n) => n.child), ...servers.map((x) => x?.child), zooKeeper?.child]) child?.kill('SIGKILL')
     },
