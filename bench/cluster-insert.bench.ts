@@ -46,18 +46,20 @@ const rounds = Number(args.rounds)
 
 type Mode = 'shard-local' | 'distributed-sync'
 
-/** RowBinary batches of `rows` rows each, as the workers make them (distinct bytes: no dedup). */
-function makeBatches (count: number, rows: number): Buffer[] {
+/**
+ * RowBinary batches of `rows` rows each, as the workers make them. Every batch of the whole run
+ * has distinct bytes (its own seq range from `firstBatch`): the replicated tables keep only one of
+ * two identical blocks, so a batch sent twice would measure de-duplication, not an insert.
+ */
+function makeBatches (firstBatch: number, count: number, rows: number): Buffer[] {
   const receivedAt = Date.now()
   const lines = generateLines(rows, 7, receivedAt)
   const input = new TextEncoder().encode(lines.join('\n') + '\n').buffer
   const batches: Buffer[] = []
   for (let i = 0; i < count; i++) {
-    // seqBase differs per batch, so no two batches carry the same bytes (the replicated tables
-    // would keep only one of two identical blocks).
     const out = parseTask({
       input: input.slice(0), firstLine: 1, orgId: 'org_bench', stream: 'bench', receivedAt,
-      minTs: receivedAt - 30 * 86_400_000, maxTs: receivedAt + 2 * 86_400_000, seqBase: i * rows, live: null,
+      minTs: receivedAt - 30 * 86_400_000, maxTs: receivedAt + 2 * 86_400_000, seqBase: (firstBatch + i) * rows, live: null,
     })
     if (out.ingested !== rows) throw new Error(`expected ${rows} rows, parsed ${out.ingested}`)
     batches.push(Buffer.from(out.rows))
@@ -205,13 +207,19 @@ process.once('SIGINT', onSignal)
 process.once('SIGTERM', onSignal)
 
 try {
-  console.error(`[cluster-insert] making ${insertCount} batches of ${rowsPerInsert} rows`)
-  const batches = makeBatches(insertCount, rowsPerInsert)
+  let madeBatches = 0
+  const batchesOf = (count: number): Buffer[] => {
+    const made = makeBatches(madeBatches, count, rowsPerInsert)
+    madeBatches += count
+    return made
+  }
   const results: RoundResult[] = []
   // Warm-up: a few inserts each way.
-  for (const mode of ['shard-local', 'distributed-sync'] as const) await runRound(cluster, mode, batches.slice(0, 4))
+  for (const mode of ['shard-local', 'distributed-sync'] as const) await runRound(cluster, mode, batchesOf(4))
   for (let r = 0; r < rounds; r++) {
     for (const mode of ['shard-local', 'distributed-sync'] as const) {
+      console.error(`[cluster-insert] making ${insertCount} batches of ${rowsPerInsert} rows`)
+      const batches = batchesOf(insertCount)
       await settle(cluster)
       const result = await runRound(cluster, mode, batches)
       console.error(`[cluster-insert] ${mode}: ${Math.round(result.rowsPerSecond).toLocaleString('en-US')} rows/s`)
