@@ -61,7 +61,7 @@ async function settled (rig: ShipperRig, what: string, count: number, timeoutMs 
 
 // The settings the tests below use are the ones docs/shippers/node.md gives (its js blocks, in order).
 t.test('docs/shippers/node.md gives the tested settings', async (t) => {
-  const [otel, es, pinoEs, pinoLoki, winstonLoki, winstonHttp] = [0, 1, 2, 3, 4, 5].map((i) => docBlock('node.md', 'js', i))
+  const [otel, es, pinoEs, pinoLoki, pinoOtel, winstonLoki, winstonHttp] = [0, 1, 2, 3, 4, 5, 6].map((i) => docBlock('node.md', 'js', i))
   t.match(otel, /timeoutMillis: 60_000/)
   t.match(otel, /exportTimeoutMillis: 60_000/)
   t.match(es, /maxRetries: 10/)
@@ -69,6 +69,9 @@ t.test('docs/shippers/node.md gives the tested settings', async (t) => {
   t.match(pinoEs, /esVersion: 8/)
   t.match(pinoLoki, /target: 'pino-loki'/)
   t.match(pinoLoki, /logFormat: '\{msg\}'/)
+  t.match(pinoOtel, /target: 'pino-opentelemetry-transport'/)
+  t.match(pinoOtel, /protocol: 'http\/protobuf'/)
+  t.match(pinoOtel, /timeoutMillis: 60_000/)
   t.match(winstonLoki, /json: true/)
   t.match(winstonLoki, /format: winston\.format\.printf\(\(info\) => String\(info\.message\)\)/)
   t.match(winstonHttp, /batch: true, batchInterval: 1000, batchCount: 50/)
@@ -352,4 +355,56 @@ t.test('pino.transport pino-loki: records of a refused push are lost and printed
   t.ok(events.every((e) => e.host === 'web-3'), 'host from the hostname label')
   t.ok(events.every((e) => e.level === 'warn'), 'level from the level label')
   t.ok(events.every((e) => e.ts > Date.now() - 120_000 && e.ts <= Date.now()), 'ts from pino\'s time')
+})
+
+// -- pino with a transport that retries: pino-opentelemetry-transport (the OTel exporter in pino's worker) --
+
+t.test('pino.transport pino-opentelemetry-transport: every record once through a 429 and a storage outage', async (t) => {
+  const rig = await startShipperRig(t, 'pino-otel')
+  const exporterOptions = {
+    url: `${rig.front.url}/v1/logs`,
+    headers: { authorization: `Bearer ${rig.target.token}` },
+    timeoutMillis: 60_000, // docs/shippers/node.md: the bound on one export's retries
+  }
+  const transport = pino.transport({
+    target: 'pino-opentelemetry-transport',
+    options: {
+      loggerName: 'shop',
+      resourceAttributes: { 'service.name': 'shop', 'host.name': 'web-4' },
+      logRecordProcessorOptions: {
+        recordProcessorType: 'batch',
+        exporterOptions: { protocol: 'http/protobuf', protobufExporterOptions: exporterOptions },
+        processorConfig: { scheduledDelayMillis: 200, exportTimeoutMillis: 60_000 },
+      },
+    },
+  })
+  const log = pino({ level: 'info' }, transport)
+  let ended = false
+  const end = (): Promise<void> => new Promise((resolve) => {
+    if (ended) return resolve()
+    ended = true
+    transport.once('close', () => resolve())
+    transport.end()
+  })
+  t.teardown(end)
+  const before = Date.now()
+  const send = (first: number, count: number): void => { for (const m of records(first, count)) log.warn(m) }
+
+  const release = await rig.holdOneRequest()
+  send(0, 100)
+  await until('a 429 for the transport', () => rig.concurrency429s() >= 1)
+  await release()
+  await settled(rig, 'the first 100 records', 100)
+
+  rig.storage.down()
+  send(100, 100)
+  await until('a 503 for the transport', () => rig.ingest5xx('/v1/logs') >= 1)
+  rig.storage.up()
+  await settled(rig, 'all 200 records', 200)
+  await end() // flushes what is left and stops the worker
+
+  const events = await checkStoredOnce(t, rig, records(0, 200))
+  t.ok(events.every((e) => e.host === 'web-4'), 'host from the resource\'s host.name')
+  t.ok(events.every((e) => e.level === 'warn'), 'level from pino\'s number, as a severity')
+  t.ok(events.every((e) => e.ts >= before - 1 && e.ts <= Date.now()), 'ts from pino\'s time')
 })
