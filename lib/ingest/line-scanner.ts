@@ -875,9 +875,11 @@ export class LineScanner extends JsonLexer {
 
 }
 
-// Key classes by the keys' bytes, from the field table: per key length, the fields whose key has
-// that length and the key's bytes. A key is compared byte by byte with the few candidates of its
-// length (one or two per length), and most keys differ from them in the first byte.
+// Key classes by the keys' bytes, from the field table: a key is looked up by its length and the
+// low 5 bits of its first and last bytes, which tell the known keys apart but for a few pairs
+// (those share a chain). So a key costs one table load and one compare of its bytes with at
+// most a candidate or two; none of the keys every line carries (host/http, status/source) falls
+// back to a scan of the keys of its length.
 const classKeys: Array<[string, number]> = [
   ...eventFields.map((f, i): [string, number] => [f.key, i]),
   ...aliasKeys.map((a, k): [string, number] => [a.key, aliasBase + k]),
@@ -886,19 +888,29 @@ for (const key of mappedKeys) if (!classKeys.some(([known]) => known === key)) c
 const keyBytes = classKeys.map(([key]) => Buffer.from(key, 'utf8'))
 const keyClasses = Uint8Array.from(classKeys, ([, cls]) => cls)
 const maxKeyLength = Math.max(...keyBytes.map((k) => k.length))
-/** Per key length, the indexes (into keyBytes) of the keys of that length. */
-const candidatesByLength: Uint8Array[] = Array.from({ length: maxKeyLength + 1 }, (_, length) =>
-  Uint8Array.from(keyBytes.flatMap((k, i) => k.length === length ? [i] : [])))
-/**
- * By key length and first byte: the one key (its index into keyBytes) of that length starting
- * with that byte, -1 for none, -2 for several (then the keys of that length are tried in turn).
- * Most keys are told apart by this one load and a short compare of their other bytes.
- */
-const byLengthAndFirst = new Int16Array((maxKeyLength + 1) * 256).fill(-1)
-keyBytes.forEach((k, i) => {
-  const at = k.length * 256 + k[0]
-  byLengthAndFirst[at] = byLengthAndFirst[at] === -1 ? i : -2
-})
+/** Every known key's bytes, one after another: key k is keyFlat[keyAt[k], keyAt[k] + its length). */
+const keyAt = new Int32Array(keyBytes.length)
+const keyFlat = new Uint8Array(keyBytes.reduce((sum, k) => sum + k.length, 0))
+keyBytes.reduce((at, k, i) => {
+  keyAt[i] = at
+  keyFlat.set(k, at)
+  return at + k.length
+}, 0)
+/** The table slot of a key of `length` (1..maxKeyLength) bytes from its first and last bytes. */
+function keySlot (length: number, first: number, last: number): number {
+  return (length << 10) | ((first & 31) << 5) | (last & 31)
+}
+/** By keySlot: the first known key (its index into keyBytes) in that slot, -1 for none. */
+const firstKeyAt = new Int16Array((maxKeyLength + 1) << 10).fill(-1)
+/** By key index: the next known key in the same slot, -1 for none. */
+const nextKeyAt = new Int16Array(keyBytes.length).fill(-1)
+// Chained last key first, so that a chain lists its keys in table order.
+for (let i = keyBytes.length - 1; i >= 0; i--) {
+  const k = keyBytes[i]
+  const slot = keySlot(k.length, k[0], k[k.length - 1])
+  nextKeyAt[i] = firstKeyAt[slot]
+  firstKeyAt[slot] = i
+}
 
 const wrapperKeyBytes = wrapperKeys.map((key) => Buffer.from(key, 'utf8'))
 
@@ -914,13 +926,11 @@ function isWrapperKey (src: Buffer, start: number, end: number): boolean {
 function classifyKey (src: Buffer, start: number, end: number): number {
   const length = end - start
   if (length === 0 || length > maxKeyLength) return kOther
-  const k = byLengthAndFirst[length * 256 + src[start]]
-  if (k === -1) return kOther
-  if (k >= 0) return sameBytes(keyBytes[k], 1, src, start + 1, length - 1) ? keyClasses[k] : kOther
-  const candidates = candidatesByLength[length]
-  for (let c = 0; c < candidates.length; c++) {
-    const key = keyBytes[candidates[c]]
-    if (sameBytes(key, 0, src, start, length)) return keyClasses[candidates[c]]
+  for (let k = firstKeyAt[keySlot(length, src[start], src[end - 1])]; k >= 0; k = nextKeyAt[k]) {
+    const at = keyAt[k] - start
+    let p = start
+    while (p < end && keyFlat[at + p] === src[p]) p++
+    if (p === end) return keyClasses[k]
   }
   return kOther
 }
