@@ -105,6 +105,10 @@ function isFormat1 (cls: number): boolean {
   return cls < fieldCount && (format1Mask & (1 << cls)) !== 0
 }
 
+// Whitespace between tokens is skipped as `if (src[i] <= 0x20) i = skipSpace(...)`: compact
+// NDJSON has none, so the call sits on a branch never taken and the JIT does not inline it there,
+// which leaves the hot loops' inlining budget to the calls that do run (the field stores).
+
 /** #members: read the line again, recording its members (format 2, or an invalid field). */
 const readAgain = -2
 
@@ -209,7 +213,8 @@ export class LineScanner extends JsonLexer {
     }
     if (end < 0) return 0
     if (!this.#direct && !this.#recorded(line, this.#find(kLog))) return 0
-    i = skipSpace(line, end, false)
+    i = end
+    if (line[i] <= 0x20) i = skipSpace(line, i, false)
     if (i < line.length && line[i] !== LF) return 0
     const row = this.row
     if (row.attrsLength === 0) {
@@ -240,7 +245,7 @@ export class LineScanner extends JsonLexer {
    * recording at once, with nothing to undo.
    */
   #members (src: Buffer, i: number): number {
-    i = skipSpace(src, i, false)
+    if (src[i] <= 0x20) i = skipSpace(src, i, false)
     if (src[i] === 0x7d) return i + 1
     let seen = 0
     for (;;) {
@@ -262,9 +267,10 @@ export class LineScanner extends JsonLexer {
         if ((seen & (1 << cls)) !== 0) return -1
         seen |= 1 << cls
       }
-      i = skipSpace(src, i, false)
+      if (src[i] <= 0x20) i = skipSpace(src, i, false)
       if (src[i] !== 0x3a) return -1
-      i = skipSpace(src, i + 1, false)
+      i++
+      if (src[i] <= 0x20) i = skipSpace(src, i, false)
       // Values kept in attrs are copied as they are, so they must read as JSON.stringify writes.
       // (A field's value may go to attrs too, in format 2: #appendAttr checks it then.)
       i = cls === kLog && src[i] === QUOTE ? this.#logString(src, i) : this.#value(src, i, cls === kOther, 0)
@@ -274,7 +280,14 @@ export class LineScanner extends JsonLexer {
         if (cls === kLog && type !== tNull && this.#count === 0 && seen === 1 << kLog) {
           this.#direct = false
         } else if (isFormat1(cls)) {
-          if (type !== tNull && !this.#storeField(cls, src, type, this.#start, this.#end, this.#escapes,
+          // #storeField's common cases spelt out, so that the string fields' stores inline here.
+          const rule = ruleOf[cls]
+          if (type === tString && rule === rString) {
+            if (this.#escapes === 0) this.row.setSpan(cls, src, this.#start, this.#end)
+            else if (!this.#storeString(cls, src, this.#start, this.#end, this.#escapes)) return readAgain
+          } else if (type === tNumber && rule !== rString) {
+            if (!this.#storeNumber(cls, this.#numberRead ? this.#number : numberOf(src, this.#start, this.#end), false)) return readAgain
+          } else if (type !== tNull && !this.#storeField(cls, src, type, this.#start, this.#end, this.#escapes,
             this.#number, this.#numberRead)) return readAgain
         } else if (cls === kLog) {
           if (type !== tNull) return readAgain
@@ -302,7 +315,7 @@ export class LineScanner extends JsonLexer {
         this.#count = m + 1
         if (cls >= aliasBase) this.#mappable++
       }
-      i = skipSpace(src, i, false)
+      if (src[i] <= 0x20) i = skipSpace(src, i, false)
       const c = src[i]
       if (c === 0x7d) {
         // A line whose only member is a container under a wrapper key may be a wrapper of many
@@ -314,7 +327,8 @@ export class LineScanner extends JsonLexer {
         return i + 1
       }
       if (c !== 0x2c) return -1
-      i = skipSpace(src, i + 1, false)
+      i++
+      if (src[i] <= 0x20) i = skipSpace(src, i, false)
     }
   }
 
@@ -456,7 +470,7 @@ export class LineScanner extends JsonLexer {
     this.#otherCount = 0
     let i = skipSpace(src, start, true) + 1 // past the '{'
     i = this.#nestedMembers(src, i)
-    if (i >= 0) i = skipSpace(src, i, true)
+    if (i >= 0 && src[i] <= 0x20) i = skipSpace(src, i, true)
     this.#lfIsSpace = false
     if (i !== end) {
       this.#otherCount = 0 // plain text: nothing of it goes to attrs
@@ -475,7 +489,7 @@ export class LineScanner extends JsonLexer {
   }
 
   #nestedMembers (src: Buffer, i: number): number {
-    i = skipSpace(src, i, true)
+    if (src[i] <= 0x20) i = skipSpace(src, i, true)
     if (src[i] === 0x7d) return i + 1
     for (;;) {
       if (src[i] !== QUOTE) return -1
@@ -484,9 +498,10 @@ export class LineScanner extends JsonLexer {
       if (i < 0) return -1
       const keyEnd = i - 1
       const keyEscapes = this.escapes
-      i = skipSpace(src, i, true)
+      if (src[i] <= 0x20) i = skipSpace(src, i, true)
       if (src[i] !== 0x3a) return -1
-      i = skipSpace(src, i + 1, true)
+      i++
+      if (src[i] <= 0x20) i = skipSpace(src, i, true)
       // An escaped key may spell a field's name; a repeated field takes JSON.parse's last value.
       const cls = keyEscapes !== 0 ? kMapped : classifyKey(src, keyStart, keyEnd)
       // Other keys go to attrs, their text copied: read as JSON.stringify writes it. Keys the
@@ -536,11 +551,12 @@ export class LineScanner extends JsonLexer {
         this.#nestedNumber[cls] = this.#number
         this.#nestedRead[cls] = this.#numberRead ? 1 : 0
       }
-      i = skipSpace(src, i, true)
+      if (src[i] <= 0x20) i = skipSpace(src, i, true)
       const c = src[i]
       if (c === 0x7d) return i + 1
       if (c !== 0x2c) return -1
-      i = skipSpace(src, i + 1, true)
+      i++
+      if (src[i] <= 0x20) i = skipSpace(src, i, true)
     }
   }
 
