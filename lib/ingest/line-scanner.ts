@@ -273,27 +273,47 @@ export class LineScanner extends JsonLexer {
       if (src[i] <= 0x20) i = skipSpace(src, i, false)
       // Values kept in attrs are copied as they are, so they must read as JSON.stringify writes.
       // (A field's value may go to attrs too, in format 2: #appendAttr checks it then.)
-      i = cls === kLog && src[i] === QUOTE ? this.#logString(src, i) : this.#value(src, i, cls === kOther, 0)
-      if (i < 0) return -1
+      // A string (most values) is read here into locals; other values by #value, whose token
+      // fields are then copied to the same locals. (A string leaves the number fields as they
+      // were: they are read for numbers only.)
+      let type: number
+      let start: number
+      let end: number
+      let escapes: number
+      if (src[i] === QUOTE && cls !== kLog) {
+        start = i + 1
+        i = this.scanString(src, i)
+        if (i < 0) return -1
+        escapes = this.escapes
+        if (cls === kOther && (escapes & (escOther | escSurrogate)) !== 0) return -1
+        type = tString
+        end = i - 1
+      } else {
+        i = cls === kLog && src[i] === QUOTE ? this.#logString(src, i) : this.#value(src, i, cls === kOther, 0)
+        if (i < 0) return -1
+        type = this.#type
+        start = this.#start
+        end = this.#end
+        escapes = this.#escapes
+      }
       if (this.#direct) {
-        const type = this.#type
         if (cls === kLog && type !== tNull && this.#count === 0 && seen === 1 << kLog) {
           this.#direct = false
         } else if (isFormat1(cls)) {
           // #storeField's common cases spelt out, so that the string fields' stores inline here.
           const rule = ruleOf[cls]
           if (type === tString && rule === rString) {
-            if (this.#escapes === 0) this.row.setSpan(cls, src, this.#start, this.#end)
-            else if (!this.#storeString(cls, src, this.#start, this.#end, this.#escapes)) return readAgain
+            if (escapes === 0) this.row.setSpan(cls, src, start, end)
+            else if (!this.#storeString(cls, src, start, end, escapes)) return readAgain
           } else if (type === tNumber && rule !== rString) {
-            if (!this.#storeNumber(cls, this.#numberRead ? this.#number : numberOf(src, this.#start, this.#end), false)) return readAgain
-          } else if (type !== tNull && !this.#storeField(cls, src, type, this.#start, this.#end, this.#escapes,
+            if (!this.#storeNumber(cls, this.#numberRead ? this.#number : numberOf(src, start, end), false)) return readAgain
+          } else if (type !== tNull && !this.#storeField(cls, src, type, start, end, escapes,
             this.#number, this.#numberRead)) return readAgain
         } else if (cls === kLog) {
           if (type !== tNull) return readAgain
         } else if (cls === kFilename) {
           return readAgain // a column of format 2; in format 1 mapped (the reference path's)
-        } else if (!this.#appendAttr(src, keyStart, keyEnd, cls, type, this.#start, this.#end, this.#escapes,
+        } else if (!this.#appendAttr(src, keyStart, keyEnd, cls, type, start, end, escapes,
           this.#numberPlain, this.#numberRead, this.#number)) {
           return -1
         }
@@ -305,10 +325,10 @@ export class LineScanner extends JsonLexer {
         this.#keyStart[m] = keyStart
         this.#keyEnd[m] = keyEnd
         this.#class[m] = cls
-        this.#valueType[m] = this.#type
-        this.#valueStart[m] = this.#start
-        this.#valueEnd[m] = this.#end
-        this.#valueEscapes[m] = this.#escapes
+        this.#valueType[m] = type
+        this.#valueStart[m] = start
+        this.#valueEnd[m] = end
+        this.#valueEscapes[m] = escapes
         this.#valueNumber[m] = this.#number
         this.#valuePlain[m] = this.#numberPlain ? 1 : 0
         this.#valueRead[m] = this.#numberRead ? 1 : 0
@@ -322,7 +342,7 @@ export class LineScanner extends JsonLexer {
         // records (an OTLP export, a Loki push, {"logs":[...]}): the reference path decides
         // (wrapped-body.ts). The first member is the only one recorded when #count is 1 and no
         // field was seen; an alias would have asked for readAgain in direct reading.
-        if (cls === kOther && this.#count === 1 && seen === 0 && this.#type === tContainer &&
+        if (cls === kOther && this.#count === 1 && seen === 0 && type === tContainer &&
           isWrapperKey(src, keyStart, keyEnd)) return -1
         return i + 1
       }
