@@ -39,24 +39,28 @@ export function levelOfName (text: string): number {
 /** byName's names as bytes with their levels, for levelOfNameBytes. */
 const nameBytes: Uint8Array[] = [...byName.keys()].map((name) => Buffer.from(name, 'latin1'))
 const nameLevels: number[] = [...byName.values()]
+/** Per length (0..longestName): the indexes into nameBytes of the names of that length (a few each). */
+const namesByLength: Uint8Array[] = Array.from({ length: longestName + 1 }, (_, length) =>
+  Uint8Array.from(nameBytes.flatMap((name, n) => name.length === length ? [n] : [])))
 
 /**
  * levelOfName of the text src[start, end), read in place without a string (the line scanner's
- * strings): ASCII letters compared case-insensitively, anything else never matches.
+ * strings): ASCII letters compared case-insensitively, anything else never matches. Only the
+ * names of the text's length are compared.
  */
 export function levelOfNameBytes (src: Uint8Array, start: number, end: number): number {
   const length = end - start
   if (length === 0 || length > longestName) return -1
-  for (let n = 0; n < nameBytes.length; n++) {
-    const name = nameBytes[n]
-    if (name.length !== length) continue
+  const candidates = namesByLength[length]
+  for (let c = 0; c < candidates.length; c++) {
+    const name = nameBytes[candidates[c]]
     let k = 0
     for (; k < length; k++) {
-      const c = src[start + k]
+      const b = src[start + k]
       // ASCII upper case to lower; the names are lower-case letters only.
-      if ((c >= 0x41 && c <= 0x5a ? c + 0x20 : c) !== name[k]) break
+      if ((b >= 0x41 && b <= 0x5a ? b + 0x20 : b) !== name[k]) break
     }
-    if (k === length) return nameLevels[n]
+    if (k === length) return nameLevels[candidates[c]]
   }
   return -1
 }

@@ -528,7 +528,23 @@ export class LineScanner extends JsonLexer {
       // mapping may read (aliases of a field the message does not fill) are the reference path's.
       const other = nestedOther[cls] === 1
       const valueStart = i
-      i = this.#value(src, valueStart, other, 0)
+      // A string is read here into locals (as in #members), any other value by #value.
+      let type = tString
+      let start = i + 1
+      let end: number
+      let escapes: number
+      if (src[i] === QUOTE) {
+        i = this.scanString(src, i)
+        escapes = this.escapes
+        if (other && (escapes & (escOther | escSurrogate)) !== 0) i = -1
+        end = i - 1
+      } else {
+        i = this.#value(src, valueStart, other, 0)
+        type = this.#type
+        start = this.#start
+        end = this.#end
+        escapes = this.#escapes
+      }
       if (i < 0) {
         // Not plain text, yet JSON: the reference path's; else the log is no JSON object.
         if (other && this.#value(src, valueStart, false, 0) >= 0) this.#unsupported = true
@@ -544,16 +560,16 @@ export class LineScanner extends JsonLexer {
         // JSON.parse lists array-index keys first; attrs holds a key once; a log value that is
         // an object is ECS's `log` (mapped).
         if (keyEscapes !== 0 || (first >= 0x30 && first <= 0x39) || n === maxMembers || this.#repeatsOther(src, keyStart, keyEnd) ||
-          (cls === kLog && this.#type === tContainer)) {
+          (cls === kLog && type === tContainer)) {
           this.#unsupported = true
           return -1
         }
         this.#otherKeyStart[n] = keyStart
         this.#otherKeyEnd[n] = keyEnd
-        this.#otherType[n] = this.#type
-        this.#otherStart[n] = this.#start
-        this.#otherEnd[n] = this.#end
-        this.#otherEscapes[n] = this.#escapes
+        this.#otherType[n] = type
+        this.#otherStart[n] = start
+        this.#otherEnd[n] = end
+        this.#otherEscapes[n] = escapes
         this.#otherNumber[n] = this.#number
         this.#otherPlain[n] = this.#numberPlain ? 1 : 0
         this.#otherRead[n] = this.#numberRead ? 1 : 0
@@ -564,10 +580,10 @@ export class LineScanner extends JsonLexer {
           return -1
         }
         this.#nestedSeen |= 1 << cls
-        this.#nestedType[cls] = this.#type
-        this.#nestedStart[cls] = this.#start
-        this.#nestedEnd[cls] = this.#end
-        this.#nestedEscapes[cls] = this.#escapes
+        this.#nestedType[cls] = type
+        this.#nestedStart[cls] = start
+        this.#nestedEnd[cls] = end
+        this.#nestedEscapes[cls] = escapes
         this.#nestedNumber[cls] = this.#number
         this.#nestedRead[cls] = this.#numberRead ? 1 : 0
       }
@@ -888,11 +904,19 @@ export class LineScanner extends JsonLexer {
       let at = copyBytes(src, start, i, out, messageStart)
       while (c !== QUOTE) {
         if (c !== BACKSLASH) return -1 // a control character, or the line's end
-        const kind = this.escapeAt(src, i)
-        if (kind < 0 || kind === escSurrogate) return -1
-        escapes |= kind
-        at = this.writeEscape(src, i, out, at)
-        i += this.escapeLength
+        const e = src[i + 1]
+        if (e === QUOTE || e === BACKSLASH) {
+          // \" and \\, most of the escapes of a log holding JSON: the character itself.
+          escapes |= escSimple
+          out[at++] = e
+          i += 2
+        } else {
+          const kind = this.escapeAt(src, i)
+          if (kind < 0 || kind === escSurrogate) return -1
+          escapes |= kind
+          at = this.writeEscape(src, i, out, at)
+          i += this.escapeLength
+        }
         c = src[i]
         while (c !== QUOTE && c !== BACKSLASH && c >= 0x20) {
           out[at++] = c
