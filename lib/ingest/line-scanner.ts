@@ -307,6 +307,11 @@ export class LineScanner extends JsonLexer {
             else if (!this.#storeString(cls, src, start, end, escapes)) return readAgain
           } else if (type === tNumber && rule !== rString) {
             if (!this.#storeNumber(cls, this.#numberRead ? this.#number : numberOf(src, start, end), false)) return readAgain
+          } else if (type === tString && rule === rTs && escapes === 0) {
+            // An RFC 3339 ts; #storeField again for anything else (a numeric string).
+            const ms = epochMsFromRfc3339Bytes(src, start, end)
+            if (Number.isNaN(ms) ? !this.#storeField(cls, src, type, start, end, escapes, this.#number, this.#numberRead)
+              : !this.#storeTs(cls, ms)) return readAgain
           } else if (type !== tNull && !this.#storeField(cls, src, type, start, end, escapes,
             this.#number, this.#numberRead)) return readAgain
         } else if (cls === kLog) {
