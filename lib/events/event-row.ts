@@ -24,7 +24,7 @@ export class EventRow {
   /** Per field: its value for numeric fields (ts too); -1 when absent. */
   readonly number = new Float64Array(fieldCount)
   /** Per string field: the buffer holding its UTF-8 (a line or `scratch`), null when absent. */
-  readonly source: Array<Buffer | null> = new Array(fieldCount).fill(null)
+  readonly source: Array<Buffer | null> = Array.from({ length: fieldCount }, () => null) // packed: no hole checks on reads
   readonly start = new Int32Array(fieldCount)
   readonly end = new Int32Array(fieldCount)
   /** attrs' JSON object text: attrsBytes[0, attrsLength). */
