@@ -1,6 +1,7 @@
 // Event times: epoch numbers by magnitude and RFC 3339 text (docs/api.md section 6.4), to integer
 // milliseconds since the epoch. Pure; the RFC 3339 reader runs on bytes in place, so the line
 // scanner reads a ts string straight from the line.
+import { Buffer } from 'node:buffer'
 
 /**
  * Seconds, milliseconds, microseconds or nanoseconds by magnitude: below 1e11 is seconds (up to
@@ -20,8 +21,11 @@ export function epochMsFromNumber (value: number): number {
 const daysInMonth = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
 const zero = 0x30
 
-/** A string's characters as bytes for epochMsFromRfc3339Bytes (only ASCII can match). */
-let rfc3339Text = new Uint8Array(64)
+/**
+ * A string's characters as bytes for epochMsFromRfc3339Bytes (only ASCII can match). A Buffer,
+ * as the line scanner's lines are: the reader then sees one kind of array from both callers.
+ */
+let rfc3339Text: Uint8Array = Buffer.allocUnsafeSlow(64)
 
 /**
  * RFC 3339 date-time to ms since the epoch, NaN when malformed or not a real date (Date.parse
@@ -30,7 +34,7 @@ let rfc3339Text = new Uint8Array(64)
  * RFC 3339 allows, and lands on the next second.
  */
 export function epochMsFromRfc3339 (text: string): number {
-  if (text.length > rfc3339Text.length) rfc3339Text = new Uint8Array(2 * text.length)
+  if (text.length > rfc3339Text.length) rfc3339Text = Buffer.allocUnsafeSlow(2 * text.length)
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i)
     rfc3339Text[i] = code < 0x80 ? code : 0
