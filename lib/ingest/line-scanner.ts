@@ -942,9 +942,10 @@ export class LineScanner extends JsonLexer {
 
 // Key classes by the keys' bytes, from the field table: a key is looked up by its length and the
 // low 5 bits of its first and last bytes, which tell the known keys apart but for a few pairs
-// (those share a chain). So a key costs one table load and one compare of its bytes with at
-// most a candidate or two; none of the keys every line carries (host/http, status/source) falls
-// back to a scan of the keys of its length.
+// (those share a chain). So a key costs one table load and a compare of its first and last four
+// bytes, as two words, with a candidate or two (and of the bytes between, for keys over 8 bytes).
+// None of the keys every line carries shares a slot (host/http and status/source shared the
+// old scheme's length-and-first-byte slot).
 const classKeys: Array<[string, number]> = [
   ...eventFields.map((f, i): [string, number] => [f.key, i]),
   ...aliasKeys.map((a, k): [string, number] => [a.key, aliasBase + k]),
@@ -961,6 +962,13 @@ keyBytes.reduce((at, k, i) => {
   keyFlat.set(k, at)
   return at + k.length
 }, 0)
+/** Four bytes at src[at] as a little-endian 32-bit word. */
+function word (src: Uint8Array, at: number): number {
+  return src[at] | (src[at + 1] << 8) | (src[at + 2] << 16) | (src[at + 3] << 24)
+}
+/** Per key: its first four bytes as a word (a shorter key: its bytes), and its last four (0 for a shorter key). */
+const keyHead = Int32Array.from(keyBytes, (k) => k.length >= 4 ? word(k, 0) : k.reduce((w, b, i) => w | (b << (8 * i)), 0))
+const keyTail = Int32Array.from(keyBytes, (k) => k.length >= 4 ? word(k, k.length - 4) : 0)
 /** The table slot of a key of `length` (1..maxKeyLength) bytes from its first and last bytes. */
 function keySlot (length: number, first: number, last: number): number {
   return (length << 10) | ((first & 31) << 5) | (last & 31)
@@ -991,11 +999,24 @@ function isWrapperKey (src: Buffer, start: number, end: number): boolean {
 function classifyKey (src: Buffer, start: number, end: number): number {
   const length = end - start
   if (length === 0 || length > maxKeyLength) return kOther
-  for (let k = firstKeyAt[keySlot(length, src[start], src[end - 1])]; k >= 0; k = nextKeyAt[k]) {
+  const slot = keySlot(length, src[start], src[end - 1])
+  if (length < 4) {
+    const head = length === 3 ? src[start] | (src[start + 1] << 8) | (src[start + 2] << 16)
+      : length === 2 ? src[start] | (src[start + 1] << 8) : src[start]
+    for (let k = firstKeyAt[slot]; k >= 0; k = nextKeyAt[k]) if (head === keyHead[k]) return keyClasses[k]
+    return kOther
+  }
+  // The first and the last four bytes (overlapping below 8) as two words; longer keys compare
+  // the bytes between them too.
+  const head = word(src, start)
+  const tail = word(src, end - 4)
+  for (let k = firstKeyAt[slot]; k >= 0; k = nextKeyAt[k]) {
+    if (head !== keyHead[k] || tail !== keyTail[k]) continue
+    if (length <= 8) return keyClasses[k]
     const at = keyAt[k] - start
-    let p = start
-    while (p < end && keyFlat[at + p] === src[p]) p++
-    if (p === end) return keyClasses[k]
+    let p = start + 4
+    while (p < end - 4 && keyFlat[at + p] === src[p]) p++
+    if (p === end - 4) return keyClasses[k]
   }
   return kOther
 }
