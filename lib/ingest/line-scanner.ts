@@ -391,45 +391,50 @@ export class LineScanner extends JsonLexer {
         filled |= fromNested
       }
     }
+    // Fields still empty take their aliases, in order (the log object's were declined), after
+    // the loop below. (In format 1 a filename is tried like an alias.)
+    const mapping = this.#mappable > 0 || (!format2 && this.#find(kFilename) >= 0)
+    // Without a mapping or a log object's other keys (the common case), whatever member is
+    // unused is known in the loop, and goes to attrs there, in order.
+    const attrsNow = !mapping && this.#otherCount === 0
     const used = this.#used
     for (let m = 0; m < this.#count; m++) {
-      used[m] = 0
       const cls = this.#class[m]
       const type = this.#valueType[m]
+      let use = 0
       if (cls === kLog) {
-        used[m] = 1 // the message, or a null log: absent
+        use = 1 // the message, or a null log: absent
       } else if (cls === kFilename) {
-        if (!format2) continue // mapped like an alias, below
-        if (type === tNull) {
-          used[m] = 1
-          continue
+        // In format 1 it is mapped like an alias, below.
+        if (format2) {
+          if (type !== tNull) {
+            if (type !== tString) return false
+            if (!this.#storeString(fFilename, line, this.#valueStart[m], this.#valueEnd[m], this.#valueEscapes[m])) return false
+            filled |= 1 << fFilename
+          }
+          use = 1
         }
-        if (type !== tString) return false
-        if (!this.#storeString(fFilename, line, this.#valueStart[m], this.#valueEnd[m], this.#valueEscapes[m])) return false
-        filled |= 1 << fFilename
-        used[m] = 1
       } else if (isFormat1(cls)) {
         if (type === tNull) {
-          used[m] = 1
-          continue
+          use = 1
+        } else if ((filled & (1 << cls)) === 0) { // (a field the log object filled: this value goes to attrs)
+          if (this.#storeMember(line, cls, m, false)) {
+            filled |= 1 << cls
+            use = 1
+          } else if (!format2) {
+            // Format 1 fails the line (or reads an object as ECS): the reference path's to word.
+            return false
+          } else if (type === tString && ruleOf[cls] !== rString) {
+            // Format 2 keeps an invalid value in attrs; but a string for a numeric field may be a
+            // numeric string the reference path reads.
+            return false
+          }
         }
-        // A field the log object filled: this value goes to attrs.
-        if ((filled & (1 << cls)) !== 0) continue
-        if (this.#storeMember(line, cls, m, false)) {
-          filled |= 1 << cls
-          used[m] = 1
-          continue
-        }
-        // Format 1 fails the line (or reads an object as ECS): the reference path's to word.
-        if (!format2) return false
-        // Format 2 keeps an invalid value in attrs; but a string for a numeric field may be a
-        // numeric string the reference path reads.
-        if (type === tString && ruleOf[cls] !== rString) return false
       }
+      used[m] = use
+      if (use === 0 && attrsNow && !this.#appendMember(line, m)) return false
     }
-    // Fields still empty take their aliases, in order (the log object's were declined).
-    // (In format 1 a filename is tried like an alias.)
-    const mapping = this.#mappable > 0 || (!format2 && this.#find(kFilename) >= 0)
+    if (attrsNow) return true
     for (let field = 0; field < fieldCount && mapping; field++) {
       if ((filled & (1 << field)) !== 0) continue
       const classes = aliasClassesOf[field]
@@ -456,10 +461,15 @@ export class LineScanner extends JsonLexer {
     for (let m = 0; m < this.#count; m++) {
       if (used[m] === 1) continue
       if (this.#otherCount > 0 && this.#isOtherKey(line, this.#keyStart[m], this.#keyEnd[m])) continue
-      if (!this.#appendAttr(line, this.#keyStart[m], this.#keyEnd[m], this.#class[m], this.#valueType[m], this.#valueStart[m], this.#valueEnd[m],
-        this.#valueEscapes[m], this.#valuePlain[m] === 1, this.#valueRead[m] === 1, this.#valueNumber[m])) return false
+      if (!this.#appendMember(line, m)) return false
     }
     return true
+  }
+
+  /** Appends member m to attrs (#appendAttr); false to decline the line. */
+  #appendMember (line: Buffer, m: number): boolean {
+    return this.#appendAttr(line, this.#keyStart[m], this.#keyEnd[m], this.#class[m], this.#valueType[m], this.#valueStart[m],
+      this.#valueEnd[m], this.#valueEscapes[m], this.#valuePlain[m] === 1, this.#valueRead[m] === 1, this.#valueNumber[m])
   }
 
   /** Reads the object the message (a log string) holds; returns the fields it filled, -1 to decline. */
