@@ -711,12 +711,13 @@ export class LineScanner extends JsonLexer {
     return true
   }
 
-  /** Appends a member to attrs as `"key":value` (key and value as #value read them); false to decline the line. */
+  /**
+   * Appends a member to attrs as `"key":value` (key and value as #value read them); false to
+   * decline the line. Small, so that it inlines; a number JSON.stringify writes otherwise is
+   * #appendNumberAttr's.
+   */
   #appendAttr (line: Buffer, keyStart: number, keyEnd: number, cls: number, type: number, valueStart: number,
     valueEnd: number, escapes: number, numberPlain: boolean, numberRead: boolean, number: number): boolean {
-    keyStart--
-    keyEnd++
-    let text: string | null = null
     // A container's text was checked only under a key that is no field.
     if (type === tContainer && cls !== kOther) return false
     if (type === tString) {
@@ -724,23 +725,32 @@ export class LineScanner extends JsonLexer {
       valueStart--
       valueEnd++
     } else if (type === tNumber && !numberPlain) {
-      // As JSON.stringify writes the value JSON.parse reads (1e999 is Infinity, written null).
-      const value = numberRead ? number : numberOf(line, valueStart, valueEnd)
-      text = Number.isFinite(value) ? String(value) : 'null'
+      return this.#appendNumberAttr(line, keyStart, keyEnd, numberRead ? number : numberOf(line, valueStart, valueEnd))
     }
-    const valueLength = text === null ? valueEnd - valueStart : text.length
     const row = this.row
-    row.attrsRoom(keyEnd - keyStart + valueLength + 2)
+    row.attrsRoom(keyEnd - keyStart + valueEnd - valueStart + 4)
     const out = row.attrsBytes
     let at = row.attrsLength
-    out[at++] = row.attrsLength === 0 ? 0x7b : 0x2c
-    at = copyBytes(line, keyStart, keyEnd, out, at)
+    out[at] = at === 0 ? 0x7b : 0x2c
+    at++
+    at = copyBytes(line, keyStart - 1, keyEnd + 1, out, at)
     out[at++] = 0x3a
-    if (text === null) {
-      at = copyBytes(line, valueStart, valueEnd, out, at)
-    } else {
-      for (let k = 0; k < text.length; k++) out[at++] = text.charCodeAt(k)
-    }
+    row.attrsLength = copyBytes(line, valueStart, valueEnd, out, at)
+    return true
+  }
+
+  /** Appends `"key":value` for a number, written as JSON.stringify writes the value JSON.parse reads (1e999 is Infinity, written null). */
+  #appendNumberAttr (line: Buffer, keyStart: number, keyEnd: number, value: number): boolean {
+    const text = Number.isFinite(value) ? String(value) : 'null'
+    const row = this.row
+    row.attrsRoom(keyEnd - keyStart + text.length + 4)
+    const out = row.attrsBytes
+    let at = row.attrsLength
+    out[at] = at === 0 ? 0x7b : 0x2c
+    at++
+    at = copyBytes(line, keyStart - 1, keyEnd + 1, out, at)
+    out[at++] = 0x3a
+    for (let k = 0; k < text.length; k++) out[at++] = text.charCodeAt(k)
     row.attrsLength = at
     return true
   }
