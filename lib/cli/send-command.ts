@@ -1,9 +1,10 @@
 // `sluice send STREAM FILE` (FILE `-` reads stdin): sends NDJSON in gzip'd requests of up to
 // ~1 MiB (`chunkBytes`), up to `parallel` of them in flight at once (4 by default: the server
 // batches concurrent requests into one insert, so a few in flight hide most of each request's wait
-// for its commit), each with an Idempotency-Key so that a retry never stores a chunk twice.
-// 429 and 503 are retried after the Retry-After the server sent; network errors after a growing
-// pause.
+// for its commit), each with an Idempotency-Key so that a retry of an answered chunk is replayed,
+// not stored again. 429 and 503 are retried after the Retry-After the server sent; network errors
+// after a growing pause. A retry after `503 storage_outcome_unknown` (the rows may be stored;
+// docs/api.md section 6.6) runs again, as 5xx answers are not remembered: at least once, then.
 //
 // Line numbers: the server numbers failures within each request body (docs/api.md section 6.6);
 // every chunk remembers the file line it starts at, so a failure is reported with its line in the

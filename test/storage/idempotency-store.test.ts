@@ -34,9 +34,13 @@ t.test('an answer recorded by one node is replayed by another (or after a restar
   now += 999
   t.equal((await nodeB.once('org/s/tok', 'k1', 'req-4', async () => { runs++; return ok(5) })).replayed, true)
   now += 1
-  const nodeC = new IdempotencyCache(1_000, 100, clock, new IdempotencyStore({ clickhouse, log, now: clock }))
+  const storeC = new IdempotencyStore({ clickhouse, log, now: clock })
+  const nodeC = new IdempotencyCache(1_000, 100, clock, storeC)
   t.same(await nodeC.once('org/s/tok', 'k1', 'req-5', async () => { runs++; return ok(6) }), { answer: ok(6), replayed: false }, 'expired everywhere')
-  t.same(await nodeB.once('org/s/tok', 'k1', 'req-6', async () => { runs++; return ok(7) }), { answer: ok(7), replayed: false }, 'expired on B too')
+  // Node B no longer replays the expired answer: it finds node C's new one (once C's row is written).
+  await storeC.flushed()
+  t.same(await nodeB.once('org/s/tok', 'k1', 'req-6', async () => { runs++; return ok(7) }), { answer: ok(6), replayed: true }, 'expired on B too: the new answer is replayed')
+  t.equal(runs, 3, 'only A and C ran it, and the other scope')
 })
 
 t.test('client errors and binary answers are recorded; retryable outcomes are not', async (t) => {
