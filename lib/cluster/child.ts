@@ -12,8 +12,9 @@
 //   gone; idempotent. kill(signal) sends any signal (SIGSTOP/SIGCONT for fault tests).
 import { spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs'
+import { closeSync, openSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { tailOf } from '../storage/managed-clickhouse.ts'
 
 export interface ChildOptions {
   name: string
@@ -25,21 +26,6 @@ export interface ChildOptions {
 }
 
 const pollMs = 100 // every probe here answers in ms once up; 100 ms wastes little
-
-/** The last `bytes` of a log file, or '' when there is none. */
-export function logTail (file: string, bytes = 2048): string {
-  let fd: number | undefined
-  try {
-    fd = openSync(file, 'r')
-    const buffer = Buffer.alloc(bytes)
-    const length = readSync(fd, buffer, 0, bytes, Math.max(0, fstatSync(fd).size - bytes))
-    return buffer.toString('utf8', 0, length).trim()
-  } catch {
-    return ''
-  } finally {
-    if (fd !== undefined) closeSync(fd)
-  }
-}
 
 export class Child {
   readonly name: string
@@ -79,9 +65,9 @@ export class Child {
   async waitUntil (probe: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
     const deadline = Date.now() + timeoutMs
     for (;;) {
-      if (this.hasExited) throw new Error(`${this.name} exited before ${what}; ${this.logFile} ends with:\n${logTail(this.logFile)}`)
+      if (this.hasExited) throw new Error(`${this.name} exited before ${what}; ${this.logFile} ends with:\n${tailOf(this.logFile, 2048)}`)
       if (await probe().catch(() => false)) return
-      if (Date.now() >= deadline) throw new Error(`${this.name}: no ${what} within ${timeoutMs} ms; ${this.logFile} ends with:\n${logTail(this.logFile)}`)
+      if (Date.now() >= deadline) throw new Error(`${this.name}: no ${what} within ${timeoutMs} ms; ${this.logFile} ends with:\n${tailOf(this.logFile, 2048)}`)
       await sleep(pollMs)
     }
   }

@@ -12,9 +12,8 @@
 //   small background pools; ClickHouse 18.16 ignores keys it does not know.
 // - startClusterClickHouse() resolves once /ping answers; stop() stops the process.
 import { mkdirSync, writeFileSync } from 'node:fs'
-import { get } from 'node:http'
 import { join, resolve } from 'node:path'
-import { findClickHouseBinary, MissingClickHouseError } from '../storage/managed-clickhouse.ts'
+import { answersPing, findClickHouseBinary, MissingClickHouseError } from '../storage/managed-clickhouse.ts'
 import { spawnChild } from './child.ts'
 import type { Child } from './child.ts'
 
@@ -85,17 +84,6 @@ export interface ClusterClickHouse {
   stop (): Promise<void>
 }
 
-export function answersPing (url: string): Promise<boolean> {
-  return new Promise((done) => {
-    // No keep-alive: ClickHouse holds its shutdown for seconds while an idle connection is open.
-    const req = get(`${url}/ping`, { agent: false, timeout: 1_000 }, (res) => {
-      let body = ''
-      res.setEncoding('utf8').on('data', (chunk: string) => { body += chunk })
-        .on('end', () => done(body === 'Ok.\n')).on('error', () => done(false))
-    })
-    req.on('timeout', () => req.destroy()).on('error', () => done(false))
-  })
-}
 
 export interface StartHostOptions {
   dir: string

@@ -19,11 +19,14 @@
 //
 // The jobs live in managed-clickhouse/: binary.ts (finding the server binary), server-config.ts
 // (ports and config.xml), leftovers.ts (stopping a server a dead Sluice left running),
-// supervisor.ts (start, health, restart with backoff, stop). This file is their public face.
+// supervisor.ts (start, health, restart with backoff, stop), ping.ts (is it up), log-tail.ts (a
+// file's last bytes, for errors). This file is their public face.
 export { MissingClickHouseError, findClickHouseBinary } from './managed-clickhouse/binary.ts'
 export type { ClickHouseCommand } from './managed-clickhouse/binary.ts'
 export { writeClickHouseConfig } from './managed-clickhouse/server-config.ts'
 export type { ClickHousePorts } from './managed-clickhouse/server-config.ts'
 export { terminateClickHouse } from './managed-clickhouse/leftovers.ts'
+export { answersPing } from './managed-clickhouse/ping.ts'
+export { tailOf } from './managed-clickhouse/log-tail.ts'
 export { ManagedClickHouse, startManagedClickHouse } from './managed-clickhouse/supervisor.ts'
 export type { ManagedClickHouseEvents, ManagedClickHouseOptions } from './managed-clickhouse/supervisor.ts'

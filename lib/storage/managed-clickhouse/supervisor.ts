@@ -5,7 +5,6 @@ import { spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
 import { EventEmitter } from 'node:events'
 import { closeSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs'
-import { get } from 'node:http'
 import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from '../../logger.ts'
@@ -15,6 +14,7 @@ import { configFileName, reservePorts, writeClickHouseConfig } from './server-co
 import type { ClickHousePorts } from './server-config.ts'
 import { clearLeftovers, pidFileName } from './leftovers.ts'
 import { tailOf } from './log-tail.ts'
+import { answersPing } from './ping.ts'
 
 export interface ManagedClickHouseOptions {
   /** Data, config, logs and pid file all live here: `${SLUICE_DATA_DIR}/clickhouse`. */
@@ -43,17 +43,6 @@ const healthyAfterMs = 60_000 // up this long and a crash counts as the first, n
 const startAttempts = 3 // a port picked free can be taken before ClickHouse binds it
 const defaultStopTimeoutMs = 15_000 // ClickHouse lets running queries finish for up to 5 s first
 
-function answersPing (url: string): Promise<boolean> {
-  return new Promise((done) => {
-    // No keep-alive: ClickHouse holds its shutdown for seconds while an idle connection is open.
-    const req = get(`${url}/ping`, { agent: false, timeout: 1_000 }, (res) => {
-      let body = ''
-      res.setEncoding('utf8').on('data', (chunk: string) => { body += chunk })
-        .on('end', () => done(body === 'Ok.\n')).on('error', () => done(false))
-    })
-    req.on('timeout', () => req.destroy()).on('error', () => done(false))
-  })
-}
 
 async function stopChild (child: ChildProcess | undefined, timeoutMs: number): Promise<void> {
   if (!child || child.exitCode !== null || child.signalCode !== null) return
