@@ -1,10 +1,15 @@
 // What the protocol inputs' routes share: the target (an ingest token's own stream), the content
-// type check, and the refusal of a body a worker could not read. The request itself runs through
-// the ingest pipeline (lib/ingest/ingest-pipeline.ts runIngest, framing 'body').
+// type check, the refusal of a body a worker could not read, and the whole route of an input whose
+// body is one protobuf or JSON message (OTLP, Loki push: registerWholeBodyRoutes). The request
+// itself runs through the ingest pipeline (lib/ingest/ingest-pipeline.ts runIngest, framing 'body').
 import type { IncomingMessage } from 'node:http'
 import { SluiceError } from '../errors.ts'
+import type { Router } from '../http/router.ts'
+import type { RequestContext } from '../http/reply.ts'
 import type { IngestRouteDeps } from '../ingest/ingest-route.ts'
-import type { IngestOutcome } from '../ingest/ingest-pipeline.ts'
+import { runIngest } from '../ingest/ingest-pipeline.ts'
+import type { IngestAnswer, IngestOutcome } from '../ingest/ingest-pipeline.ts'
+import type { InputKind } from '../ingest/parse-task.ts'
 import type { IngestTokenRecord, OrgRecord, StreamRecord } from '../storage/metadata-store.ts'
 import { findStream } from '../streams/streams.ts'
 import type { LineFailure } from '../ingest/parse-task.ts'
@@ -44,4 +49,32 @@ export function refuseBodyError (outcome: IngestOutcome, emptyIsValid: boolean):
 export function describeFailures (failed: number, failures: LineFailure[], what: string): string {
   const listed = failures.slice(0, 5).map((f) => `${what} ${f.line}: ${f.code}: ${f.message}`)
   return `${failed} ${what}${failed === 1 ? '' : 's'} rejected (${listed.join('; ')}${failed > listed.length ? '; ...' : ''})`
+}
+
+/** A protocol input whose body is one message, protobuf or JSON by its Content-Type. */
+export interface WholeBodyInput {
+  paths: readonly string[]
+  /** The two media types, in the order the 415's message names them. */
+  accepted: readonly ['application/x-protobuf', 'application/json'] | readonly ['application/json', 'application/x-protobuf']
+  /** The worker task kinds of a protobuf body and of a JSON one. */
+  kinds: { proto: InputKind, json: InputKind }
+  /** The answer once the rows are committed (or a SluiceError), in the request's encoding. */
+  answer: (outcome: IngestOutcome, proto: boolean) => IngestAnswer
+}
+
+/** POST on each of the input's paths: the token's stream, the whole body as one worker task. */
+export function registerWholeBodyRoutes (router: Router, deps: IngestRouteDeps, input: WholeBodyInput): void {
+  const checkContentType = contentTypeCheck(input.accepted)
+  const handle = async (ctx: RequestContext): Promise<void> => {
+    const { org, token, stream } = tokenTarget(ctx.req, deps)
+    const proto = mediaType(ctx.req.headers['content-type']) === 'application/x-protobuf'
+    await runIngest(ctx, deps, {
+      org, token, stream,
+      inputKind: proto ? input.kinds.proto : input.kinds.json,
+      framing: 'body',
+      checkContentType,
+      answer: (outcome) => input.answer(outcome, proto),
+    })
+  }
+  for (const path of input.paths) router.add('POST', path, handle)
 }

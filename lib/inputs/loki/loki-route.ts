@@ -11,29 +11,18 @@
 // undecodable_body when the body is not a push request; 429 and 503 with Retry-After, which Loki
 // clients retry.
 import type { Router } from '../../http/router.ts'
-import type { RequestContext } from '../../http/reply.ts'
 import { SluiceError } from '../../errors.ts'
 import type { IngestRouteDeps } from '../../ingest/ingest-route.ts'
-import { runIngest } from '../../ingest/ingest-pipeline.ts'
 import type { IngestAnswer, IngestOutcome } from '../../ingest/ingest-pipeline.ts'
-import { contentTypeCheck, describeFailures, mediaType, refuseBodyError, tokenTarget } from '../input-route.ts'
+import { describeFailures, refuseBodyError, registerWholeBodyRoutes } from '../input-route.ts'
 
 export const lokiPushPaths = ['/loki/api/v1/push', '/api/loki/api/v1/push'] as const
 
-const checkContentType = contentTypeCheck(['application/json', 'application/x-protobuf'])
-
 export function registerLokiRoutes (router: Router, deps: IngestRouteDeps): void {
-  for (const path of lokiPushPaths) router.add('POST', path, (ctx) => handleLokiPush(ctx, deps))
-}
-
-async function handleLokiPush (ctx: RequestContext, deps: IngestRouteDeps): Promise<void> {
-  const { org, token, stream } = tokenTarget(ctx.req, deps)
-  const proto = mediaType(ctx.req.headers['content-type']) === 'application/x-protobuf'
-  await runIngest(ctx, deps, {
-    org, token, stream,
-    inputKind: proto ? 'loki-proto' : 'loki-json',
-    framing: 'body',
-    checkContentType,
+  registerWholeBodyRoutes(router, deps, {
+    paths: lokiPushPaths,
+    accepted: ['application/json', 'application/x-protobuf'],
+    kinds: { proto: 'loki-proto', json: 'loki-json' },
     answer: lokiAnswer,
   })
 }

@@ -12,30 +12,19 @@
 // the exporters retry. Errors are Sluice's JSON error shape, not google.rpc.Status: exporters act
 // on the status code.
 import type { Router } from '../../http/router.ts'
-import type { RequestContext } from '../../http/reply.ts'
 import type { IngestRouteDeps } from '../../ingest/ingest-route.ts'
-import { runIngest } from '../../ingest/ingest-pipeline.ts'
 import type { IngestAnswer, IngestOutcome } from '../../ingest/ingest-pipeline.ts'
-import { contentTypeCheck, describeFailures, mediaType, refuseBodyError, tokenTarget } from '../input-route.ts'
+import { describeFailures, refuseBodyError, registerWholeBodyRoutes } from '../input-route.ts'
 import { encodeOtlpResponse } from './otlp-proto.ts'
 
 export const otlpLogsPaths = ['/v1/logs', '/api/otlp/v1/logs'] as const
 
-const checkContentType = contentTypeCheck(['application/x-protobuf', 'application/json'])
-
 export function registerOtlpRoutes (router: Router, deps: IngestRouteDeps): void {
-  for (const path of otlpLogsPaths) router.add('POST', path, (ctx) => handleOtlpLogs(ctx, deps))
-}
-
-async function handleOtlpLogs (ctx: RequestContext, deps: IngestRouteDeps): Promise<void> {
-  const { org, token, stream } = tokenTarget(ctx.req, deps)
-  const proto = mediaType(ctx.req.headers['content-type']) === 'application/x-protobuf'
-  await runIngest(ctx, deps, {
-    org, token, stream,
-    inputKind: proto ? 'otlp-proto' : 'otlp-json',
-    framing: 'body',
-    checkContentType,
-    answer: (outcome) => otlpAnswer(outcome, proto),
+  registerWholeBodyRoutes(router, deps, {
+    paths: otlpLogsPaths,
+    accepted: ['application/x-protobuf', 'application/json'],
+    kinds: { proto: 'otlp-proto', json: 'otlp-json' },
+    answer: otlpAnswer,
   })
 }
 
