@@ -5,7 +5,7 @@
 import t from 'tap'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { api, eventually, ingest, startTestCluster } from '../helpers/cluster.ts'
+import { api, eventually, ingest, startTestCluster, streamWithToken } from '../helpers/cluster.ts'
 import { openSse } from '../helpers/sse.ts'
 import type { SseClient, SseFrame } from '../helpers/sse.ts'
 
@@ -16,18 +16,6 @@ const cluster = await startTestCluster(t)
 const [a, b] = cluster.nodes
 const admin = cluster.adminToken
 
-/** Creates a stream and an ingest token through `node`; resolves once `other` knows both. */
-async function streamWithToken (node: string, other: string, stream: string): Promise<string> {
-  const created = await api(node, admin, 'POST', '/api/streams', { name: stream })
-  if (created.status !== 201) throw new Error(`create: ${created.status} ${JSON.stringify(created.body)}`)
-  const token = await api(node, admin, 'POST', `/api/streams/${stream}/ingest-token`, {})
-  if (token.status !== 201) throw new Error(`token: ${token.status} ${JSON.stringify(token.body)}`)
-  await eventually(`${other} knows stream ${stream} and its token`, async () => {
-    const res = await api(other, admin, 'GET', `/api/streams/${stream}/ingest-tokens`)
-    return res.status === 200 && res.body.tokens.some((x: { id: string }) => x.id === token.body.id) ? true : undefined
-  })
-  return token.body.token
-}
 
 const isEvent = (path: string) => (f: SseFrame): boolean => f.event === 'event' && JSON.parse(f.data).path === path
 
@@ -56,7 +44,7 @@ async function metric (node: string, name: string): Promise<number> {
 }
 
 t.test('a tail on node 1 shows events ingested through node 2 and node 1, filtered by q', async (t) => {
-  const token = await streamWithToken(a.url, b.url, 'tail_x')
+  const token = await streamWithToken(admin, a.url, b.url, 'tail_x')
   const all = await openSse(a.url, '/api/streams/tail_x/tail', admin)
   const errors = await openSse(a.url, '/api/streams/tail_x/tail?q=' + encodeURIComponent('status:5xx'), admin)
   t.teardown(() => { all.close(); errors.close() })
@@ -103,7 +91,7 @@ t.test('POST /internal/live takes only the cluster secret', async (t) => {
 })
 
 t.test('live stats on node 1 count the events ingested through node 2', async (t) => {
-  const token = await streamWithToken(b.url, a.url, 'tail_stats')
+  const token = await streamWithToken(admin, b.url, a.url, 'tail_stats')
   const tail = await openSse(a.url, '/api/streams/tail_stats/tail', admin)
   t.teardown(() => tail.close())
   await untilForwarded(token, 'tail_stats', [tail])
@@ -122,7 +110,7 @@ t.test('live stats on node 1 count the events ingested through node 2', async (t
 })
 
 t.test('a stopped peer does not hold ingest on the other node; what it misses is counted as dropped', async (t) => {
-  const token = await streamWithToken(a.url, b.url, 'tail_dead')
+  const token = await streamWithToken(admin, a.url, b.url, 'tail_dead')
   const tail = await openSse(a.url, '/api/streams/tail_dead/tail', admin)
   t.teardown(() => tail.close())
   await untilForwarded(token, 'tail_dead', [tail])

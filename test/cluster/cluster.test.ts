@@ -4,7 +4,7 @@
 import t from 'tap'
 import { createServer, connect } from 'node:net'
 import type { AddressInfo, Socket } from 'node:net'
-import { api, eventually, hostSql, ingest, startTestCluster } from '../helpers/cluster.ts'
+import { api, eventually, hostSql, ingest, startTestCluster, streamWithToken } from '../helpers/cluster.ts'
 import { createBatchWriter } from '../../lib/storage/batch-writer.ts'
 import type { InsertStats } from '../../lib/storage/batch-writer.ts'
 import { ShardSet } from '../../lib/storage/shard-set.ts'
@@ -44,19 +44,6 @@ async function eventsThrough (node: string, stream: string): Promise<Array<Recor
   }
 }
 
-/** Creates a stream and an ingest token through `node`; resolves once `other` knows both. */
-async function streamWithToken (node: string, other: string, stream: string): Promise<string> {
-  const created = await api(node, admin, 'POST', '/api/streams', { name: stream })
-  if (created.status !== 201) throw new Error(`create: ${created.status} ${JSON.stringify(created.body)}`)
-  const token = await api(node, admin, 'POST', `/api/streams/${stream}/ingest-token`, {})
-  if (token.status !== 201) throw new Error(`token: ${token.status} ${JSON.stringify(token.body)}`)
-  // The other node knows them after its next metadata refresh (500 ms here).
-  await eventually(`${other} knows stream ${stream} and its token`, async () => {
-    const res = await api(other, admin, 'GET', `/api/streams/${stream}/ingest-tokens`)
-    return res.status === 200 && res.body.tokens.some((x: { id: string }) => x.id === token.body.id) ? true : undefined
-  })
-  return token.body.token
-}
 
 /** `n` requests of `lines` lines each, alternately through each of `nodes`; every line has a unique `seq` attr. */
 async function sendAlternating (nodes: string[], token: string, stream: string, n: number, lines: number, tag: string): Promise<number[]> {
@@ -70,7 +57,7 @@ async function sendAlternating (nodes: string[], token: string, stream: string, 
 }
 
 t.test('ingest through either node lands on both shards, and every query on either node sees all of it', async (t) => {
-  const token = await streamWithToken(a.url, b.url, 'spread')
+  const token = await streamWithToken(admin, a.url, b.url, 'spread')
   const requests = 20
   const lines = 25
   const statuses = await sendAlternating([a.url, b.url], token, 'spread', requests, lines, 'spread')
@@ -148,7 +135,7 @@ async function startCuttingProxy (target: string): Promise<{ url: string, arm ()
 }
 
 t.test('an ingest token revoked on node 1 is refused on node 2 within the metadata refresh interval', async (t) => {
-  const token = await streamWithToken(a.url, b.url, 'revoked')
+  const token = await streamWithToken(admin, a.url, b.url, 'revoked')
   t.equal((await ingest(b.url, token, 'revoked', [{ message: 'before' }])).status, 200, 'node 2 takes the token')
   const tokens = await api(a.url, admin, 'GET', '/api/streams/revoked/ingest-tokens')
   t.equal((await api(a.url, admin, 'DELETE', `/api/streams/revoked/ingest-tokens/${tokens.body.tokens[0].id}`)).status, 204)
@@ -161,7 +148,7 @@ t.test('an ingest token revoked on node 1 is refused on node 2 within the metada
 })
 
 t.test('the per-org limits are shared by the live nodes', async (t) => {
-  const token = await streamWithToken(a.url, b.url, 'limits')
+  const token = await streamWithToken(admin, a.url, b.url, 'limits')
   // Each node enforces limits.requestsPerMinute (3000) / 2 live nodes.
   for (const node of [a, b]) {
     const res = await eventually(`node ${node.index + 1} counts both nodes`, async () => {
@@ -201,7 +188,7 @@ t.test('an insert whose answer was lost after ClickHouse committed it is retried
 
 t.test('a stream deletion and retention reach every shard', async (t) => {
   const day = 86_400_000
-  const token = await streamWithToken(a.url, b.url, 'doomed')
+  const token = await streamWithToken(admin, a.url, b.url, 'doomed')
   t.strictSame(await sendAlternating([a.url, b.url], token, 'doomed', 6, 10, 'doomed'), Array(6).fill(200))
   const deleted = await api(b.url, admin, 'DELETE', '/api/streams/doomed')
   t.equal(deleted.status, 204)
@@ -272,7 +259,7 @@ t.test('insert_quorum: a write resolves once both replicas hold it; a shard shor
 })
 
 t.test('one replica down: every request still answers 200 and every query still sees everything', async (t) => {
-  const token = await streamWithToken(a.url, b.url, 'degraded')
+  const token = await streamWithToken(admin, a.url, b.url, 'degraded')
   // s2r1: no node reads from it, and it is the replica shard 2's batches go to first, so the
   // writer meets its absence (refused, retried on another host) as do Distributed reads.
   const down = 2
@@ -303,7 +290,7 @@ t.test('one replica down: every request still answers 200 and every query still 
 })
 
 t.test('both replicas of one shard down: writes go to the other shard, reads answer 503 storage_unavailable, nothing acknowledged is lost', async (t) => {
-  const token = await streamWithToken(a.url, b.url, 'shard-down')
+  const token = await streamWithToken(admin, a.url, b.url, 'shard-down')
   const before = await sendAlternating([a.url], token, 'shard-down', 4, 10, 'before')
   t.strictSame(before, [200, 200, 200, 200])
   await Promise.all([cluster.stopClickHouse(2), cluster.stopClickHouse(3)]) // shard 2; node 2 reads from s2r2
@@ -321,7 +308,7 @@ t.test('both replicas of one shard down: writes go to the other shard, reads ans
 })
 
 t.test('ZooKeeper down: writes answer 503 with Retry-After and store nothing; ingest recovers by itself once it is back', async (t) => {
-  const token = await streamWithToken(a.url, b.url, 'zk-down')
+  const token = await streamWithToken(admin, a.url, b.url, 'zk-down')
   await cluster.stopZooKeeper()
   const lines = (tag: string): object[] => Array.from({ length: 10 }, (_, k) => ({ host: 'zk', tag, line: k }))
   const answers = await Promise.all([a.url, b.url, a.url].map((node, i) => ingest(node, token, 'zk-down', lines(`down-${i}`))))

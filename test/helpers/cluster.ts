@@ -59,6 +59,22 @@ export async function api (baseUrl: string, token: string | null, method: string
   return { status: res.statusCode, headers: res.headers, body: parsed }
 }
 
+/**
+ * Creates a stream and an ingest token through `node` with the admin PAT `admin`; resolves with
+ * the token once `other` knows both (after its next metadata refresh).
+ */
+export async function streamWithToken (admin: string, node: string, other: string, stream: string): Promise<string> {
+  const created = await api(node, admin, 'POST', '/api/streams', { name: stream })
+  if (created.status !== 201) throw new Error(`create: ${created.status} ${JSON.stringify(created.body)}`)
+  const token = await api(node, admin, 'POST', `/api/streams/${stream}/ingest-token`, {})
+  if (token.status !== 201) throw new Error(`token: ${token.status} ${JSON.stringify(token.body)}`)
+  await eventually(`${other} knows stream ${stream} and its token`, async () => {
+    const res = await api(other, admin, 'GET', `/api/streams/${stream}/ingest-tokens`)
+    return res.status === 200 && res.body.tokens.some((x: { id: string }) => x.id === token.body.id) ? true : undefined
+  })
+  return token.body.token
+}
+
 /** NDJSON ingest of `lines` objects. */
 export function ingest (baseUrl: string, token: string, stream: string, lines: object[]): Promise<ClusterResponse> {
   return api(baseUrl, token, 'POST', `/api/ingest/${stream}`, lines.map((l) => JSON.stringify(l)).join('\n') + '\n',
