@@ -199,7 +199,8 @@ t.test('a stream deletion and retention reach every shard', async (t) => {
   t.pass('no row of the deleted stream is left on any host')
 
   t.equal((await api(a.url, admin, 'POST', '/api/streams', { name: 'keep1', retention_days: 1 })).status, 201)
-  const clickhouse = createClickHouse({ url: cluster.clickhouseUrls[0], user: 'default', password: '', database: db, requestTimeoutMs: 10_000 })
+  // 60 s: retention's ALTER ... ON CLUSTER waits for every host (over 10 s on a loaded box).
+  const clickhouse = createClickHouse({ url: cluster.clickhouseUrls[0], user: 'default', password: '', database: db, requestTimeoutMs: 60_000 })
   t.teardown(() => clickhouse.close())
   const log = createLogger({ level: 'silent' })
   const store = new MetadataStore({ clickhouse, log, refreshIntervalMs: 60_000, cluster: cluster.cluster })
