@@ -1,7 +1,9 @@
 // The local cluster (lib/cluster/local-cluster.ts) for test/cluster/: one per test file, stopped
 // at the file's teardown, with JSON helpers against its nodes and direct SQL against its hosts.
+import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { join } from 'node:path'
 import type { Test } from 'tap'
 import { request } from 'undici'
@@ -11,7 +13,30 @@ import type { LocalCluster, LocalClusterOptions } from '../../lib/cluster/local-
 export interface ClusterResponse { status: number, headers: Record<string, string | string[] | undefined>, body: any }
 
 /** Starts a cluster for this file (state in a temp dir, removed at teardown unless SLUICE_KEEP_CLUSTER is set). */
+/**
+ * One local cluster at a time across the run's parallel test files: two of them (8 ClickHouse
+ * servers, 2 ZooKeepers) on 2 cores starve each other's ALTER ... ON CLUSTER past its timeouts.
+ * A lock file holding the owner's pid; one whose owner died is taken over. Returns the release.
+ */
+async function lockLocalCluster (): Promise<() => void> {
+  const file = join(tmpdir(), 'sluice-test-cluster.lock')
+  for (;;) {
+    try {
+      writeFileSync(file, String(process.pid), { flag: 'wx' })
+      return () => rmSync(file, { force: true })
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
+    }
+    const owner = Number(readFileSync(file, 'utf8'))
+    let alive = false
+    try { process.kill(owner, 0); alive = true } catch (err) { alive = (err as NodeJS.ErrnoException).code === 'EPERM' }
+    if (!alive) rmSync(file, { force: true })
+    else await sleep(500)
+  }
+}
+
 export async function startTestCluster (t: Test, options: Partial<LocalClusterOptions> = {}): Promise<LocalCluster> {
+  const unlock = await lockLocalCluster()
   const dir = await mkdtemp(join(tmpdir(), 'sluice-cluster-'))
   const cluster = await startLocalCluster({
     dir,
@@ -29,6 +54,7 @@ export async function startTestCluster (t: Test, options: Partial<LocalClusterOp
   }).catch(async (err: unknown) => {
     // Its processes are stopped already; its logs are quoted in err.
     if (!process.env.SLUICE_KEEP_CLUSTER) await rm(dir, { recursive: true, force: true })
+    unlock()
     throw err
   })
   // tap ends a file past its timeout with SIGTERM, which runs no teardown and no 'exit' hook:
@@ -41,6 +67,7 @@ export async function startTestCluster (t: Test, options: Partial<LocalClusterOp
     process.off('SIGINT', onSignal)
     await cluster.stop()
     if (!process.env.SLUICE_KEEP_CLUSTER) await rm(dir, { recursive: true, force: true })
+    unlock()
   })
   return cluster
 }
