@@ -36,7 +36,7 @@ const errors = {
 type ErrorStatus = keyof typeof errors
 const pick = (...statuses: ErrorStatus[]): Json => Object.fromEntries(statuses.map((s) => [String(s), errors[s]]))
 
-/** Every read's refusals: its limits (docs/api.md section 7.8) besides the usual ones. */
+/** Every read's refusals: its limits (docs/api.md section 7.9) besides the usual ones. */
 const readErrors: Json = {
   ...pick(400, 401, 403, 404),
   422: errorResponse('query_too_expensive: the read needed more memory or groups than a read may use'),
@@ -184,14 +184,14 @@ const managementPaths: Json = {
   },
   '/api/streams/{stream}/fields': {
     get: {
-      operationId: 'getFields', tags: ['read'], security: pat, summary: 'The fields of the matching events, with counts and top values (PAT data:read; docs/api.md section 7.5)',
+      operationId: 'getFields', tags: ['read'], security: pat, summary: 'The fields of the matching events, with counts and top values (PAT data:read; docs/api.md section 7.6)',
       parameters: [stream, ...timeRange, queryParam('top', 'Top values per field, 1-50, default 5', { type: 'integer', minimum: 1, maximum: 50 })],
       responses: { 200: ok('Fields', ref('Fields')), ...readErrors },
     },
   },
   '/api/streams/{stream}/events/{id}/context': {
     get: {
-      operationId: 'getContext', tags: ['read'], security: pat, summary: 'The events before and after one, sharing its host and service (PAT data:read; docs/api.md section 7.6)',
+      operationId: 'getContext', tags: ['read'], security: pat, summary: 'The events before and after one, sharing its host and service (PAT data:read; docs/api.md section 7.7)',
       parameters: [stream, pathParam('id', 'An event\'s `id`'),
         queryParam('before', 'Events before, 0-500, default 10', { type: 'integer', minimum: 0, maximum: 500 }),
         queryParam('after', 'Events after, 0-500, default 10', { type: 'integer', minimum: 0, maximum: 500 }),
@@ -201,7 +201,7 @@ const managementPaths: Json = {
   },
   '/api/streams/{stream}/export': {
     get: {
-      operationId: 'exportEvents', tags: ['read'], security: pat, summary: 'Every matching event as NDJSON, oldest first, as a download (PAT data:read; docs/api.md section 7.7)',
+      operationId: 'exportEvents', tags: ['read'], security: pat, summary: 'Every matching event as NDJSON, oldest first, as a download (PAT data:read; docs/api.md section 7.8)',
       parameters: [stream, ...timeRange],
       responses: { 200: { description: 'One Event per line', content: { 'application/x-ndjson': { schema: { type: 'string' } } } }, ...readErrors },
     },

@@ -92,7 +92,7 @@ export const statsSchema = {
   },
 } as const
 
-/** GET /fields (docs/api.md section 7.5). */
+/** GET /fields (docs/api.md section 7.6). */
 export const fieldsSchema = {
   type: 'object',
   required: ['fields', 'sampled', 'total'],

@@ -1,5 +1,5 @@
 // The lines around one event: GET /api/streams/{stream}/events/{id}/context (docs/api.md section
-// 7.6). The anchor is found by its id (its ts and seq: ts is in the sort key, so ClickHouse reads
+// 7.7). The anchor is found by its id (its ts and seq: ts is in the sort key, so ClickHouse reads
 // the granules of that millisecond only). `before` and `after` are the nearest events on either
 // side in (ts, seq) order that share the `same` fields with the anchor (an absent field matches
 // events where it is absent too), each list in ascending time.

@@ -1,5 +1,5 @@
 // Every matching event of a range as NDJSON, oldest first: GET /api/streams/{stream}/export
-// (docs/api.md section 7.7). Each line is the events API's JSON of one event
+// (docs/api.md section 7.8). Each line is the events API's JSON of one event
 // (lib/events/event-json.ts), so an export reads back like pages of /events.
 //
 // Contract and why:

@@ -1,5 +1,5 @@
 // GET /api/streams/{stream}/export?from&to&q: every matching event as NDJSON, oldest first, as a
-// download (export-query.ts; docs/api.md section 7.7). The answer streams with backpressure: the
+// download (export-query.ts; docs/api.md section 7.8). The answer streams with backpressure: the
 // next chunk is read from ClickHouse only once the client took the last, so memory stays flat
 // however large the range. The read holds one of the org's read slots until it ends; a client
 // that goes away aborts it. A failure after the first bytes cuts the response (the download is

@@ -1,5 +1,5 @@
 // The fields present in a stream's matching events: GET /api/streams/{stream}/fields (docs/api.md
-// section 7.5). Each field with its kind (column or attribute), type, the number of events that
+// section 7.6). Each field with its kind (column or attribute), type, the number of events that
 // have it, and its top values with counts, for a field sidebar and for suggestions as one types.
 //
 // Contract and why:

@@ -1,5 +1,5 @@
 // GET /api/streams/{stream}/fields?from&to&q&top: the fields present in the matching events, with
-// counts and top values (fields-query.ts; docs/api.md section 7.5).
+// counts and top values (fields-query.ts; docs/api.md section 7.6).
 import type { Router } from '../http/router.ts'
 import { sendSerialized, serializeFields } from '../http/serializers.ts'
 import { readRequest } from './read-request.ts'

@@ -1,5 +1,5 @@
 // Every read of events (events, stats, fields, context, export) runs through ReadLimits
-// (docs/api.md section 7.8, "Limits of reads"), so that a heavy read cannot starve ingest or the
+// (docs/api.md section 7.9, "Limits of reads"), so that a heavy read cannot starve ingest or the
 // other readers:
 // - at most `query.maxConcurrentPerOrg` reads of one org at once; one more answers
 //   `429 too_many_reads` with Retry-After at once (a read never queues: a dashboard retries);
