@@ -21,7 +21,7 @@ export function registerEventsRoute (router: Router, deps: { auth: Authenticator
       stream: stream.name,
       from: range.from,
       to: range.to,
-      filter: filter.length > 0 ? filterToSql(filter) : undefined,
+      filter: filter === null ? undefined : filterToSql(filter),
       limit,
       cursor: params.get('cursor'),
       hiddenBefore: accounts.store.hiddenBefore(orgId, stream.name),

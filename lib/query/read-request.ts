@@ -15,7 +15,8 @@ export interface ReadRequest {
   orgId: string
   stream: StreamRecord
   range: TimeRange
-  filter: FilterNode[]
+  /** The parsed q; null when it is empty (every event). */
+  filter: FilterNode | null
   params: URLSearchParams
 }
 
