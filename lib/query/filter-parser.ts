@@ -229,6 +229,7 @@ class FilterParser {
       this.#i++
       const inner = this.#nested(depth, position)
       this.#skipSpace()
+      if (this.#i === t.length) fail('unclosed "("', position)
       if (t[this.#i] === ')') fail('empty parentheses', position)
       const node = this.#parseOr(inner)
       this.#skipSpace()
