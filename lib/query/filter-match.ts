@@ -13,8 +13,9 @@
 // - Integer columns as text (`status:40*`, a regex on bytes) are their decimal digits, as
 //   toString() writes them; numbers in text are read by filter-number.ts, as numberSql does.
 // - Regular expressions run on filter-regex.ts's automaton, the same tree ClickHouse gets as RE2.
-// - Attributes are the event's attrs JSON flattened to dotted paths, as the attr_keys and
-//   attr_values columns store them; for a path stored twice the first one counts, as indexOf does.
+// - Attributes are the event's attrs JSON flattened by the walker that writes the attr_keys and
+//   attr_values columns (events/attr-flatten.ts); for a path stored twice the first one counts,
+//   as indexOf does.
 //
 // Each event's attrs are flattened at most once, and only when a filter reads an attribute; the
 // three searched fields are folded at most once. The collector runs every tail's predicate on the
@@ -24,6 +25,7 @@ import { foldCase, toWellFormed } from './case-fold.ts'
 import { levelNames } from '../events/level.ts'
 import { numberValue } from './filter-number.ts'
 import { matchesRegex } from './filter-regex.ts'
+import { flattenAttrsText } from '../events/attr-flatten.ts'
 import type { CompareOperator, FieldRef, FilterNode, FilterTerm } from './filter-parser.ts'
 
 /**
@@ -31,29 +33,6 @@ import type { CompareOperator, FieldRef, FilterNode, FilterTerm } from './filter
  * null, strings and numbers as stored, `attrs` the JSON object text.
  */
 export type EventLike = Readonly<Record<string, string | number | null | undefined>>
-
-/** attrs JSON object text to the stored layout (attr_keys, attr_values): dotted paths and their values as text. */
-export function flattenAttrsText (json: string): { keys: string[], values: string[] } {
-  const keys: string[] = []
-  const values: string[] = []
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(json)
-  } catch {
-    return { keys, values }
-  }
-  const walk = (value: unknown, path: string): void => {
-    if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
-      for (const [k, v] of Object.entries(value)) walk(v, path === '' ? k : `${path}.${k}`)
-      return
-    }
-    if (path === '') return
-    keys.push(path)
-    values.push(typeof value === 'string' ? value : JSON.stringify(value))
-  }
-  walk(parsed, '')
-  return { keys, values }
-}
 
 /** One event's derived values, computed on first use. */
 class EventView {
@@ -72,10 +51,7 @@ class EventView {
       const text = this.event.attrs
       if (typeof text === 'string' && text !== '' && text !== '{}') {
         const { keys, values } = flattenAttrsText(text)
-        for (let k = 0; k < keys.length; k++) {
-          const key = toWellFormed(keys[k])
-          if (!attrs.has(key)) attrs.set(key, toWellFormed(values[k]))
-        }
+        for (let k = 0; k < keys.length; k++) if (!attrs.has(keys[k])) attrs.set(keys[k], values[k])
       }
       this.#attrs = attrs
     }

@@ -1,7 +1,7 @@
 // Compiles a parsed `q` (filter-parser.ts) into a WHERE fragment over the events table, for
 // ClickHouse 18.16 and current versions (docs/api.md section 7.2). Every value is a literal
 // rendered by storage/sql.ts; column names come from the field table, never from q; attributes
-// are read only through attrValueSql and attrPresentSql.
+// are read only through attr-sql.ts (attrValueSql, attrPresentSql), which knows their storage.
 //
 // Each term compiles to a UInt8 that is never NULL: a comparison with a Nullable column (NULL when
 // the field is absent) yields NULL, which WHERE drops, but `NOT NULL` is NULL too and 18.16 even
@@ -29,22 +29,14 @@ import { levelNames } from '../events/level.ts'
 import { maxNumberDigits, maxNumberScale, powersOfTen } from './filter-number.ts'
 import type { FilterNumber } from './filter-number.ts'
 import type { FieldRef, FilterNode, FilterTerm } from './filter-parser.ts'
-
-/** The attribute's value as text, NULL when the event has no such attribute: a Nullable(String). */
-function attrValueSql (path: string): SqlFragment {
-  return sql`if(has(attr_keys, ${path}), attr_values[indexOf(attr_keys, ${path})], NULL)`
-}
-
-/** Whether the event has the attribute: a UInt8. */
-function attrPresentSql (path: string): SqlFragment {
-  return sql`has(attr_keys, ${path})`
-}
+import { attrPresentSql, attrValueSql, noLegacyRows } from './attr-sql.ts'
+import type { AttrScope } from './attr-sql.ts'
 
 const searchedColumns = [rawSql('message'), rawSql('path'), rawSql('user_agent')]
 
 /** The field's value as a Nullable(String): text columns as they are, integer columns in decimal. */
-function textSql (field: FieldRef): SqlFragment {
-  if (field.kind === 'attribute') return attrValueSql(field.path)
+function textSql (field: FieldRef, scope: AttrScope): SqlFragment {
+  if (field.kind === 'attribute') return attrValueSql(field.path, scope)
   const col = rawSql(field.column)
   return field.type === 'integer' ? sql`toString(${col})` : col
 }
@@ -79,7 +71,7 @@ function numberLiteral (n: FilterNumber): SqlFragment {
   return n.negative ? sql`(-${magnitude})` : magnitude
 }
 
-function compileTerm (node: FilterTerm): SqlFragment {
+function compileTerm (node: FilterTerm, scope: AttrScope): SqlFragment {
   switch (node.kind) {
     case 'text': {
       const needle = foldCase(node.text)
@@ -87,18 +79,18 @@ function compileTerm (node: FilterTerm): SqlFragment {
       return sql`(${joinSql(scans, ' OR ')})`
     }
     case 'equals':
-      return sql`ifNull(${textSql(node.field)} = ${node.value}, 0)`
+      return sql`ifNull(${textSql(node.field, scope)} = ${node.value}, 0)`
     case 'prefix':
-      return sql`ifNull(startsWith(${textSql(node.field)}, ${node.prefix}), 0)`
+      return sql`ifNull(startsWith(${textSql(node.field, scope)}, ${node.prefix}), 0)`
     case 'present':
-      return node.field.kind === 'attribute' ? attrPresentSql(node.field.path) : sql`isNotNull(${rawSql(node.field.column)})`
+      return node.field.kind === 'attribute' ? attrPresentSql(node.field.path, scope) : sql`isNotNull(${rawSql(node.field.column)})`
     case 'regex':
-      return sql`ifNull(match(${textSql(node.field)}, ${node.regex.re2}), 0)`
+      return sql`ifNull(match(${textSql(node.field, scope)}, ${node.regex.re2}), 0)`
     case 'compare': {
       const { field } = node
       const value = field.kind === 'column' && (field.type === 'integer' || field.type === 'float')
         ? rawSql(field.column)
-        : numberSql(textSql(field))
+        : numberSql(textSql(field, scope))
       // The operator comes from the parser's fixed set, never from q as text.
       return sql`ifNull(${value} ${rawSql(node.operator)} ${numberLiteral(node.value)}, 0)`
     }
@@ -110,17 +102,21 @@ function compileTerm (node: FilterTerm): SqlFragment {
   }
 }
 
-function compileNode (node: FilterNode): SqlFragment {
+function compileNode (node: FilterNode, scope: AttrScope): SqlFragment {
   switch (node.kind) {
-    case 'and': return sql`(${joinSql(node.children.map(compileNode), ' AND ')})`
-    case 'or': return sql`(${joinSql(node.children.map(compileNode), ' OR ')})`
-    case 'not': return sql`(NOT ${compileNode(node.child)})`
-    default: return compileTerm(node)
+    case 'and': return sql`(${joinSql(node.children.map((c) => compileNode(c, scope)), ' AND ')})`
+    case 'or': return sql`(${joinSql(node.children.map((c) => compileNode(c, scope)), ' OR ')})`
+    case 'not': return sql`(NOT ${compileNode(node.child, scope)})`
+    default: return compileTerm(node, scope)
   }
 }
 
-/** The WHERE fragment that holds for the events the tree accepts; `1` for no filter. */
-export function filterToSql (node: FilterNode | null): SqlFragment {
+/**
+ * The WHERE fragment that holds for the events the tree accepts; `1` for no filter. `scope`
+ * says whether the read's range can hold rows stored before attributes had their arrays
+ * (attr-sql.ts attrScopeFor); the default reads the arrays only.
+ */
+export function filterToSql (node: FilterNode | null, scope: AttrScope = noLegacyRows): SqlFragment {
   if (node === null) return rawSql('1')
-  return sql`(${compileNode(node)})`
+  return sql`(${compileNode(node, scope)})`
 }

@@ -12,11 +12,13 @@ import { createTestDatabase } from '../helpers/clickhouse.ts'
 import type { ClickHouse } from '../../lib/storage/clickhouse.ts'
 import { migration } from '../../lib/storage/migrations/002_events.ts'
 import { migration as levelMigration } from '../../lib/storage/migrations/006_events_level.ts'
+import { migration as attributesMigration } from '../../lib/storage/migrations/011_events_attributes.ts'
 import { joinSql, rawSql, sql } from '../../lib/storage/sql.ts'
 import type { SqlFragment } from '../../lib/storage/sql.ts'
 import { parseFilter } from '../../lib/query/filter-parser.ts'
 import { filterToSql } from '../../lib/query/filter-sql.ts'
-import { compileMatcher, flattenAttrsText } from '../../lib/query/filter-match.ts'
+import { compileMatcher } from '../../lib/query/filter-match.ts'
+import { flattenAttrsText } from '../../lib/events/attr-flatten.ts'
 import type { EventLike } from '../../lib/query/filter-match.ts'
 import { parseRegex, matchesRegex } from '../../lib/query/filter-regex.ts'
 import { numberValue, powersOfTen, readNumber } from '../../lib/query/filter-number.ts'
@@ -28,7 +30,7 @@ type Fixture = EventLike & { id: number }
 const fixtures: Fixture[] = [
   { id: 1, host: 'api.example.com', path: '/api/users', method: 'GET', status: 200, src: '10.0.0.1', user_agent: 'curl/8.4.0', attrs: '{"user":{"id":42},"service":"checkout","order.total":129.5}' },
   { id: 2, host: 'API.example.com', path: '/api/orders', method: 'POST', status: 201, user_agent: 'Mozilla/5.0 (X11; Linux)', attrs: '{"user":{"id":"7"},"host":"inner","tags":["a","b"]}' },
-  { id: 3, path: '/health', method: 'GET', status: 200, level: 'debug', attrs: '{"user_id":"42","flag":true,"nothing":null}' },
+  { id: 3, path: '/health', method: 'GET', status: 200, level: 'debug', service: 'checkout', trace_id: '5b8efff798038103d269b633813fc60c', attrs: '{"user_id":"42","flag":true,"nothing":null}' },
   { id: 4, message: 'Connection reset by peer', filename: '/var/log/app.log', level: 'warn', attrs: '{"n":"12abc","m":"1.985"}' },
   { id: 5, message: 'ERROR: disk full', filename: '/var/log/app.log', level: 'error', attrs: '{"n":-3,"m":1.985,"text":"line\\nbreak"}' },
   { id: 6, message: 'error: Disk Full on /dev/sda1', filename: '/var/log/other.log', level: 'fatal', attrs: '{"n":1e21,"uni":"Éé😀"}' },
@@ -80,7 +82,7 @@ const queries = [
   '(status:404 OR status:500) path:/a_b', 'error AND NOT "disk full"', 'and', 'or', 'a OR (b AND NOT (c OR -d))',
   // Attributes, numbers, regexes.
   'user.id:42', 'user.id:7', 'user.id:*', '-user.id:*', 'user_id:42', 'user.id:>10', 'user.id:>=7', 'user.id:<=7',
-  'service:checkout', 'attrs.host:inner', 'host:inner', 'attrs.host:*', '"order.total":>100', 'order.total:129.5',
+  'service:checkout', 'attrs.service:checkout', 'service:*', 'trace_id:5b8e*', 'span_id:*', 'attrs.host:inner', 'host:inner', 'attrs.host:*', '"order.total":>100', 'order.total:129.5',
   'n:>0', 'n:<0', 'n:=-3', 'n:*', '-n:>0', 'n:12*', 'm:=1.985', 'm:>=1.985', 'm:>1.985', 'm:1.985', 'flag:true', 'nothing:null',
   'nothing:*', 'tags:*', 'tags:~"^\\[\\"a"', 'text:~"line.break"', 'uni:~"^.{4}$"', 'uni:É*', 'missing:>1', '-missing:>1',
   'rt:>0.25', 'rt:>=0.25', 'rt:1.985', 'rt:<1.985', 'bytes:>=0', 'bytes:1*', 'ts:>=30', 'ts:<3', 'ts:1*', 'host:>1',
@@ -134,7 +136,9 @@ const expected: Record<string, number[]> = {
   'user.id:>=7': [1, 2],
   'user_id:42': [3],
   '-user.id:*': all.filter((id) => id !== 1 && id !== 2),
-  'service:checkout': [1],
+  'service:checkout': [3],
+  'attrs.service:checkout': [1],
+  'trace_id:5b8e*': [3],
   'attrs.host:inner': [2],
   'host:inner': [],
   '"order.total":>100': [1],
@@ -155,9 +159,7 @@ const expected: Record<string, number[]> = {
 }
 
 async function createEventsTable (clickhouse: ClickHouse): Promise<void> {
-  for (const statement of [...migration.statements, ...levelMigration.statements]) await clickhouse.command(statement)
-  await clickhouse.command('ALTER TABLE events ADD COLUMN attr_keys Array(String)')
-  await clickhouse.command('ALTER TABLE events ADD COLUMN attr_values Array(String)')
+  for (const statement of [...migration.statements, ...levelMigration.statements, ...attributesMigration.statements]) await clickhouse.command(statement)
 }
 
 // A float as the row writer stores it (RowBinary, exact): 18.16 reads a literal such as 1.985
@@ -175,10 +177,10 @@ async function insertEvents (clickhouse: ClickHouse, stream: string, events: rea
     const { keys, values } = flattenAttrsText(attrs)
     return sql`('org', ${stream}, ${f.id}, 0, ${f.host ?? null}, ${f.path ?? null}, ${f.method ?? null}, ${f.status ?? null},
       ${exactFloat(f.rt)}, ${f.bytes ?? null}, ${f.src ?? null}, ${f.user_agent ?? null}, ${f.message ?? null}, ${f.filename ?? null},
-      ${f.level ?? null}, ${attrs}, ${keys}, ${values})`
+      ${f.level ?? null}, ${f.service ?? null}, ${f.trace_id ?? null}, ${f.span_id ?? null}, ${attrs}, ${keys}, ${values})`
   })
   await clickhouse.command(sql`INSERT INTO events (org_id, stream, ts, received_at, host, path, method, status, rt, bytes,
-    src, user_agent, message, filename, level, attrs, attr_keys, attr_values) VALUES ${joinSql(rows, ', ')}`)
+    src, user_agent, message, filename, level, service, trace_id, span_id, attrs, attr_keys, attr_values) VALUES ${joinSql(rows, ', ')}`)
 }
 
 async function selectIds (clickhouse: ClickHouse, stream: string, q: string): Promise<number[]> {
@@ -230,14 +232,14 @@ const textPool = ['a', 'A', 'ab', 'abc', 'aab', 'b', 'x y', 'é', 'É', 'ß', '�
   '1.985', '129.5', '0.1', '1e21', '1e-7', '12abc', ' 42', '+5', 'inf', 'true', 'null', '10.0.0.1', '/api/users', '/api/x', 'GET',
   'Error', 'error', 'ERROR disk', '{"x":1}', '[1,2]', 'a.b', 'ǅ', 'İ', '\ud800', 'tab\t', '1.0', '-0', '0', '99999999999999999']
 const numberPool = [0, 1, 7, 42, -3, -1.5, 1.985, 0.1, 129.5, 1e21, 1e-7, 123456789012345680, 2.5e-19, 0.30000000000000004]
-const attrKeys = ['s', 'n', 'user', 'deep', 'flag', 'nul', 'arr', 'host', 'uni.é', 'k-8/s@x', 'a.b']
+const attrKeys = ['s', 'n', 'user', 'deep', 'flag', 'nul', 'arr', 'host', 'uni.é', 'k-8/s@x', 'a.b', 'service', 'a']
 
 const textArb = fc.oneof({ weight: 6, arbitrary: fc.constantFrom(...textPool) }, { weight: 1, arbitrary: fc.string({ maxLength: 6 }) }, { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 4 }) })
 const leafArb = fc.oneof(textArb, fc.constantFrom(...numberPool), fc.boolean(), fc.constant(null),
   fc.array(fc.oneof(fc.constantFrom(...numberPool), fc.constantFrom('a', 'é')), { maxLength: 2 }))
 const attrValueArb = fc.oneof(
   { weight: 4, arbitrary: leafArb },
-  { weight: 1, arbitrary: fc.record({ id: leafArb, a: fc.record({ b: leafArb }, { requiredKeys: [] }) }, { requiredKeys: [] }) },
+  { weight: 1, arbitrary: fc.record({ id: leafArb, b: leafArb, a: fc.record({ b: leafArb }, { requiredKeys: [] }) }, { requiredKeys: [] }) },
 )
 const attrsArb = fc.dictionary(fc.constantFrom(...attrKeys), attrValueArb, { maxKeys: 5 }).map((o) => JSON.stringify(o))
 
@@ -254,6 +256,8 @@ const eventArbitrary: fc.Arbitrary<EventLike> = fc.record({
   message: optional(textArb),
   filename: optional(textArb),
   level: optional(fc.constantFrom(...levelNames)),
+  service: optional(fc.constantFrom('checkout', 'api', 'é', '42')),
+  trace_id: optional(fc.constantFrom('5b8efff798038103d269b633813fc60c', 'abc')),
   attrs: attrsArb,
 })
 
@@ -280,7 +284,7 @@ const regexArb: fc.Arbitrary<string> = fc.letrec<{ re: string, atom: string }>((
 
 const attrNames = ['s', 'n', 'user.id', 'deep', 'user.a.b', 'flag', 'nul', 'arr', 'attrs.host', 'uni.é', '"uni.é"', 'k-8/s@x', 'a.b', 'missing']
 const numberArb = fc.constantFrom('0', '1', '7', '42', '-3', '-1.5', '1.985', '0.1', '129.5', '1e-7', '100', '1024', '500', '-0', '1.5e2')
-const stringColumns = ['host', 'path', 'method', 'src', 'message', 'filename', 'user_agent']
+const stringColumns = ['host', 'path', 'method', 'src', 'message', 'filename', 'user_agent', 'service', 'trace_id', 'span_id']
 
 const termArb: fc.Arbitrary<string> = fc.oneof(
   { weight: 3, arbitrary: fc.tuple(fc.constantFrom(...attrNames, ...stringColumns), fc.oneof(
