@@ -52,6 +52,28 @@ export interface FilterRegex {
   readonly program: RegexProgram
 }
 
+/** matchesRegex's state lists, one set per program, reused by every call (a call never re-enters). */
+interface Scratch {
+  current: Int32Array
+  next: Int32Array
+  onList: Int32Array
+  stack: Int32Array
+  generation: number
+}
+const scratches = new WeakMap<RegexProgram, Scratch>()
+
+function scratchFor (prog: RegexProgram): Scratch {
+  let s = scratches.get(prog)
+  if (s === undefined) {
+    const n = prog.length
+    s = { current: new Int32Array(n), next: new Int32Array(n), onList: new Int32Array(n).fill(-1), stack: new Int32Array(2 * n + 2), generation: 0 }
+    scratches.set(prog, s)
+  }
+  // Generations mark which states a list holds; start over long before they could wrap.
+  if (s.generation > 0x3FFFFFFF) { s.onList.fill(-1); s.generation = 0 }
+  return s
+}
+
 const everything: Ranges = [0, maxCodePoint]
 const digit: Ranges = [0x30, 0x39]
 const word: Ranges = normalize([0x30, 0x39, 0x41, 0x5A, 0x5F, 0x5F, 0x61, 0x7A])
@@ -390,15 +412,13 @@ function inRanges (ranges: Ranges, cp: number): boolean {
  */
 export function matchesRegex (regex: FilterRegex, text: string): boolean {
   const prog = regex.program
-  const n = prog.length
-  let current = new Int32Array(n)
-  let next = new Int32Array(n)
+  const scratch = scratchFor(prog)
+  let { current, next } = scratch
+  const { onList, stack } = scratch
   let currentCount = 0
   let nextCount = 0
   // onList[pc] === generation: pc is already on the list being built for this position.
-  const onList = new Int32Array(n).fill(-1)
-  const stack = new Int32Array(n * 2 + 2)
-  let generation = 0
+  let generation = ++scratch.generation
 
   // Adds pc and its epsilon closure at `position` to the list being built; true on a match.
   const add = (list: Int32Array, count: number, pc: number, atStart: boolean, atEnd: boolean): number => {
@@ -423,26 +443,30 @@ export function matchesRegex (regex: FilterRegex, text: string): boolean {
 
   const length = text.length
   let i = 0
-  currentCount = add(current, 0, 0, true, length === 0)
-  if (currentCount < 0) return true
-  for (;;) {
-    if (i >= length) return false
-    const cp = text.codePointAt(i) as number
-    i += cp > 0xFFFF ? 2 : 1
-    const atEnd = i >= length
-    generation++
-    nextCount = 0
-    for (let k = 0; k < currentCount; k++) {
-      const ins = prog[current[k]]
-      if (inRanges(ins.ranges, cp)) {
-        nextCount = add(next, nextCount, current[k] + 1, false, atEnd)
-        if (nextCount < 0) return true
+  try {
+    currentCount = add(current, 0, 0, true, length === 0)
+    if (currentCount < 0) return true
+    for (;;) {
+      if (i >= length) return false
+      const cp = text.codePointAt(i) as number
+      i += cp > 0xFFFF ? 2 : 1
+      const atEnd = i >= length
+      generation++
+      nextCount = 0
+      for (let k = 0; k < currentCount; k++) {
+        const ins = prog[current[k]]
+        if (inRanges(ins.ranges, cp)) {
+          nextCount = add(next, nextCount, current[k] + 1, false, atEnd)
+          if (nextCount < 0) return true
+        }
       }
+      // Unanchored search: a match may also start here.
+      nextCount = add(next, nextCount, 0, false, atEnd)
+      if (nextCount < 0) return true
+      const swap = current; current = next; next = swap
+      currentCount = nextCount
     }
-    // Unanchored search: a match may also start here.
-    nextCount = add(next, nextCount, 0, false, atEnd)
-    if (nextCount < 0) return true
-    const swap = current; current = next; next = swap
-    currentCount = nextCount
+  } finally {
+    scratch.generation = generation
   }
 }

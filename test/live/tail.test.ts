@@ -62,7 +62,7 @@ t.test('the tail filters on attributes, OR, NOT and regexes as /events does (doc
   const got = [JSON.parse((await tail.next((f) => f.event === 'event')).data), JSON.parse((await tail.next((f) => f.event === 'event')).data)]
   t.same(got.map((e) => e.message), ['one', 'three'])
   const events = await waitFor(async () => (await s.api('GET', `/api/streams/live/events?from=now-1h&q=${encodeURIComponent(q)}`)).body.events,
-    { until: (list: unknown[]) => list.length >= 2, what: 'the events to be stored' })
+    { until: (list: Array<{ message: string }>) => list.length >= 2, what: 'the events to be stored' })
   t.same(events.map((e: { message: string }) => e.message).sort(), ['one', 'three'], '/events selects the same events')
   t.notOk(tail.frames.some((f) => f.event === 'event' && !['one', 'three'].includes(JSON.parse(f.data).message)), 'nothing else reached the tail')
 })
