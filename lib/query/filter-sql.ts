@@ -48,19 +48,21 @@ const numberRe2 = '^-?[0-9]+(\\.[0-9]+)?([eE][+-]?[0-9]{1,3})?$'
 /**
  * The numeric value of a text expression by filter-number.ts's rule, NULL when it is none: the
  * digits as an integer times or divided by an exact power of ten, never toFloat64(text) (see
- * there). Every branch is computed for every row (ClickHouse's `if` evaluates both sides), so the
- * parts use the OrZero conversions and out-of-range array reads, which give 0 rather than throw.
+ * there). The text is bound once by a lambda over a one-element array, and the digits and scale
+ * by a second: written inline, an attribute's expression (long for rows from before migration
+ * 11) would be repeated some twenty times per term, past ClickHouse's 256 KiB max_query_size for
+ * a q of 20 such terms. ClickHouse computes both sides of an `if` for every row, so the parts use
+ * the OrZero conversions and array reads out of range, which give 0 rather than throw.
  */
 function numberSql (text: SqlFragment): SqlFragment {
-  const mantissaText = sql`extract(${text}, '^-?([0-9.]+)')`
-  const digits = sql`replaceOne(${mantissaText}, '.', '')`
-  const dot = sql`position(${mantissaText}, '.')`
-  const fraction = sql`toInt64(if(${dot} > 0, length(${mantissaText}) - ${dot}, 0))`
-  const scale = sql`(toInt64OrZero(extract(${text}, '[eE][+]?(-?[0-9]+)$')) - ${fraction})`
-  const mantissa = sql`toFloat64(toUInt64OrZero(${digits}))`
-  const magnitude = sql`if(${scale} >= 0, ${mantissa} * ${powersSql}[${scale} + 1], ${mantissa} / ${powersSql}[1 - ${scale}])`
-  const valid = sql`match(${text}, ${numberRe2}) AND length(${digits}) <= ${maxNumberDigits} AND ${scale} >= ${-maxNumberScale} AND ${scale} <= ${maxNumberScale}`
-  return sql`if(ifNull(${valid}, 0), if(startsWith(${text}, '-'), -(${magnitude}), ${magnitude}), NULL)`
+  const fraction = sql`extract(q_text, ${'^-?[0-9]+\\.([0-9]+)'})`
+  const digits = sql`concat(extract(q_text, ${'^-?([0-9]+)'}), ${fraction})`
+  const scale = sql`toInt64OrZero(extract(q_text, ${'[eE][+]?(-?[0-9]+)$'})) - toInt64(length(${fraction}))`
+  const mantissa = rawSql('toFloat64(toUInt64OrZero(q_digits))')
+  const magnitude = sql`if(q_scale >= 0, ${mantissa} * ${powersSql}[q_scale + 1], ${mantissa} / ${powersSql}[1 - q_scale])`
+  const valid = sql`ifNull(match(q_text, ${numberRe2}) AND length(q_digits) <= ${maxNumberDigits} AND q_scale >= ${-maxNumberScale} AND q_scale <= ${maxNumberScale}, 0)`
+  const value = sql`if(${valid}, if(startsWith(q_text, '-'), -1, 1) * ${magnitude}, NULL)`
+  return sql`arrayElement(arrayMap(q_text -> arrayElement(arrayMap((q_digits, q_scale) -> ${value}, [${digits}], [${scale}]), 1), [${text}]), 1)`
 }
 
 /** A number of q, exactly as filter-number.ts computes it (a float literal would be read inexactly by 18.16). */
