@@ -48,6 +48,10 @@ import { registerForwardRoute } from './live/forward-route.ts'
 import { registerTailRoute } from './live/tail-route.ts'
 import { registerEventsRoute } from './query/events-route.ts'
 import { registerStatsRoute } from './query/stats-route.ts'
+import { registerFieldsRoute } from './query/fields-route.ts'
+import { registerExportRoute } from './query/export-route.ts'
+import { ReadLimits } from './query/read-limits.ts'
+import { legacyAttrsBefore } from './storage/legacy-attrs.ts'
 import { startRetentionJanitor } from './storage/retention.ts'
 import { AuditLog } from './audit/audit-log.ts'
 import { registerAuditRoute } from './audit/audit-route.ts'
@@ -71,6 +75,8 @@ export interface App {
   admission: Admission
   metrics: SluiceMetrics
   tailHub: TailHub
+  /** The read limits (tests take slots to see the 429). */
+  reads: ReadLimits
   audit: AuditLog
   listen (): Promise<AddressInfo>
   close (): Promise<void>
@@ -218,8 +224,12 @@ export async function createApp (config: Config, log: Logger, options: AppOption
     registerElasticBulkRoutes(router, ingestDeps)
     registerElasticHandshakeRoutes(router, { auth })
     registerTailRoute(router, { auth, accounts, hub: tailHub })
-    registerEventsRoute(router, { auth, accounts, clickhouse })
-    registerStatsRoute(router, { auth, accounts, clickhouse })
+    const reads = new ReadLimits(config.query)
+    const readDeps = { auth, accounts, clickhouse, reads, legacyAttrsBefore: await legacyAttrsBefore(clickhouse) }
+    registerEventsRoute(router, readDeps)
+    registerStatsRoute(router, readDeps)
+    registerFieldsRoute(router, readDeps)
+    registerExportRoute(router, readDeps)
     metrics.registry.gauge('sluice_tail_clients', 'Live tail clients connected', () => tailHub.clientCount)
     metrics.registry.gauge('sluice_uncommitted_bytes', 'Bytes accepted and not yet committed', () => admission.uncommittedBytes)
     metrics.registry.gauge('sluice_ingest_reading_requests', 'Ingest requests reading and parsing their bodies', () => admission.readingRequests)
@@ -244,7 +254,7 @@ export async function createApp (config: Config, log: Logger, options: AppOption
     let closed: Promise<void> | null = null
 
     return {
-      config, router, clickhouse, store, accounts, bootstrap: boot, managed, http, writer, pool, admission, metrics, tailHub, audit,
+      config, router, clickhouse, store, accounts, bootstrap: boot, managed, http, writer, pool, admission, metrics, tailHub, reads, audit,
       listen: () => http.listen(config.server.port, config.server.host),
       close () {
         closed ??= (async () => {

@@ -112,6 +112,18 @@ export interface Config {
     /** Events per second sent to one tail client at most; the rest are counted as dropped. */
     eventsPerSecond: number
   }
+  query: {
+    /** Reads running at once per org (429 too_many_reads past it). */
+    maxConcurrentPerOrg: number
+    /** ms one ClickHouse query of a read may run (max_execution_time); past it 504 query_timeout. */
+    timeoutMs: number
+    /** Bytes one ClickHouse query of a read may use (max_memory_usage); past it 422 query_too_expensive. */
+    maxMemoryBytes: number
+    /** Distinct keys a grouping read may count (max_rows_to_group_by); past it 422 query_too_expensive. */
+    maxGroupKeys: number
+    /** ClickHouse threads per read query (max_threads). */
+    maxThreads: number
+  }
   limits: OrgLimits & {
     /** Bytes accepted but not yet committed, server-wide (429 server_busy past it). */
     maxUncommittedBytes: number

@@ -9,6 +9,8 @@
 // from the catalogue) so that a new code has to be documented. Paths use OpenAPI's `{name}` for
 // the router's `:name`, with the router's own parameter names.
 
+import { eventSchema, fieldsSchema, statsSchema } from './read-schemas.ts'
+
 type Json = Record<string, unknown>
 
 const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` })
@@ -33,6 +35,15 @@ const errors = {
 } as const
 type ErrorStatus = keyof typeof errors
 const pick = (...statuses: ErrorStatus[]): Json => Object.fromEntries(statuses.map((s) => [String(s), errors[s]]))
+
+/** Every read's refusals: its limits (docs/api.md section 7.9) besides the usual ones. */
+const readErrors: Json = {
+  ...pick(400, 401, 403, 404),
+  422: errorResponse('query_too_expensive: the read needed more memory or groups than a read may use'),
+  429: retryAfterResponse('too_many_reads: the org has query.maxConcurrentPerOrg reads running'),
+  503: retryAfterResponse('storage_unavailable'),
+  504: errorResponse('query_timeout: the read ran past query.timeoutMs'),
+}
 
 const pat = [{ bearerAuth: [] }]
 /** Ingest tokens: Bearer, or Basic with the token as the password (shippers that only do Basic). */
@@ -160,14 +171,39 @@ const managementPaths: Json = {
     get: {
       operationId: 'listEvents', tags: ['read'], security: pat, summary: 'Events, newest first (PAT data:read; docs/api.md section 7.3)',
       parameters: [stream, ...timeRange, queryParam('limit', '1-1000, default 100', { type: 'integer', minimum: 1, maximum: 1000 }), queryParam('cursor', '`next_cursor` of the previous page')],
-      responses: { 200: ok('A page', { type: 'object', properties: { events: { type: 'array', items: ref('Event') }, next_cursor: { type: ['string', 'null'] } } }), ...pick(400, 401, 403, 404, 503) },
+      responses: { 200: ok('A page', { type: 'object', properties: { events: { type: 'array', items: ref('Event') }, next_cursor: { type: ['string', 'null'] } } }), ...readErrors },
     },
   },
   '/api/streams/{stream}/stats': {
     get: {
-      operationId: 'getStats', tags: ['read'], security: pat, summary: 'Series, totals and top lists (PAT data:read; docs/api.md section 7.4)',
-      parameters: [stream, ...timeRange, queryParam('step', '`10s`, `1m`, `1h`, ...'), queryParam('top', 'Top-list length, default 10', { type: 'integer', minimum: 1 })],
-      responses: { 200: ok('Stats', { type: 'object', properties: { from: { type: 'integer' }, to: { type: 'integer' }, step_ms: { type: 'integer' }, series: { type: 'array', items: { type: 'object' } }, totals: { type: 'object' }, top: { type: 'object' } } }), ...pick(400, 401, 403, 404, 503) },
+      operationId: 'getStats', tags: ['read'], security: pat, summary: 'Series, totals, top lists and groups by any field (PAT data:read; docs/api.md section 7.4)',
+      parameters: [stream, ...timeRange, queryParam('step', '`10s`, `1m`, `1h`, ...'), queryParam('top', 'Top-list length, default 10', { type: 'integer', minimum: 1 }),
+        queryParam('by', 'A field (column or attribute, docs/api.md section 7.2) whose top values give `groups` and each point\'s `groups`')],
+      responses: { 200: ok('Stats', ref('Stats')), ...readErrors },
+    },
+  },
+  '/api/streams/{stream}/fields': {
+    get: {
+      operationId: 'getFields', tags: ['read'], security: pat, summary: 'The fields of the matching events, with counts and top values (PAT data:read; docs/api.md section 7.6)',
+      parameters: [stream, ...timeRange, queryParam('top', 'Top values per field, 1-50, default 5', { type: 'integer', minimum: 1, maximum: 50 })],
+      responses: { 200: ok('Fields', ref('Fields')), ...readErrors },
+    },
+  },
+  '/api/streams/{stream}/events/{id}/context': {
+    get: {
+      operationId: 'getContext', tags: ['read'], security: pat, summary: 'The events before and after one, sharing its host and service (PAT data:read; docs/api.md section 7.7)',
+      parameters: [stream, pathParam('id', 'An event\'s `id`'),
+        queryParam('before', 'Events before, 0-500, default 10', { type: 'integer', minimum: 0, maximum: 500 }),
+        queryParam('after', 'Events after, 0-500, default 10', { type: 'integer', minimum: 0, maximum: 500 }),
+        queryParam('same', 'Comma-separated fields the events share with the anchor; default `host,service`; empty: any')],
+      responses: { 200: ok('Context', ref('Context')), ...readErrors },
+    },
+  },
+  '/api/streams/{stream}/export': {
+    get: {
+      operationId: 'exportEvents', tags: ['read'], security: pat, summary: 'Every matching event as NDJSON, oldest first, as a download (PAT data:read; docs/api.md section 7.8)',
+      parameters: [stream, ...timeRange],
+      responses: { 200: { description: 'One Event per line', content: { 'application/x-ndjson': { schema: { type: 'string' } } } }, ...readErrors },
     },
   },
   '/api/streams/{stream}/tail': {
@@ -310,6 +346,8 @@ const errorCodeEnum = [
   'rate_limited', 'too_many_concurrent_requests', 'server_busy', 'too_many_tails', 'internal_error',
   'storage_unavailable', 'storage_outcome_unknown', 'not_ready', 'shutting_down', 'request_timeout',
   'expectation_failed',
+  // Reads (issue 22): their limits (lib/query/read-limits.ts).
+  'too_many_reads', 'query_too_expensive', 'query_timeout',
   // Protocol inputs (w3-otlp): listed in test/http/openapi.test.ts's `pendingErrorCodes` until merged.
   'undecodable_body', 'entries_rejected',
   // Wrapped bodies on the NDJSON route (issue 15).
@@ -380,16 +418,12 @@ export const openApiDocument = {
           last_used_at: { type: ['string', 'null'], format: 'date-time' }, revoked_at: { type: ['string', 'null'], format: 'date-time' },
         },
       },
-      Event: {
-        type: 'object',
-        properties: {
-          ts: { type: 'integer', description: 'ms since the epoch' }, host: { type: ['string', 'null'] }, path: { type: ['string', 'null'] },
-          status: { type: ['integer', 'null'] }, rt: { type: ['number', 'null'] }, bytes: { type: ['integer', 'null'] },
-          method: { type: ['string', 'null'] }, src: { type: ['string', 'null'] }, user_agent: { type: ['string', 'null'] },
-          level: { enum: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', null] },
-          message: { type: ['string', 'null'] }, filename: { type: ['string', 'null'] }, attrs: { type: ['object', 'string'] },
-          received_at: { type: 'integer' },
-        },
+      Event: eventSchema,
+      Stats: statsSchema,
+      Fields: fieldsSchema,
+      Context: {
+        type: 'object', required: ['before', 'event', 'after'],
+        properties: { before: { type: 'array', items: ref('Event') }, event: ref('Event'), after: { type: 'array', items: ref('Event') } },
       },
     },
   },

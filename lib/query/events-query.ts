@@ -59,7 +59,7 @@ export interface EventsPage {
 }
 
 /** A row as ClickHouse returns it: the fields' columns, seq, received_at, and attrs still JSON text. */
-type EventRowOut = Record<string, string | number | null> & { ts: number, seq: number, attrs: string, received_at: number }
+export type EventRowOut = Record<string, string | number | null> & { ts: number, seq: number, attrs: string, received_at: number }
 
 export function encodeCursor (ts: number, seq: number): string {
   return Buffer.from(`${ts}.${seq}`).toString('base64url')
@@ -108,6 +108,17 @@ export function readAttrs (text: string): unknown {
 /** The field table's columns, as the SELECT lists them. */
 const selectedColumns = rawSql(eventFields.map((f) => f.column).join(', '))
 
+/** What a read selects of each event it returns (EventRowOut): the fields, seq, attrs, received_at. */
+export const eventSelectList: SqlFragment = sql`${selectedColumns}, seq, attrs, received_at`
+
+const scratchRow = new EventRow()
+
+/** Appends a stored event's JSON (the events API's shape, lib/events/event-json.ts) to `out`. */
+export function appendStoredEvent (out: EventJsonBuffer, stored: EventRowOut): void {
+  fillRow(scratchRow, stored)
+  out.event(scratchRow, Number(stored.received_at), Number(stored.seq))
+}
+
 /** The first window of a page, ms. */
 const firstWindowMs = 1000
 /** A window is at most this many times the previous one. */
@@ -123,7 +134,7 @@ function eventsWindowSql (params: EventsParams, after: { ts: number, seq: number
   const keyset = after ? sql`AND (ts < ${after.ts} OR (ts = ${after.ts} AND seq < ${after.seq}))` : sql``
   const filter = params.filter ?? null
   return sql`
-      SELECT ${selectedColumns}, seq, attrs, received_at
+      SELECT ${eventSelectList}
       FROM events
       ${filter !== null && prewhere ? sql`PREWHERE ${filter}` : sql``}
       WHERE org_id = ${params.orgId} AND stream = ${params.stream}${params.hiddenBefore ? sql` AND received_at > ${params.hiddenBefore}` : sql``}
@@ -165,12 +176,10 @@ export async function queryEventsJson (clickhouse: ClickHouse, params: EventsPar
   const last = page[page.length - 1]
   const nextCursor = rows.length > params.limit ? encodeCursor(last.ts, last.seq) : null
   const out = new EventJsonBuffer()
-  const row = new EventRow()
   out.ascii('{"events":[')
   for (let i = 0; i < page.length; i++) {
     if (i > 0) out.ascii(',')
-    fillRow(row, page[i])
-    out.event(row, Number(page[i].received_at), Number(page[i].seq))
+    appendStoredEvent(out, page[i])
   }
   out.ascii('],"next_cursor":' + JSON.stringify(nextCursor) + '}')
   return out.view()

@@ -1,31 +1,55 @@
 // GET /api/streams/{stream}/events: a stream's events over a time range, filtered by `q`, newest
-// first, in pages (the query and its cursor: events-query.ts).
+// first, in pages (the query and its cursor: events-query.ts); and
+// GET /api/streams/{stream}/events/{id}/context: the events around one (context-query.ts).
 import type { Router } from '../http/router.ts'
 import { sendJsonBytes } from '../http/reply.ts'
-import type { Authenticator } from '../auth/authenticate.ts'
-import type { Accounts } from '../accounts/accounts.ts'
-import type { ClickHouse } from '../storage/clickhouse.ts'
-import { filterToSql } from './filter-sql.ts'
+import { SluiceError } from '../errors.ts'
 import { readRequest } from './read-request.ts'
+import type { ReadDeps } from './read-request.ts'
 import { integerParam } from '../http/query-params.ts'
 import { defaultEventsLimit, maxEventsLimit, queryEventsJson } from './events-query.ts'
+import { defaultContextLines, defaultContextSame, maxContextLines, queryContextJson } from './context-query.ts'
+import { resolveField } from './field-ref.ts'
 
-export function registerEventsRoute (router: Router, deps: { auth: Authenticator, accounts: Accounts, clickhouse: ClickHouse }): void {
-  const { auth, accounts, clickhouse } = deps
+/** Fields `same=` may list at most. */
+const maxSameFields = 8
+
+export function registerEventsRoute (router: Router, deps: ReadDeps): void {
+  const { clickhouse, reads } = deps
 
   router.add('GET', '/api/streams/:stream/events', async (ctx) => {
-    const { orgId, stream, range, filter, params } = readRequest(ctx, auth, accounts)
-    const limit = integerParam(params, 'limit', 1, maxEventsLimit, defaultEventsLimit)
-    const page = await queryEventsJson(clickhouse, {
-      orgId,
-      stream: stream.name,
-      from: range.from,
-      to: range.to,
-      filter: filter === null ? undefined : filterToSql(filter),
+    const read = readRequest(ctx, deps)
+    const limit = integerParam(read.params, 'limit', 1, maxEventsLimit, defaultEventsLimit)
+    const page = await reads.run(ctx, read.orgId, clickhouse, async (ch) => await queryEventsJson(ch, {
+      orgId: read.orgId,
+      stream: read.stream.name,
+      from: read.range.from,
+      to: read.range.to,
+      filter: read.where,
       limit,
-      cursor: params.get('cursor'),
-      hiddenBefore: accounts.store.hiddenBefore(orgId, stream.name),
-    })
+      cursor: read.params.get('cursor'),
+      hiddenBefore: read.hiddenBefore,
+    }))
     sendJsonBytes(ctx, 200, page)
+  })
+
+  router.add('GET', '/api/streams/:stream/events/:id/context', async (ctx) => {
+    const read = readRequest(ctx, deps)
+    const sameText = read.params.get('same')
+    const names = sameText === null ? defaultContextSame : sameText.split(',').map((n) => n.trim()).filter((n) => n !== '')
+    if (names.length > maxSameFields) {
+      throw new SluiceError('invalid_query', `same lists at most ${maxSameFields} fields`, { details: { parameter: 'same' } })
+    }
+    const body = await reads.run(ctx, read.orgId, clickhouse, async (ch) => await queryContextJson(ch, {
+      orgId: read.orgId,
+      stream: read.stream.name,
+      id: ctx.params.id,
+      before: integerParam(read.params, 'before', 0, maxContextLines, defaultContextLines),
+      after: integerParam(read.params, 'after', 0, maxContextLines, defaultContextLines),
+      same: names.map((name) => resolveField(name, 'same')),
+      scope: read.scope,
+      hiddenBefore: read.hiddenBefore,
+    }))
+    sendJsonBytes(ctx, 200, body)
   })
 }

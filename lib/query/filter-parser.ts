@@ -44,6 +44,7 @@ import { readNumber } from './filter-number.ts'
 import type { FilterNumber } from './filter-number.ts'
 import { parseRegex } from './filter-regex.ts'
 import type { FilterRegex } from './filter-regex.ts'
+import { maxFieldNameLength, resolveField as resolveFieldRef } from './field-ref.ts'
 
 /** How a column's values are compared: text, integers (their decimal text for prefixes and regexes), floats, a level. */
 export type ColumnType = 'string' | 'integer' | 'float' | 'level'
@@ -110,9 +111,6 @@ function columnType (rule: FieldRule): ColumnType {
 /** Every column q can name, from the field table. */
 export const filterColumns: readonly ColumnRef[] = eventFields.map((f) => ({ kind: 'column', name: f.name, column: f.column, type: columnType(f.rule) }))
 const columnsByName = new Map<string, ColumnRef>(filterColumns.map((c) => [c.name, c]))
-
-/** The prefix that makes a name an attribute even when a column has it. */
-export const attributePrefix = 'attrs.'
 
 function fail (message: string, position: number, hint?: string): never {
   const text = `${message} at position ${position}` + (hint === undefined ? '' : ` (${hint})`)
@@ -358,14 +356,13 @@ class FilterParser {
   }
 }
 
-/** A name's field: a column of the table, `attrs.<path>`, or else the attribute of that path. */
+/** A name's field by field-ref.ts's rule (shared with stats?by= and context?same=), with q's position on an error. */
 function resolveField (name: string, position: number): FieldRef {
-  if (name.startsWith(attributePrefix)) {
-    const path = name.slice(attributePrefix.length)
-    if (path === '') fail(`${JSON.stringify(name)} names no attribute`, position)
-    return { kind: 'attribute', path }
-  }
-  return columnsByName.get(name) ?? { kind: 'attribute', path: name }
+  if (name.length > maxFieldNameLength) fail(`a field name is at most ${maxFieldNameLength} characters`, position)
+  if (name === 'attrs.') fail('"attrs." names no attribute', position)
+  const ref = resolveFieldRef(name, 'q')
+  if (ref.kind === 'attribute') return { kind: 'attribute', path: ref.path }
+  return columnsByName.get(ref.name) as ColumnRef
 }
 
 function numberAt (text: string, position: number): FilterNumber {

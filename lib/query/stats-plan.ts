@@ -16,6 +16,7 @@
 //   hourly rows when nothing lies in the rest of the hour; see stats-query.ts).
 // - At most maxPoints series points; more is SluiceError('invalid_query').
 import { SluiceError } from '../errors.ts'
+import type { GroupBy } from './stats-groups.ts'
 import type { SqlFragment } from '../storage/sql.ts'
 
 export type StatsSource = 'events' | 'events_1m' | 'events_1h'
@@ -101,6 +102,8 @@ export interface StatsParams {
   hiddenBefore?: number
   /** false while a deleted stream of the same name may still have rows in the rollups: raw rows only. */
   rollupsPurged?: boolean
+  /** `by=`: the field to group by (stats-groups.ts); absent: no groups. */
+  by?: GroupBy
 }
 
 export interface StatsPlan {

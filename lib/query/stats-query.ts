@@ -29,6 +29,7 @@ import { countColumns, countDims, dimTable, pathColumns, rtDigestArguments, rtLe
 import type { CountDim, Dim, RollupColumn } from '../storage/migrations/003_rollups.ts'
 import { levelDim, levelPresent } from '../storage/migrations/007_level_rollup.ts'
 import { maxTopN, planStats } from './stats-plan.ts'
+import { queryGroups } from './stats-groups.ts'
 import type { StatsParams, StatsPlan } from './stats-plan.ts'
 
 export { chooseStep, parseStep, planStats } from './stats-plan.ts'
@@ -47,6 +48,8 @@ export interface SeriesPoint {
   rt_p50: number | null
   rt_p95: number | null
   rt_p99: number | null
+  /** With `by`: the count of each listed group value in this bucket (values without events left out). */
+  groups?: Record<string, number>
 }
 
 export interface StatsResult {
@@ -56,6 +59,8 @@ export interface StatsResult {
   step_ms: number
   series: SeriesPoint[]
   totals: { count: number, error_rate: number, bytes: number, unique_sources: number }
+  /** With `by`: the field's top values over the range, count descending. */
+  groups?: Array<{ value: string, count: number }>
   top: {
     paths: Array<{ path: string, count: number, error_share: number, rt_p95: number | null }>
     hosts: Array<{ host: string, count: number }>
@@ -284,13 +289,15 @@ export async function queryStats (clickhouse: ClickHouse, params: StatsParams): 
     if (counts.busiest.length === 0) return [counts, []]
     return [counts, await clickhouse.query<PathRtRow>(pathRtSql(plan, parts, counts.busiest.map((b) => b[2])))]
   }
-  const [seriesRows, countRows, [pathCounts, pathRt]] = await Promise.all([
+  const [seriesRows, countRows, [pathCounts, pathRt], grouped] = await Promise.all([
     clickhouse.query<SeriesRow>(seriesSql(plan)),
     countLists(),
     pathLists(),
+    params.by === undefined ? undefined : queryGroups(clickhouse, plan, params.by),
   ])
 
   const series = fillSeries(plan, seriesRows)
+  if (grouped !== undefined) for (const point of series) point.groups = grouped.byPoint.get(point.t) ?? {}
   let count = 0
   let errors = 0
   let bytes = 0
@@ -321,6 +328,7 @@ export async function queryStats (clickhouse: ClickHouse, params: StatsParams): 
       bytes,
       unique_sources: dims.get('src')?.distinct_values ?? 0,
     },
+    ...(grouped === undefined ? {} : { groups: grouped.groups }),
     top: {
       paths: pathCounts.by_count.map(([path, n, e]) => ({ path, count: n, error_share: e / n, rt_p95: p95ByPath.get(path) ?? null })),
       hosts: topOf('host').map(([host, n]) => ({ host, count: n })),

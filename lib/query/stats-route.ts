@@ -1,32 +1,34 @@
-// GET /api/streams/{stream}/stats?from&to&step&q&top: series, totals and top lists for a stream
-// (shape in docs/api.md section 7.4; which table answers is planned in stats-plan.ts).
+// GET /api/streams/{stream}/stats?from&to&step&q&top&by: series, totals and top lists for a
+// stream, and with `by` the top values of any field (shape in docs/api.md section 7.4; which
+// table answers is planned in stats-plan.ts).
 import type { Router } from '../http/router.ts'
-import { sendJson } from '../http/reply.ts'
-import type { Authenticator } from '../auth/authenticate.ts'
-import type { Accounts } from '../accounts/accounts.ts'
-import type { ClickHouse } from '../storage/clickhouse.ts'
-import { filterToSql } from './filter-sql.ts'
+import { sendSerialized, serializeStats } from '../http/serializers.ts'
 import { readRequest } from './read-request.ts'
+import type { ReadDeps } from './read-request.ts'
 import { integerParam } from '../http/query-params.ts'
 import { queryStats } from './stats-query.ts'
 import { defaultTopN, maxTopN, parseStep } from './stats-plan.ts'
+import { fieldPresentSql, fieldTextSql, resolveField } from './field-ref.ts'
 
-export function registerStatsRoute (router: Router, deps: { auth: Authenticator, accounts: Accounts, clickhouse: ClickHouse }): void {
-  const { auth, accounts, clickhouse } = deps
+export function registerStatsRoute (router: Router, deps: ReadDeps): void {
+  const { clickhouse, reads } = deps
   router.add('GET', '/api/streams/:stream/stats', async (ctx) => {
-    const { orgId, stream, range, filter, params } = readRequest(ctx, auth, accounts)
-    const step = params.get('step')
-    const result = await queryStats(clickhouse, {
-      orgId,
-      stream: stream.name,
-      from: range.from,
-      to: range.to,
+    const read = readRequest(ctx, deps)
+    const step = read.params.get('step')
+    const byName = read.params.get('by')
+    const by = byName === null ? undefined : resolveField(byName, 'by')
+    const result = await reads.run(ctx, read.orgId, clickhouse, async (ch) => await queryStats(ch, {
+      orgId: read.orgId,
+      stream: read.stream.name,
+      from: read.range.from,
+      to: read.range.to,
       stepMs: step === null ? undefined : parseStep(step),
-      filter: filter === null ? undefined : filterToSql(filter),
-      topN: integerParam(params, 'top', 1, maxTopN, defaultTopN),
-      hiddenBefore: accounts.store.hiddenBefore(orgId, stream.name),
-      rollupsPurged: accounts.store.rollupsPurged(orgId, stream.name),
-    })
-    sendJson(ctx, 200, result)
+      filter: read.where,
+      topN: integerParam(read.params, 'top', 1, maxTopN, defaultTopN),
+      hiddenBefore: read.hiddenBefore,
+      rollupsPurged: deps.accounts.store.rollupsPurged(read.orgId, read.stream.name),
+      by: by === undefined ? undefined : { text: fieldTextSql(by, read.scope), present: fieldPresentSql(by, read.scope) },
+    }))
+    sendSerialized(ctx, 200, serializeStats, result)
   })
 }

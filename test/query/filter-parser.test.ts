@@ -201,6 +201,7 @@ t.test('errors say where', async (t) => {
     ['level:', 6],
     ['"":a', 0],
     ['attrs.:a', 0],
+    ['x ' + 'k'.repeat(257) + ':a', 2],
     ['a OR', 2],
     ['OR a', 0],
     ['a AND', 2],

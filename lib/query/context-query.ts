@@ -1,0 +1,114 @@
+// The lines around one event: GET /api/streams/{stream}/events/{id}/context (docs/api.md section
+// 7.7). The anchor is found by its id (its ts and seq: ts is in the sort key, so ClickHouse reads
+// the granules of that millisecond only). `before` and `after` are the nearest events on either
+// side in (ts, seq) order that share the `same` fields with the anchor (an absent field matches
+// events where it is absent too), each list in ascending time.
+//
+// Each side is read in widening windows from the anchor (1 s, then x16 up to a day): a busy stream
+// fills a side from the first window, and a quiet one reads at most a day each way, never the
+// whole history. Filters of the `q` do not apply: context shows what surrounded the event.
+import { SluiceError } from '../errors.ts'
+import { EventJsonBuffer } from '../events/event-json.ts'
+import { parseEventId } from '../events/event-json.ts'
+import type { ClickHouse } from '../storage/clickhouse.ts'
+import { joinSql, rawSql, sql } from '../storage/sql.ts'
+import type { SqlFragment } from '../storage/sql.ts'
+import { appendStoredEvent, eventSelectList } from './events-query.ts'
+import type { EventRowOut } from './events-query.ts'
+import { fieldTextSql } from './field-ref.ts'
+import type { FieldRef } from './field-ref.ts'
+import type { AttrScope } from './attr-sql.ts'
+
+/** Events per side when not given, and the most a side may ask for. */
+export const defaultContextLines = 10
+export const maxContextLines = 500
+/** Fields shared with the anchor when `same` is not given. */
+export const defaultContextSame = ['host', 'service']
+
+const firstWindowMs = 1000
+const windowGrowth = 16
+const maxSpanMs = 86_400_000
+
+export interface ContextParams {
+  orgId: string
+  stream: string
+  id: string
+  before: number
+  after: number
+  same: readonly FieldRef[]
+  scope: AttrScope
+  hiddenBefore: number
+}
+
+function streamIs (params: ContextParams): SqlFragment {
+  const hidden = params.hiddenBefore > 0 ? sql` AND received_at > ${params.hiddenBefore}` : sql``
+  return sql`org_id = ${params.orgId} AND stream = ${params.stream}${hidden}`
+}
+
+/** The events before or after the anchor sharing its `same` values, nearest first, at most `limit`. */
+async function side (clickhouse: ClickHouse, params: ContextParams, anchor: { ts: number, seq: number }, sameSql: SqlFragment,
+  direction: 'before' | 'after', limit: number): Promise<EventRowOut[]> {
+  const rows: EventRowOut[] = []
+  if (limit === 0) return rows
+  const { ts, seq } = anchor
+  const beyond = direction === 'before'
+    ? sql`(ts < ${ts} OR (ts = ${ts} AND seq < ${seq}))`
+    : sql`(ts > ${ts} OR (ts = ${ts} AND seq > ${seq}))`
+  const order = rawSql(direction === 'before' ? 'ts DESC, seq DESC' : 'ts ASC, seq ASC')
+  let near = ts // the edge of what was read so far (exclusive of the next window)
+  let windowMs = firstWindowMs
+  let first = true
+  while (rows.length < limit && Math.abs(near - ts) < maxSpanMs) {
+    const far = direction === 'before' ? Math.max(0, near - windowMs) : near + windowMs
+    // The first window includes the anchor's own millisecond (events beside it in seq order).
+    const span = direction === 'before'
+      ? sql`ts >= ${far} AND ts ${rawSql(first ? '<=' : '<')} ${near}`
+      : sql`ts ${rawSql(first ? '>=' : '>')} ${near} AND ts < ${far}`
+    const got = await clickhouse.query<EventRowOut>(sql`SELECT ${eventSelectList} FROM events
+      WHERE ${streamIs(params)} AND ${span} AND ${beyond} AND ${sameSql}
+      ORDER BY ${order} LIMIT ${limit - rows.length}`)
+    for (const row of got) rows.push(row)
+    if (direction === 'before' && far === 0) break
+    near = direction === 'before' ? far : far - 1
+    windowMs *= windowGrowth
+    first = false
+  }
+  return rows
+}
+
+/** The context as the API's JSON text (`{"before":[...],"event":{...},"after":[...]}`). */
+export async function queryContextJson (clickhouse: ClickHouse, params: ContextParams): Promise<Uint8Array> {
+  const anchor = parseEventId(params.id)
+  if (anchor === null) throw new SluiceError('not_found', 'No event has this id', { details: { id: params.id } })
+  const sameValues = params.same.map((ref) => ({ ref, value: fieldTextSql(ref, params.scope) }))
+  const [event] = await clickhouse.query<EventRowOut & Record<string, string | null>>(sql`SELECT ${eventSelectList}
+    ${joinSql(sameValues.map((s, i) => sql`, ${s.value} AS same_${rawSql(String(i))}`), '')}
+    FROM events WHERE ${streamIs(params)} AND ts = ${anchor.ts} AND seq = ${anchor.seq} LIMIT 1`)
+  if (event === undefined) throw new SluiceError('not_found', 'No event has this id in this stream', { details: { id: params.id } })
+  const conditions = sameValues.map((s, i) => {
+    const value = event[`same_${i}`] as string | null
+    return value === null ? sql`isNull(${s.value})` : sql`ifNull(${s.value} = ${value}, 0)`
+  })
+  const sameSql = conditions.length === 0 ? rawSql('1') : joinSql(conditions, ' AND ')
+  const [before, after] = await Promise.all([
+    side(clickhouse, params, anchor, sameSql, 'before', params.before),
+    side(clickhouse, params, anchor, sameSql, 'after', params.after),
+  ])
+  const out = new EventJsonBuffer()
+  const list = (rows: EventRowOut[]): void => {
+    out.ascii('[')
+    rows.forEach((row, i) => {
+      if (i > 0) out.ascii(',')
+      appendStoredEvent(out, row)
+    })
+    out.ascii(']')
+  }
+  out.ascii('{"before":')
+  list(before.reverse())
+  out.ascii(',"event":')
+  appendStoredEvent(out, event)
+  out.ascii(',"after":')
+  list(after)
+  out.ascii('}')
+  return out.view()
+}

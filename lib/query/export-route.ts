@@ -1,0 +1,57 @@
+// GET /api/streams/{stream}/export?from&to&q: every matching event as NDJSON, oldest first, as a
+// download (export-query.ts; docs/api.md section 7.8). The answer streams with backpressure: the
+// next chunk is read from ClickHouse only once the client took the last, so memory stays flat
+// however large the range. The read holds one of the org's read slots until it ends; a client
+// that goes away aborts it. A failure after the first bytes cuts the response (the download is
+// then incomplete, which a client sees as a connection closed before the end of the chunked body).
+import { once } from 'node:events'
+import type { ServerResponse } from 'node:http'
+import type { Router } from '../http/router.ts'
+import { readRequest } from './read-request.ts'
+import type { ReadDeps } from './read-request.ts'
+import { exportEvents } from './export-query.ts'
+
+export function registerExportRoute (router: Router, deps: ReadDeps): void {
+  const { clickhouse, reads } = deps
+  router.add('GET', '/api/streams/:stream/export', async (ctx) => {
+    const read = readRequest(ctx, deps)
+    const { res } = ctx
+    const name = `${read.stream.name}-${new Date(read.range.from).toISOString()}-${new Date(read.range.to).toISOString()}.ndjson`.replace(/:/g, '')
+    await reads.run(ctx, read.orgId, clickhouse, async (ch) => {
+      const chunks = exportEvents(ch, {
+        orgId: read.orgId,
+        stream: read.stream.name,
+        from: read.range.from,
+        to: read.range.to,
+        where: read.where,
+        hiddenBefore: read.hiddenBefore,
+      })
+      // The first chunk before the headers: a bad query or an unavailable ClickHouse is still a
+      // plain error answer.
+      const first = await chunks.next()
+      res.writeHead(200, {
+        'content-type': 'application/x-ndjson; charset=utf-8',
+        'content-disposition': `attachment; filename="${name}"`,
+        'cache-control': 'no-store',
+      })
+      if (ctx.req.method === 'HEAD') {
+        res.end()
+        await chunks.return(undefined)
+        return
+      }
+      if (first.done !== true) {
+        if (!res.write(first.value)) await drained(res)
+        for await (const chunk of chunks) {
+          if (res.destroyed) break
+          if (!res.write(chunk)) await drained(res)
+        }
+      }
+      res.end()
+    })
+  })
+}
+
+/** Resolves when `res` can take more, or rejects when it closed first. */
+async function drained (res: ServerResponse): Promise<void> {
+  await Promise.race([once(res, 'drain'), once(res, 'close').then(() => { throw new Error('client closed the export') })])
+}

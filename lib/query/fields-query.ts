@@ -1,0 +1,143 @@
+// The fields present in a stream's matching events: GET /api/streams/{stream}/fields (docs/api.md
+// section 7.6). Each field with its kind (column or attribute), type, the number of events that
+// have it, and its top values with counts, for a field sidebar and for suggestions as one types.
+//
+// Contract and why:
+// - Columns come from the field table (lib/events/fields.ts), attributes from attr_keys; an
+//   attribute's type is `number` when every value seen is a JSON number's text, `boolean` for
+//   true/false, else `string`. Columns are listed first in the table's order, then attributes by
+//   count descending (at most maxAttributes); fields no event has are left out.
+// - Sampling: reading every attribute of 30 M events takes seconds, and a sidebar needs shapes,
+//   not exact counts. When the range holds more than sampleRows matching events (counted first,
+//   which reads only the filter's columns), the counts are taken over evenly spread slices of the
+//   range that hold about sampleRows events, scaled up to the whole range, and `sampled` is true.
+//   Slices, not every n-th row: ts is the sort key, so ClickHouse then reads only those slices'
+//   granules.
+// - Top values: the `top` most frequent per field (values as text, numbers as they are written).
+import type { ClickHouse } from '../storage/clickhouse.ts'
+import { joinSql, rawSql, sql } from '../storage/sql.ts'
+import type { SqlFragment } from '../storage/sql.ts'
+import { eventFields, isStringField } from '../events/fields.ts'
+import type { AttrScope } from './attr-sql.ts'
+
+/** Events counted exactly; more are sampled. */
+export const sampleRows = 200_000
+/** Slices a sampled range is read in. */
+const sampleSlices = 48
+/** Attributes listed at most (the most frequent). */
+export const maxAttributes = 200
+export const defaultFieldsTop = 5
+export const maxFieldsTop = 50
+
+export interface FieldsParams {
+  orgId: string
+  stream: string
+  from: number
+  to: number
+  where?: SqlFragment
+  scope: AttrScope
+  hiddenBefore: number
+  top: number
+}
+
+export interface FieldInfo {
+  name: string
+  kind: 'column' | 'attribute'
+  type: string
+  count: number
+  top: Array<{ value: string | number, count: number }>
+}
+
+export interface FieldsResult {
+  fields: FieldInfo[]
+  sampled: boolean
+  /** Matching events over the range (exact). */
+  total: number
+}
+
+/** The columns a field list shows: every field of the table but ts (every event has one). */
+const listedColumns = eventFields.flatMap((f, i) => f.name === 'ts' ? [] : [{ name: f.name, column: f.column, numeric: !isStringField[i] }])
+
+function typeOfColumn (name: string): string {
+  const field = eventFields.find((f) => f.name === name)
+  return field === undefined || field.rule === 'string' || field.rule === 'level' ? 'string' : 'number'
+}
+
+export async function queryFields (clickhouse: ClickHouse, params: FieldsParams): Promise<FieldsResult> {
+  const hidden = params.hiddenBefore > 0 ? sql` AND received_at > ${params.hiddenBefore}` : sql``
+  const base = sql`org_id = ${params.orgId} AND stream = ${params.stream}${hidden}`
+  const filter = params.where === undefined ? sql`` : sql` AND (${params.where})`
+  const inRange = sql`ts >= ${params.from} AND ts < ${params.to}`
+  const [{ n: total }] = await clickhouse.query<{ n: number }>(sql`SELECT count() AS n FROM events WHERE ${base} AND ${inRange}${filter}`)
+  if (total === 0) return { fields: [], sampled: false, total: 0 }
+  let where = sql`${base} AND ${inRange}${filter}`
+  let scale = 1
+  if (total > sampleRows) {
+    const fraction = sampleRows / total
+    const span = params.to - params.from
+    const sliceMs = Math.max(1, Math.floor(span * fraction / sampleSlices))
+    const slices: SqlFragment[] = []
+    for (let k = 0; k < sampleSlices; k++) {
+      const start = params.from + Math.floor((span * (k + 0.5)) / sampleSlices - sliceMs / 2)
+      slices.push(sql`(ts >= ${start} AND ts < ${start + sliceMs})`)
+    }
+    where = sql`${base} AND (${joinSql(slices, ' OR ')})${filter}`
+    const [{ n: read }] = await clickhouse.query<{ n: number }>(sql`SELECT count() AS n FROM events WHERE ${where}`)
+    scale = read > 0 ? total / read : 1
+  }
+  const top = params.top
+  // Columns: count and top values of each, in one pass.
+  const columnSelect = listedColumns.map((c, i) => {
+    const col = rawSql(c.column)
+    return sql`count(${col}) AS n_${rawSql(String(i))}, topK(${top})(${c.numeric ? sql`toString(${col})` : col}) AS top_${rawSql(String(i))}`
+  })
+  const columnRow = (await clickhouse.query<Record<string, number | string[]>>(sql`SELECT ${joinSql(columnSelect, ', ')} FROM events WHERE ${where}`))[0]
+  // Attributes: counts per key, then the top values of the listed keys with exact counts.
+  const keyRows = await clickhouse.query<{ key: string, n: number, numbers: number, booleans: number }>(sql`
+    SELECT key, count() AS n, countIf(isNotNull(toFloat64OrNull(value))) AS numbers, countIf(value IN ('true', 'false')) AS booleans
+    FROM events ARRAY JOIN attr_keys AS key, attr_values AS value
+    WHERE ${where}
+    GROUP BY key ORDER BY n DESC, key LIMIT ${maxAttributes}`)
+  const valueRows = keyRows.length === 0 ? [] : await clickhouse.query<{ key: string, value: string, n: number }>(sql`
+    SELECT key, value, count() AS n
+    FROM events ARRAY JOIN attr_keys AS key, attr_values AS value
+    WHERE ${where} AND key IN (${joinSql(keyRows.map((r) => sql`${r.key}`), ', ')})
+    GROUP BY key, value ORDER BY key, n DESC, value LIMIT ${top} BY key`)
+  const topByKey = new Map<string, Array<{ value: string, count: number }>>()
+  for (const r of valueRows) {
+    const list = topByKey.get(r.key) ?? []
+    list.push({ value: r.value, count: Math.round(r.n * scale) })
+    topByKey.set(r.key, list)
+  }
+  // The columns' top values were found by topK (approximate ranks); their exact counts:
+  const columnTops = listedColumns.map((_, i) => columnRow[`top_${i}`] as string[])
+  const valueCounts = await columnValueCounts(clickhouse, where, columnTops)
+  const fields: FieldInfo[] = []
+  listedColumns.forEach((c, i) => {
+    const n = Number(columnRow[`n_${i}`])
+    if (n === 0) return
+    const counts = valueCounts[i]
+    const values = columnTops[i].map((v) => ({ value: c.numeric ? Number(v) : v, count: Math.round((counts.get(v) ?? 0) * scale) }))
+      .sort((a, b) => b.count - a.count)
+    fields.push({ name: c.name, kind: 'column', type: typeOfColumn(c.name), count: Math.round(n * scale), top: values })
+  })
+  for (const r of keyRows) {
+    const type = r.numbers === r.n ? 'number' : r.booleans === r.n ? 'boolean' : 'string'
+    fields.push({ name: r.key, kind: 'attribute', type, count: Math.round(r.n * scale), top: topByKey.get(r.key) ?? [] })
+  }
+  return { fields, sampled: scale !== 1, total }
+}
+
+/** Exact counts of the listed values of each column, in one pass (a countIf per value). */
+async function columnValueCounts (clickhouse: ClickHouse, where: SqlFragment, tops: string[][]): Promise<Array<Map<string, number>>> {
+  const parts = listedColumns.flatMap((c, i) => tops[i].map((value, k) => ({ i, k, c, value })))
+  if (parts.length === 0) return listedColumns.map(() => new Map())
+  const select = parts.map(({ i, k, c, value }) => {
+    const text = c.numeric ? sql`toString(${rawSql(c.column)})` : rawSql(c.column)
+    return sql`countIf(ifNull(${text} = ${value}, 0)) AS c_${rawSql(`${i}_${k}`)}`
+  })
+  const row = (await clickhouse.query<Record<string, number>>(sql`SELECT ${joinSql(select, ', ')} FROM events WHERE ${where}`))[0]
+  const out = listedColumns.map(() => new Map<string, number>())
+  for (const { i, k, value } of parts) out[i].set(value, Number(row[`c_${i}_${k}`]))
+  return out
+}

@@ -1,0 +1,107 @@
+// Every read of events (events, stats, fields, context, export) runs through ReadLimits
+// (docs/api.md section 7.9, "Limits of reads"), so that a heavy read cannot starve ingest or the
+// other readers:
+// - at most `query.maxConcurrentPerOrg` reads of one org at once; one more answers
+//   `429 too_many_reads` with Retry-After at once (a read never queues: a dashboard retries);
+// - each ClickHouse query of a read carries limits ClickHouse enforces itself: max_execution_time,
+//   max_memory_usage, max_rows_to_group_by (overflow: throw), and max_threads (1 by default: a
+//   read takes one core, inserts and their merges keep the other; measured in bench/README.md,
+//   "Reads against ingest");
+// - a query past a limit answers `504 query_timeout` (time) or `422 query_too_expensive` (memory,
+//   groups, rows), never a 500 or a crash; a read whose client went away is aborted in ClickHouse.
+// ClickHouse errors are told apart by their codes (clickhouse.ts), never by message text.
+import { SluiceError } from '../errors.ts'
+import { ClickHouseError, clickhouseCodes } from '../storage/clickhouse.ts'
+import type { ClickHouse, RequestOptions } from '../storage/clickhouse.ts'
+import type { Config } from '../config.ts'
+import type { RequestContext } from '../http/reply.ts'
+
+/** Seconds a client waits after 429 too_many_reads: reads last about a second. */
+const busyRetryAfterS = 1
+
+/** ClickHouse codes of a read past a size limit: memory, rows to group, rows or bytes to read. */
+const tooExpensiveCodes: ReadonlySet<number> = new Set([
+  clickhouseCodes.MEMORY_LIMIT_EXCEEDED,
+  clickhouseCodes.TOO_MANY_ROWS,
+  clickhouseCodes.TOO_MANY_BYTES,
+  clickhouseCodes.TOO_MANY_ROWS_OR_BYTES,
+])
+
+export class ReadLimits {
+  readonly #limits: Config['query']
+  readonly #running = new Map<string, number>()
+  /** The ClickHouse settings of every read query. */
+  readonly settings: Readonly<Record<string, number | string>>
+
+  constructor (limits: Config['query']) {
+    this.#limits = limits
+    this.settings = {
+      // Whole seconds: 18.16 reads max_execution_time as seconds.
+      max_execution_time: Math.max(1, Math.ceil(limits.timeoutMs / 1000)),
+      max_memory_usage: limits.maxMemoryBytes,
+      max_rows_to_group_by: limits.maxGroupKeys,
+      group_by_overflow_mode: 'throw',
+      max_threads: limits.maxThreads,
+    }
+  }
+
+  /** Reads of `orgId` running now. */
+  running (orgId: string): number {
+    return this.#running.get(orgId) ?? 0
+  }
+
+  /**
+   * Runs one read of `orgId` for the request `ctx`: `fn` gets a ClickHouse whose queries carry the
+   * read settings and stop when the client goes away. Throws too_many_reads when the org is at
+   * its limit; a query past a limit throws query_timeout or query_too_expensive.
+   */
+  async run<T> (ctx: RequestContext, orgId: string, clickhouse: ClickHouse, fn: (clickhouse: ClickHouse) => Promise<T>): Promise<T> {
+    const release = this.acquire(orgId)
+    const aborter = new AbortController()
+    const onClose = (): void => { if (!ctx.res.writableFinished) aborter.abort() }
+    ctx.res.once('close', onClose)
+    try {
+      return await fn(withOptions(clickhouse, { settings: this.settings, signal: aborter.signal }))
+    } catch (err) {
+      throw readError(err)
+    } finally {
+      ctx.res.off('close', onClose)
+      release()
+    }
+  }
+
+  /** Takes one of the org's read slots (429 too_many_reads when none is free); returns its release. */
+  acquire (orgId: string): () => void {
+    const running = this.running(orgId)
+    if (running >= this.#limits.maxConcurrentPerOrg) {
+      throw new SluiceError('too_many_reads', `${running} reads of this organization are running; at most ${this.#limits.maxConcurrentPerOrg} at once`,
+        { retryAfter: busyRetryAfterS })
+    }
+    this.#running.set(orgId, running + 1)
+    let released = false
+    return () => {
+      if (released) return
+      released = true
+      const left = this.running(orgId) - 1
+      if (left === 0) this.#running.delete(orgId)
+      else this.#running.set(orgId, left)
+    }
+  }
+}
+
+/** A read's failure as the API answers it: limits by their codes, anything else unchanged. */
+export function readError (err: unknown): unknown {
+  if (!(err instanceof ClickHouseError)) return err
+  if (err.chCode === clickhouseCodes.TIMEOUT_EXCEEDED) return new SluiceError('query_timeout', undefined, { cause: err })
+  if (tooExpensiveCodes.has(err.chCode)) return new SluiceError('query_too_expensive', undefined, { cause: err })
+  return err
+}
+
+/** `clickhouse` with `options` on every query (a caller's own options win). */
+function withOptions (clickhouse: ClickHouse, options: RequestOptions): ClickHouse {
+  return {
+    ...clickhouse,
+    query: async (statement, own) => await clickhouse.query(statement, { ...options, ...own }),
+    queryRows: (statement, own) => clickhouse.queryRows(statement, { ...options, ...own }),
+  }
+}

@@ -1,0 +1,128 @@
+// The reads beside /events (docs/api.md sections 7.4-7.8): stats?by= any field, /fields,
+// context around an event by its id, /export as NDJSON, and the limits every read runs under.
+import t from 'tap'
+import { startServer } from '../helpers/server.ts'
+import type { TestServer } from '../helpers/server.ts'
+import { createIngestTarget, postIngest } from '../helpers/ingest.ts'
+
+let s: TestServer
+const base = Date.now() - 3_600_000
+const services = ['checkout', 'cart', 'search']
+
+interface Event { id: string, ts: number, host: string | null, service: string | null, message: string | null, attrs: Record<string, unknown> }
+
+t.before(async () => {
+  s = await startServer(t, { query: { maxConcurrentPerOrg: 2 } })
+  const tgt = await createIngestTarget(s, 'app')
+  // 300 application events, one a second: 3 services, 2 hosts, user ids, nested attributes.
+  const lines = Array.from({ length: 300 }, (_, i) => JSON.stringify({
+    ts: base + i * 1000,
+    host: i % 2 === 0 ? 'web-1' : 'web-2',
+    'service.name': services[i % 3],
+    level: i % 10 === 0 ? 'error' : 'info',
+    msg: `request ${i}`,
+    user_id: i % 7,
+    order: { total: i + 0.5, currency: 'EUR' },
+    trace_id: `trace-${i}`,
+  }))
+  const r = await postIngest(tgt, lines.join('\n'))
+  if (r.body.ingested !== 300) throw new Error('setup failed: ' + JSON.stringify(r.body))
+})
+
+const range = `from=${base}&to=${base + 300_000}`
+
+t.test('stats?by= an attribute and a column: top values and per-point groups', async (t) => {
+  const r = await s.api('GET', `/api/streams/app/stats?${range}&step=60s&by=service`)
+  t.equal(r.status, 200)
+  t.same(r.body.groups, [{ value: 'cart', count: 100 }, { value: 'checkout', count: 100 }, { value: 'search', count: 100 }])
+  const summed: Record<string, number> = {}
+  for (const point of r.body.series as Array<{ count: number, groups: Record<string, number> }>) {
+    t.equal(Object.values(point.groups).reduce((a, b) => a + b, 0), point.count, 'a point\'s groups add up to its count')
+    for (const [value, n] of Object.entries(point.groups)) summed[value] = (summed[value] ?? 0) + n
+  }
+  t.same(summed, { checkout: 100, cart: 100, search: 100 }, 'the points add up to the groups')
+  const byUser = await s.api('GET', `/api/streams/app/stats?${range}&by=user_id&top=2`)
+  t.same(byUser.body.groups, [{ value: '0', count: 43 }, { value: '1', count: 43 }], 'attribute values, top 2, ties by value')
+  const nested = await s.api('GET', `/api/streams/app/stats?${range}&by=order.currency`)
+  t.same(nested.body.groups, [{ value: 'EUR', count: 300 }], 'a nested attribute by its dotted path')
+  const filtered = await s.api('GET', `/api/streams/app/stats?${range}&by=host&q=${encodeURIComponent('level:error')}`)
+  t.same(filtered.body.groups, [{ value: 'web-1', count: 30 }], 'q applies to the groups')
+})
+
+t.test('/fields: columns and attributes with counts, types and top values', async (t) => {
+  const r = await s.api('GET', `/api/streams/app/fields?${range}`)
+  t.equal(r.status, 200)
+  t.equal(r.body.sampled, false)
+  const byName = new Map((r.body.fields as Array<{ name: string }>).map((f) => [f.name, f]))
+  t.match(byName.get('service'), { kind: 'column', type: 'string', count: 300, top: [{ count: 100 }, { count: 100 }, { count: 100 }] })
+  t.match(byName.get('user_id'), { kind: 'attribute', type: 'number', count: 300 })
+  t.match(byName.get('order.total'), { kind: 'attribute', type: 'number', count: 300 })
+  t.match(byName.get('order.currency'), { kind: 'attribute', type: 'string', top: [{ value: 'EUR', count: 300 }] })
+  t.equal(byName.get('path'), undefined, 'a column no event has is left out')
+  const errors = await s.api('GET', `/api/streams/app/fields?${range}&q=${encodeURIComponent('level:error')}`)
+  const level = (errors.body.fields as Array<{ name: string, top: unknown }>).find((f) => f.name === 'level')
+  t.same(level?.top, [{ value: 'error', count: 30 }], 'counted over the matching events')
+})
+
+t.test('context: the events around one from the same host and service, in ascending time', async (t) => {
+  const page = await s.api('GET', `/api/streams/app/events?${range}&limit=1000`)
+  const events = (page.body.events as Event[]).reverse()
+  const anchor = events[150]
+  const r = await s.api('GET', `/api/streams/app/events/${anchor.id}/context?before=3&after=2`)
+  t.equal(r.status, 200)
+  t.equal(r.body.event.id, anchor.id)
+  const same = events.filter((e) => e.host === anchor.host && e.service === anchor.service)
+  const at = same.findIndex((e) => e.id === anchor.id)
+  t.same(r.body.before.map((e: Event) => e.id), same.slice(at - 3, at).map((e) => e.id))
+  t.same(r.body.after.map((e: Event) => e.id), same.slice(at + 1, at + 3).map((e) => e.id))
+  const any = await s.api('GET', `/api/streams/app/events/${anchor.id}/context?before=2&after=2&same=`)
+  t.same(any.body.before.map((e: Event) => e.ts), [anchor.ts - 2000, anchor.ts - 1000], 'same= empty: any neighbour')
+  const missing = await s.api('GET', `/api/streams/app/events/${anchor.ts}-1/context`)
+  t.equal(missing.status, 404)
+  t.equal(missing.body.error, 'not_found')
+  const bad = await s.api('GET', '/api/streams/app/events/nope/context')
+  t.equal(bad.body.error, 'not_found')
+})
+
+t.test('export: every matching event as NDJSON, oldest first, as a download', async (t) => {
+  const r = await fetch(`${s.url}/api/streams/app/export?${range}&q=${encodeURIComponent('host:web-2')}`, { headers: { authorization: `Bearer ${s.adminToken}` } })
+  t.equal(r.status, 200)
+  t.match(r.headers.get('content-type'), /^application\/x-ndjson/)
+  t.match(r.headers.get('content-disposition'), /^attachment; filename="app-/)
+  const lines = (await r.text()).split('\n')
+  t.equal(lines.pop(), '', 'ends with a newline')
+  const events = lines.map((l) => JSON.parse(l) as Event)
+  t.equal(events.length, 150)
+  t.ok(events.every((e) => e.host === 'web-2'))
+  t.same(events.map((e) => e.ts), [...events.map((e) => e.ts)].sort((a, b) => a - b), 'ascending')
+  t.equal(new Set(events.map((e) => e.id)).size, 150, 'each once')
+})
+
+t.test('reads past a limit: 429 too_many_reads with Retry-After; a bad by is 400', async (t) => {
+  const org = s.app.store.orgByName('default')!
+  // The org's two read slots taken (as two long reads would hold them).
+  const releases = [s.app.reads.acquire(org.id), s.app.reads.acquire(org.id)]
+  for (const path of ['events', 'stats', 'fields', 'export']) {
+    const r = await s.api('GET', `/api/streams/app/${path}?${range}`)
+    t.equal(r.status, 429, path)
+    t.equal(r.body.error, 'too_many_reads')
+    t.ok(Number(r.headers['retry-after']) >= 1, 'Retry-After')
+  }
+  releases[0]()
+  t.equal((await s.api('GET', `/api/streams/app/events?${range}&limit=1`)).status, 200, 'a freed slot serves the next read')
+  releases[1]()
+  t.equal(s.app.reads.running(org.id), 0, 'every read gave its slot back')
+  const bad = await s.api('GET', `/api/streams/app/stats?${range}&by=`)
+  t.equal(bad.status, 400)
+  t.equal(bad.body.error, 'invalid_query')
+})
+
+t.test('a read past its ClickHouse limits answers 422 query_too_expensive, not a crash', async (t) => {
+  const tight = await startServer(t, { query: { maxGroupKeys: 10 } })
+  const tgt = await createIngestTarget(tight, 'many')
+  await postIngest(tgt, Array.from({ length: 2000 }, (_, i) => JSON.stringify({ ts: base + i, key: `k${i}` })).join('\n'))
+  const r = await tight.api('GET', `/api/streams/many/stats?${range}&by=key`)
+  t.equal(r.status, 422)
+  t.equal(r.body.error, 'query_too_expensive')
+  t.equal((await tight.api('GET', `/api/streams/many/events?${range}&limit=1`)).status, 200, 'the server reads on')
+})
