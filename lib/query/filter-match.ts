@@ -38,7 +38,10 @@ export type EventLike = Readonly<Record<string, string | number | null | undefin
 class EventView {
   readonly event: EventLike
   #attrs: Map<string, string> | null = null
-  #searched: string[] | null = null
+  /** message, path and user_agent folded; null until a text term asks. */
+  #message: string | null = null
+  #path = ''
+  #userAgent = ''
 
   constructor (event: EventLike) {
     this.event = event
@@ -58,13 +61,15 @@ class EventView {
     return this.#attrs.get(path) ?? null
   }
 
-  /** message, path and user_agent folded by lowerUTF8's rules; an absent one as ''. */
-  searched (): string[] {
-    if (this.#searched === null) {
+  /** Whether message, path or user_agent, folded by lowerUTF8's rules, holds `needle`; an absent one is ''. */
+  searchedIncludes (needle: string): boolean {
+    if (this.#message === null) {
       const e = this.event
-      this.#searched = [e.message, e.path, e.user_agent].map((v) => typeof v === 'string' ? foldCase(v) : '')
+      this.#message = typeof e.message === 'string' ? foldCase(e.message) : ''
+      this.#path = typeof e.path === 'string' ? foldCase(e.path) : ''
+      this.#userAgent = typeof e.user_agent === 'string' ? foldCase(e.user_agent) : ''
     }
-    return this.#searched
+    return this.#message.includes(needle) || this.#path.includes(needle) || this.#userAgent.includes(needle)
   }
 }
 
@@ -126,10 +131,7 @@ function compileTerm (node: FilterTerm): Test {
   switch (node.kind) {
     case 'text': {
       const needle = foldCase(node.text)
-      return (view) => {
-        const [message, path, userAgent] = view.searched()
-        return message.includes(needle) || path.includes(needle) || userAgent.includes(needle)
-      }
+      return (view) => view.searchedIncludes(needle)
     }
     case 'equals': {
       const text = textGetter(node.field)
