@@ -238,14 +238,16 @@ class FilterParser {
     return this.#parseTerm()
   }
 
-  // Reads a quoted phrase whose opening quote is at the cursor; leaves the cursor after the closing quote.
-  #readPhrase (): string {
+  // Reads a quoted phrase whose opening quote is at the cursor; leaves the cursor after the closing
+  // quote. With `offsets`, records where in q each UTF-16 unit of the phrase came from.
+  #readPhrase (offsets?: number[]): string {
     const t = this.#text
     const open = this.#i++
     let out = ''
     while (this.#i < t.length) {
       const ch = t[this.#i]
       if (ch === '"') { this.#i++; return out }
+      offsets?.push(this.#i)
       if (ch === '\\' && (t[this.#i + 1] === '"' || t[this.#i + 1] === '\\')) { out += t[this.#i + 1]; this.#i += 2; continue }
       out += ch
       this.#i++
@@ -310,17 +312,18 @@ class FilterParser {
 
     if (t[valueStart] === '~') {
       this.#i++
-      const sourceStart = this.#i
       let source: string
+      let offsets: number | number[] = this.#i
       if (t[this.#i] === '"') {
-        source = this.#readPhrase()
+        offsets = []
+        source = this.#readPhrase(offsets)
         this.#endPhrase(false)
+        if (source === '') offsets = this.#i - 1
       } else {
         source = this.#readBare()
       }
       if (field.kind === 'column' && field.type === 'float') fail(`${field.name} is a number: compare it (${field.name}:>=0.5) instead`, valueStart)
-      // A quoted pattern's offsets shift by its opening quote; escapes inside make them approximate.
-      return { kind: 'regex', position, field, regex: parseRegex(source, sourceStart + (t[sourceStart] === '"' ? 1 : 0)) }
+      return { kind: 'regex', position, field, regex: parseRegex(source, offsets) }
     }
 
     let value: string

@@ -111,18 +111,21 @@ const classEscapes: Record<string, Ranges> = {
 const controlEscapes: Record<string, number> = { t: 9, n: 10, v: 11, f: 12, r: 13 }
 
 /**
- * Parses `source` (offset `at` in q, for error positions) into the accepted subset; throws
- * invalid_query naming the refused construct and its position in q.
+ * Parses `source` into the accepted subset; throws invalid_query naming the refused construct and
+ * its position in q. `at` is where the pattern starts in q, or per character of `source` its
+ * offset in q (a quoted pattern's escapes make the two differ).
  */
-export function parseRegex (source: string, at: number): FilterRegex {
-  if (source.length === 0) fail('empty regular expression', at)
-  if (source.length > maxRegexLength) fail(`regular expression is ${source.length} characters long; at most ${maxRegexLength} are allowed`, at)
+export function parseRegex (source: string, at: number | readonly number[]): FilterRegex {
+  const start = typeof at === 'number' ? at : at.length > 0 ? at[0] : 0
+  const positionOf = (k: number): number => typeof at === 'number' ? at + k : k < at.length ? at[k] : (at.length > 0 ? at[at.length - 1] + 1 : start)
+  if (source.length === 0) fail('empty regular expression', start)
+  if (source.length > maxRegexLength) fail(`regular expression is ${source.length} characters long; at most ${maxRegexLength} are allowed`, start)
   let i = 0
 
   function fail (message: string, position: number): never {
     throw new SluiceError('invalid_query', `${message} at position ${position}`, { details: { position } })
   }
-  const here = (): number => at + i
+  const here = (): number => positionOf(i)
 
   function codePointAt (): number {
     const cp = source.codePointAt(i) as number
@@ -132,8 +135,8 @@ export function parseRegex (source: string, at: number): FilterRegex {
 
   // After a backslash at i - 1: a single code point, or a class (d w s ...).
   function readEscape (): number | Ranges {
-    const start = at + i - 1
-    if (i >= source.length) fail('trailing backslash in regular expression', start)
+    const escapeAt = positionOf(i - 1)
+    if (i >= source.length) fail('trailing backslash in regular expression', escapeAt)
     const ch = source[i]
     if (ch in classEscapes) { i++; return classEscapes[ch] }
     if (ch in controlEscapes) { i++; return controlEscapes[ch] }
@@ -141,14 +144,14 @@ export function parseRegex (source: string, at: number): FilterRegex {
       i++
       const braced = source[i] === '{'
       const hex = braced ? /^\{([0-9A-Fa-f]{1,6})\}/.exec(source.slice(i)) : /^[0-9A-Fa-f]{2}/.exec(source.slice(i))
-      if (hex === null) fail('\\x takes two hex digits or \\x{...}', start)
+      if (hex === null) fail('\\x takes two hex digits or \\x{...}', escapeAt)
       const cp = parseInt(braced ? hex[1] : hex[0], 16)
-      if (cp > maxCodePoint || (cp >= 0xD800 && cp <= 0xDFFF)) fail('\\x{...} is not a character', start)
+      if (cp > maxCodePoint || (cp >= 0xD800 && cp <= 0xDFFF)) fail('\\x{...} is not a character', escapeAt)
       i += hex[0].length
       return cp
     }
     if (metacharacters.has(ch) || escapableLiterals.has(ch)) { i++; return ch.charCodeAt(0) }
-    return fail(`regular expression escape \\${ch} is not supported`, start)
+    return fail(`regular expression escape \\${ch} is not supported`, escapeAt)
   }
 
   function readClass (): Ranges {
@@ -269,9 +272,9 @@ export function parseRegex (source: string, at: number): FilterRegex {
 
   const tree = parseAlternation()
   if (i < source.length) fail('unmatched ) in regular expression', here())
-  if (repeatProduct(tree) > maxRepeat) fail(`nested repetition counts multiply to more than ${maxRepeat}`, at)
+  if (repeatProduct(tree) > maxRepeat) fail(`nested repetition counts multiply to more than ${maxRepeat}`, start)
   const program = compileProgram(tree)
-  if (program.length > maxRegexStates) fail(`regular expression is too large (more than ${maxRegexStates} states once repetitions are expanded)`, at)
+  if (program.length > maxRegexStates) fail(`regular expression is too large (more than ${maxRegexStates} states once repetitions are expanded)`, start)
   return { source, re2: toRe2(tree), program }
 }
 

@@ -156,6 +156,8 @@ t.test('regular expressions: the accepted subset, written for RE2', async (t) =>
     t.throws(() => parseFilter(q), invalidAt(4 + offset), `${pattern} is refused at ${offset}`)
   }
   t.throws(() => parseFilter('m:~"(a{40}){40}"'), invalidAt(4), 'nested counts past RE2\'s 1000')
+  t.throws(() => parseFilter('m:~"\\\\.\\\\.(?=x)"'), invalidAt(10), 'a position in q, past the escapes of the quoted pattern')
+  t.throws(() => parseFilter('m:~\\.(?=x)'), invalidAt(5), 'a bare pattern')
   t.throws(() => parseFilter(`m:~"${'a'.repeat(maxRegexLength + 1)}"`), invalidAt(4))
   t.throws(() => parseFilter('m:~""'), invalidAt(4), 'an empty pattern')
   t.throws(() => parseFilter('rt:~"1"'), invalidAt(3), 'a float column has no text to match')
