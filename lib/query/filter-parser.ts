@@ -21,7 +21,8 @@
 // Names: a field of the field table (lib/events/fields.ts: `host`, `status`, `message`, ...) is
 // that column; any other name is an attribute by its dotted path (`user.id`); `attrs.<path>`
 // is always the attribute, for a key that a column shadows (`attrs.host`). A quoted name
-// ("odd key":v) takes any characters.
+// ("odd key":v) takes any characters. The rule and its 256-character cap are field-ref.ts's,
+// shared with stats?by= and context?same=.
 //
 // Meanings (an absent field or attribute fails every term on it, so `-x:y` holds when x is absent):
 // - `name:value` exact, case-sensitive text; on numeric columns (ts status rt bytes) the number.
