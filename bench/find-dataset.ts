@@ -193,15 +193,27 @@ export function insertSettings (batchRows: number): Record<string, string> {
  * next batch while ClickHouse inserts the previous one.
  */
 export async function loadFindEvents (clickhouse: ClickHouse, orgId: string, totalRows: number, batchRows: number,
-  progress: (text: string) => void = () => {}): Promise<{ totalS: number, insertS: number }> {
+  progress: (text: string) => void = () => {}, startAt = 0): Promise<{ totalS: number, insertS: number }> {
   const started = performance.now()
   let insertMs = 0
   let pending: Promise<void> | null = null
-  for (let first = 0; first < totalRows; first += batchRows) {
+  // A connection ClickHouse closed while idle (its keep_alive_timeout, 3 s on 18.16, is shorter
+  // than a batch's generation) fails the write before any row is sent: that insert is retried.
+  const insert = async (body: Buffer): Promise<void> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await clickhouse.insertRaw(insertStatement, body, undefined, insertSettings(batchRows))
+      } catch (err) {
+        if (attempt >= 3 || !/EPIPE|ECONNRESET|socket hang up/.test(String(err))) throw err
+        progress(`insert failed (${String(err).slice(0, 80)}), retrying`)
+      }
+    }
+  }
+  for (let first = startAt; first < totalRows; first += batchRows) {
     const body = generateBatch(orgId, first, Math.min(batchRows, totalRows - first), totalRows, Date.now())
     if (pending) await pending
     const insertStarted = performance.now()
-    pending = clickhouse.insertRaw(insertStatement, body, undefined, insertSettings(batchRows)).then(() => {
+    pending = insert(body).then(() => {
       insertMs += performance.now() - insertStarted
     })
     if ((first / batchRows) % 10 === 0) progress(`${first.toLocaleString('en-US')} rows sent, ${((performance.now() - started) / 1000).toFixed(0)} s`)
