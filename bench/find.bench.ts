@@ -266,6 +266,8 @@ async function measureIngestAgainstReads (admin: string): Promise<void> {
   const target = sluiceTarget(sluice!.url, ingestStream, token, bodies, 'plain')
   const connections = Number(args.connections)
   const durationS = Number(args.duration)
+  /** Seconds before the load generator gives up on an ingest request (it may still be stored: then CH gains more than was acknowledged). */
+  const timeoutS = 60
   const heavyPath = `/api/streams/${stream}/stats?${range}&by=user_id`
   const countIngested = async (): Promise<number> => {
     const [{ n }] = await clickhouse.query<{ n: number }>(`SELECT count() AS n FROM events WHERE stream = '${ingestStream}'`)
@@ -277,10 +279,11 @@ async function measureIngestAgainstReads (admin: string): Promise<void> {
     // At the end of the run the reads still going are cancelled (Sluice cancels their ClickHouse
     // queries when the client goes away), so the next run starts without them.
     const aborter = new AbortController()
-    const reads = { done: 0, byStatus: new Map<number, number>(), ms: [] as number[] }
+    const reads = { started: 0, done: 0, byStatus: new Map<number, number>(), ms: [] as number[] }
     const loops = withReads
       ? Array.from({ length: 4 }, async () => {
         while (!stop) {
+          reads.started++
           const r = await get(heavyPath, admin, aborter.signal).catch(() => ({ status: 0, ms: 0, body: '' }))
           if (stop) break
           reads.done++
@@ -299,7 +302,7 @@ async function measureIngestAgainstReads (admin: string): Promise<void> {
       const u = process.cpuUsage()
       return { sluice: processCpuSeconds(sluice!.pid), ch: chPid ? processCpuSeconds(chPid) : NaN, machine: machineCpuSeconds(), bench: (u.user + u.system) / 1e6 }
     }
-    const result = await runLoad({ target, connections, warmupS: 1, durationS, onWindowStart: () => { s0 = snap() }, onWindowEnd: () => { s1 = snap() } })
+    const result = await runLoad({ target, connections, warmupS: 1, durationS, timeoutS, onWindowStart: () => { s0 = snap() }, onWindowEnd: () => { s1 = snap() } })
     stop = true
     aborter.abort()
     await Promise.all(loops)
@@ -312,9 +315,9 @@ async function measureIngestAgainstReads (admin: string): Promise<void> {
     const others = (s1.machine.busy - s0.machine.busy) - sluiceCpu - (Number.isFinite(chCpu) ? chCpu : 0) - (s1.bench - s0.bench)
     const capacity = s1.machine.total - s0.machine.total
     rows.push(`| ${label} | **${fmt(eventsPerS)}** | ${gained === result.total.stored ? 'exact' : `CH gained ${fmt(gained)} vs acked ${fmt(result.total.stored)}`} | ` +
-      `${[...result.total.byStatus].map(([st, c]) => `${st} x${c}`).join(', ')} | ${(sluiceCpu / (result.window.stored / 1e6)).toFixed(2)} | ` +
+      `${[...result.total.byStatus].map(([st, c]) => `${st} x${c}`).join(', ')}${result.unanswered > 0 ? `, ${result.unanswered} unanswered (client timeout ${timeoutS} s)` : ''} | ${(sluiceCpu / (result.window.stored / 1e6)).toFixed(2)} | ` +
       `${Number.isFinite(chCpu) ? (chCpu / capacity * 100).toFixed(0) + '%' : '-'} | ${(others / capacity * 100).toFixed(0)}% | ` +
-      `${withReads ? `${reads.done} (${[...reads.byStatus].map(([st, c]) => `${st} x${c}`).join(', ')}), p50 ${fmt(quantile(reads.ms, 0.5))} ms` : '-'} | ${loadAverage()} |`)
+      `${withReads ? `${reads.started} started, ${reads.done} completed (${[...reads.byStatus].map(([st, c]) => `${st} x${c}`).join(', ')}), p50 ${fmt(quantile(reads.ms, 0.5))} ms` : '-'} | ${loadAverage()} |`)
     progress(`${label}: ${fmt(eventsPerS)} events/s${withReads ? `, reads ${reads.done} ${JSON.stringify(Object.fromEntries(reads.byStatus))}` : ''}`)
     return eventsPerS
   }
@@ -329,7 +332,7 @@ async function measureIngestAgainstReads (admin: string): Promise<void> {
   }
   const mean = (v: number[]): number => v.reduce((a, b) => a + b, 0) / v.length
   console.log(`\n## Ingest against reads: plain bodies, ${connections} connections, ${durationS} s windows; reads: 4 loops of GET ${heavyPath.replace(range, 'from&to=24 h')}`)
-  console.log('| run | durable events/s | durability | answers | Sluice CPU-s per 1M events | ClickHouse CPU (share of machine) | others | reads completed during the run (statuses), p50 | load avg |')
+  console.log('| run | durable events/s | durability | answers | Sluice CPU-s per 1M events | ClickHouse CPU (share of machine) | others | reads during the run: started, completed (statuses), p50 | load avg |')
   console.log('|---|---:|---|---|---:|---:|---:|---|---:|')
   for (const line of rows) console.log(line)
   console.log(`\nWith reads / alone: ${(mean(loaded) / mean(alone) * 100).toFixed(0)}% (means ${fmt(mean(loaded))} / ${fmt(mean(alone))}; pairs: ${alone.map((a, i) => `${(loaded[i] / a * 100).toFixed(0)}%`).join(', ')}); target >= 70%.`)
