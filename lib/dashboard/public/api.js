@@ -14,8 +14,9 @@ export class ApiError extends Error {
    * @param {string} message
    * @param {string | null} requestId
    * @param {number | null} retryAfterS
+   * @param {number | null} [position] where a bad `q` goes wrong (invalid_query), a UTF-16 offset
    */
-  constructor (status, code, message, requestId, retryAfterS) {
+  constructor (status, code, message, requestId, retryAfterS, position = null) {
     super(message)
     this.name = 'ApiError'
     this.status = status
@@ -23,6 +24,7 @@ export class ApiError extends Error {
     this.requestId = requestId
     /** Seconds from Retry-After, or null. */
     this.retryAfterS = retryAfterS
+    this.position = position
   }
 
   /** The token is missing, unknown, expired or revoked: the user has to enter another. */
@@ -54,6 +56,7 @@ async function toApiError (res) {
     body?.message ?? `${res.status} ${res.statusText}`,
     body?.request_id ?? res.headers.get('x-request-id'),
     Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : null,
+    typeof body?.position === 'number' ? body.position : null,
   )
 }
 
@@ -75,6 +78,7 @@ async function toApiError (res) {
  * @typedef {object} Api
  * @property {(path: string, options?: RequestOptions) => Promise<any>} get GET a JSON resource (the caller states its shape)
  * @property {(path: string, options: StreamOptions) => Promise<void>} stream
+ * @property {(path: string, options?: RequestOptions) => Promise<Blob>} blob GET a body whole (an export)
  */
 
 /**
@@ -109,6 +113,17 @@ export function createApi (getToken) {
       const res = await send(path, options)
       try {
         return await res.json()
+      } catch (err) {
+        if (isAbort(err)) throw err
+        throw new NetworkError(err)
+      }
+    },
+
+    /** GET a body as a Blob (the NDJSON of an export: a download needs the token, so no plain link). */
+    async blob (path, options) {
+      const res = await send(path, options)
+      try {
+        return await res.blob()
       } catch (err) {
         if (isAbort(err)) throw err
         throw new NetworkError(err)
