@@ -3,6 +3,7 @@
 // 7.4), stacked by the group values (levels in their order and colours, other fields in the
 // Okabe-Ito palette), plus "other" for events outside the listed values or without the field.
 // Dragging across it selects a time range (onZoom). uPlot is the global of /assets/uplot.js.
+import { timeTicks } from './charts.js'
 import { formatCount, formatEventTime } from './format.js'
 
 /** @typedef {import('./types.js').StatsAnswer} StatsAnswer */
@@ -66,7 +67,7 @@ export function createHistogram (target, { onZoom }) {
       padding: [8, 12, 0, 0],
       scales: { x: { time: true, range: () => [current.from / 1000, current.to / 1000] }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
       axes: [
-        { stroke: axis, grid, ticks: { stroke: grid.stroke, width: 1, size: 4 }, font, space: 70, size: 28, gap: 4 },
+        { stroke: axis, grid, ticks: { stroke: grid.stroke, width: 1, size: 4 }, font, space: 70, size: 28, gap: 4, values: timeTicks },
         { stroke: axis, grid, ticks: { show: false }, font, size: 50, gap: 4, space: 28, values: (_u, splits) => splits.map((v) => (Number.isInteger(v) ? formatCount(v, { short: v >= 1e4 }) : '')) },
       ],
       cursor: { drag: { x: true, y: false, setScale: false }, points: { show: false } },
