@@ -144,8 +144,8 @@ async function measureScenarios (clickhouse: ClickHouse, database: string): Prom
   let missed = 0
   try {
     for (const [k, s] of scenarios.entries()) {
-      const nodes = parseFilter(s.q)
-      const filter = nodes.length > 0 ? filterToSql(nodes) : undefined
+      const node = parseFilter(s.q)
+      const filter = node === null ? undefined : filterToSql(node)
       const [{ n }] = await clickhouse.query<{ n: number }>(
         `SELECT count() AS n FROM events WHERE org_id = '${orgId}' AND stream = '${stream}' AND ts >= ${from} AND ts < ${to}${filter ? ` AND ${filter}` : ''}`)
       const params: EventsParams = { orgId, stream, from, to, filter, limit: defaultEventsLimit }

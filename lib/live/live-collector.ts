@@ -44,8 +44,8 @@ function matcherFor (q: string): Matcher {
   let m = matchers.get(q)
   if (m === undefined) {
     // The tail route parsed q already, so it is valid here.
-    const nodes = parseFilter(q)
-    m = nodes.length === 0 ? null : compileMatcher(nodes)
+    const node = parseFilter(q)
+    m = node === null ? null : compileMatcher(node)
     if (matchers.size >= maxCachedMatchers) matchers.clear()
     matchers.set(q, m)
   }

@@ -1,58 +1,117 @@
-// The `q` filter language of events, stats and tail (docs/api.md section 7.2), parsed into a flat list
-// of terms that must all hold. filter-sql.ts compiles the list to a ClickHouse WHERE fragment and
-// filter-match.ts to a JS predicate for the live tail; both follow the semantics stated here.
+// The `q` filter language of events, stats, tail (and every other read that takes q), parsed into
+// one tree (docs/api.md section 7.2). filter-sql.ts compiles the tree to a ClickHouse WHERE
+// fragment and filter-match.ts to the live tail's JS predicate; both follow the meanings stated
+// here, and test/query/filter.test.ts holds them equal on generated queries and events.
 //
-// Grammar (terms are separated by whitespace; a position is a 0-based UTF-16 offset into q):
-//   term   = ["-"] (field ":" value | word | phrase)
-//   value  = bare ["*"] | phrase ["*"]          field = host path method src status filename user_agent
-//   phrase = '"' chars '"'                      inside quotes \" is a quote and \\ a backslash; any
-//                                               other backslash is literal (C:\logs needs no escape)
-// - `field:value` is exact and case-sensitive; a trailing `*` outside quotes makes it a prefix
-//   match, so `path:"/a*"` is the literal /a* and `path:*` means "path is present".
-// - `status:` takes 404, 5xx, >=500 (also >, <=, <, =) or a digit prefix such as 40*.
-// - `level:` takes a level name (lib/events/level.ts: trace debug info warn error fatal, or a
-//   synonym such as warning or err), optionally after >=, >, <=, < or =: `level:>=warn` is warn
-//   or worse. `level:*` means "a level is present".
-// - A word or phrase matches case-insensitively (see case-fold.ts) inside message, path or
-//   user_agent. A trailing `*` on either is dropped: a substring match already matches any ending.
-// - `-` negates a term: it holds exactly when the term does not, so `-host:a` keeps events whose
-//   host is absent, and `-path:*` finds events without a path.
-// - A bare word with a `"` inside, or with a `:` after a name that is not a field, is an error;
-//   quote it ("10:30", "say \"hi\"") to search for it as text.
+// Grammar (a position is a 0-based UTF-16 offset into q; keywords are upper case only, so `and`
+// and `or` stay words to search for):
+//   query   = or
+//   or      = and { "OR" and }
+//   and     = unary { ["AND"] unary }               juxtaposition is AND
+//   unary   = ("NOT" | "-") unary | "(" or ")" | term
+//   term    = name ":" value | word | phrase
+//   name    = 1*(letter | digit | "_" | "." | "-" | "@" | "/") | phrase
+//   value   = "*" | bare ["*"] | phrase ["*"] | op number | "~" (phrase | bare)
+//   op      = ">=" | ">" | "<=" | "<" | "="
+//   phrase  = '"' chars '"'      inside quotes \" is a quote and \\ a backslash; any other
+//                                backslash is literal (C:\logs and ~"\d+" need no escape)
+// NOT binds tighter than AND, AND tighter than OR. A word or bare value ends at whitespace or
+// `)`; `(` and `)` group, so text containing them is quoted.
+//
+// Names: a field of the field table (lib/events/fields.ts: `host`, `status`, `message`, ...) is
+// that column; any other name is an attribute by its dotted path (`user.id`); `attrs.<path>`
+// is always the attribute, for a key that a column shadows (`attrs.host`). A quoted name
+// ("odd key":v) takes any characters. The rule and its 256-character cap are field-ref.ts's,
+// shared with stats?by= and context?same=.
+//
+// Meanings (an absent field or attribute fails every term on it, so `-x:y` holds when x is absent):
+// - `name:value` exact, case-sensitive text; on numeric columns (ts status rt bytes) the number.
+// - `name:*` present; `name:pre*` prefix of the text (integer columns: of the decimal digits);
+//   a star inside quotes is literal, one after the closing quote makes a prefix.
+// - `name:>n` `>=` `<` `<=` `=`: numeric comparison (filter-number.ts says what a number is). For
+//   text (attributes, string columns) a value that is not a number fails the term.
+// - `name:~"regex"`: a regular expression of the subset in filter-regex.ts, on the text.
+// - `status:5xx` a status class, `status:40*` a prefix; `level:` a level name (or synonym) with
+//   an optional comparison in order of severity (`level:>=warn`), `level:*` a level is present.
+// - A word or phrase: case-insensitive substring (case-fold.ts) of message, path or user_agent;
+//   a trailing `*` is dropped (a substring already matches any ending).
 // Errors are SluiceError('invalid_query') with details.position.
 import { SluiceError } from '../errors.ts'
 import { toWellFormed } from './case-fold.ts'
+import { eventFields } from '../events/fields.ts'
+import type { FieldRule } from '../events/fields.ts'
 import { levelNames, levelOfName } from '../events/level.ts'
+import { readNumber } from './filter-number.ts'
+import type { FilterNumber } from './filter-number.ts'
+import { parseRegex } from './filter-regex.ts'
+import type { FilterRegex } from './filter-regex.ts'
+import { maxFieldNameLength, resolveField as resolveFieldRef } from './field-ref.ts'
 
-export const filterFields = ['host', 'path', 'method', 'src', 'status', 'filename', 'user_agent'] as const
-export type FilterField = typeof filterFields[number]
-export type StringField = Exclude<FilterField, 'status'>
-export type StatusOperator = '=' | '>' | '>=' | '<' | '<='
+/** How a column's values are compared: text, integers (their decimal text for prefixes and regexes), floats, a level. */
+export type ColumnType = 'string' | 'integer' | 'float' | 'level'
 
-interface TermBase {
-  /** True for `-term`: the term must not hold. */
-  negated: boolean
-  /** Offset in q where the term starts (its `-` included). */
-  position: number
+export interface ColumnRef {
+  readonly kind: 'column'
+  /** The field's name in q and in the events JSON. */
+  readonly name: string
+  /** Its column in the events table. */
+  readonly column: string
+  readonly type: ColumnType
 }
+export interface AttributeRef {
+  readonly kind: 'attribute'
+  /** The dotted path (`user.id`), as attr-flatten stores it. */
+  readonly path: string
+}
+export type FieldRef = ColumnRef | AttributeRef
 
+export type CompareOperator = '=' | '>' | '>=' | '<' | '<='
+
+interface NodeBase {
+  /** Offset in q where the node starts (a `-` or NOT included). */
+  readonly position: number
+}
 /** A word or phrase, searched for in message, path and user_agent. */
-export interface TextTerm extends TermBase { kind: 'text'; text: string }
-export interface EqualsTerm extends TermBase { kind: 'equals'; field: StringField; value: string }
-/** `field:prefix*`; an empty prefix holds whenever the field is present. */
-export interface PrefixTerm extends TermBase { kind: 'prefix'; field: FilterField; prefix: string }
-export interface StatusTerm extends TermBase { kind: 'status'; operator: StatusOperator; value: number }
+export interface TextTerm extends NodeBase { readonly kind: 'text', readonly text: string }
+/** `name:value` on text (a string column, a level column's name or an attribute): exact. */
+export interface EqualsTerm extends NodeBase { readonly kind: 'equals', readonly field: FieldRef, readonly value: string }
+/** `name:pre*`, a non-empty prefix of the text (an integer column's decimal digits). */
+export interface PrefixTerm extends NodeBase { readonly kind: 'prefix', readonly field: FieldRef, readonly prefix: string }
+/** `name:*`. */
+export interface PresentTerm extends NodeBase { readonly kind: 'present', readonly field: FieldRef }
+/** `name:>=n`, and `name:n` on a numeric column. */
+export interface CompareTerm extends NodeBase { readonly kind: 'compare', readonly field: FieldRef, readonly operator: CompareOperator, readonly value: FilterNumber }
+/** `name:~"regex"` on the text. */
+export interface RegexTerm extends NodeBase { readonly kind: 'regex', readonly field: FieldRef, readonly regex: FilterRegex }
 /** `status:5xx`: `digit` is the hundreds digit. */
-export interface StatusClassTerm extends TermBase { kind: 'statusClass'; digit: number }
-/** `level:>=warn`: `levels` are the indexes (into levelNames) the term accepts; `level:*` is every one. */
-export interface LevelTerm extends TermBase { kind: 'level'; levels: number[] }
+export interface StatusClassTerm extends NodeBase { readonly kind: 'statusClass', readonly digit: number }
+/** `level:>=warn`: the indexes (into levelNames) the term accepts. */
+export interface LevelTerm extends NodeBase { readonly kind: 'level', readonly levels: readonly number[] }
 
-export type FilterNode = TextTerm | EqualsTerm | PrefixTerm | StatusTerm | StatusClassTerm | LevelTerm
+export type FilterTerm = TextTerm | EqualsTerm | PrefixTerm | PresentTerm | CompareTerm | RegexTerm | StatusClassTerm | LevelTerm
+
+export interface NotNode extends NodeBase { readonly kind: 'not', readonly child: FilterNode }
+/** Two or more children, all of which hold. */
+export interface AndNode extends NodeBase { readonly kind: 'and', readonly children: readonly FilterNode[] }
+/** Two or more children, one of which holds. */
+export interface OrNode extends NodeBase { readonly kind: 'or', readonly children: readonly FilterNode[] }
+
+export type FilterNode = FilterTerm | NotNode | AndNode | OrNode
 
 /** Longest q accepted, in UTF-16 units: far above any hand-written filter, small enough to parse and run cheaply. */
 export const maxFilterLength = 1000
-/** Most terms in one q: each text term adds three substring scans per row. */
+/** Most terms in one q: each text term adds three substring scans per row, each attribute a lookup. */
 export const maxFilterTerms = 20
+/** Deepest nesting of parentheses and negations: keeps the SQL and the matcher's recursion shallow. */
+export const maxFilterDepth = 10
+
+function columnType (rule: FieldRule): ColumnType {
+  return rule === 'string' ? 'string' : rule === 'level' ? 'level' : rule === 'seconds' ? 'float' : 'integer'
+}
+
+/** Every column q can name, from the field table. */
+export const filterColumns: readonly ColumnRef[] = eventFields.map((f) => ({ kind: 'column', name: f.name, column: f.column, type: columnType(f.rule) }))
+const columnsByName = new Map<string, ColumnRef>(filterColumns.map((c) => [c.name, c]))
 
 function fail (message: string, position: number, hint?: string): never {
   const text = `${message} at position ${position}` + (hint === undefined ? '' : ` (${hint})`)
@@ -60,137 +119,297 @@ function fail (message: string, position: number, hint?: string): never {
 }
 
 const isSpace = (ch: string | undefined): boolean => ch === ' ' || ch === '\t' || ch === '\n' || ch === '\r'
-const isField = (name: string): name is FilterField => (filterFields as readonly string[]).includes(name)
+/** Where a bare word or value ends. */
+const endsBare = (ch: string | undefined): boolean => ch === undefined || isSpace(ch) || ch === ')'
+const nameChars = /[\p{L}\p{N}_.@/-]+/uy
 const statusClass = /^([1-5])xx$/i
 const statusComparison = /^(>=|<=|>|<|=)?([1-5]\d\d)$/
 const statusPrefix = /^[1-5]\d{0,2}$/
+const comparison = /^(>=|<=|>|<|=)([^]*)$/
+const levelComparison = /^(>=|<=|>|<|=)?(.+)$/
 
-/** Parses q into the terms that must all hold; an empty or blank q gives []. Throws invalid_query. */
-export function parseFilter (q: string): FilterNode[] {
+/** Parses q into its tree; null for an empty or blank q (every event). Throws invalid_query. */
+export function parseFilter (q: string): FilterNode | null {
   if (q.length > maxFilterLength) {
     throw new SluiceError('invalid_query', `q is ${q.length} characters long; at most ${maxFilterLength} are allowed`,
       { details: { position: maxFilterLength } })
   }
-  const text = toWellFormed(q)
-  const nodes: FilterNode[] = []
-  let i = 0
+  return new FilterParser(toWellFormed(q)).parse()
+}
 
-  // Reads a quoted phrase whose opening quote is at i; leaves i after the closing quote.
-  function readPhrase (): string {
-    const open = i++
+class FilterParser {
+  readonly #text: string
+  #i = 0
+  #terms = 0
+
+  constructor (text: string) {
+    this.#text = text
+  }
+
+  parse (): FilterNode | null {
+    this.#skipSpace()
+    if (this.#i === this.#text.length) return null
+    const node = this.#parseOr(0)
+    this.#skipSpace()
+    if (this.#i < this.#text.length) fail('unmatched ")"', this.#i)
+    return node
+  }
+
+  #skipSpace (): void {
+    while (isSpace(this.#text[this.#i])) this.#i++
+  }
+
+  /** Whether the keyword stands at the cursor, as a whole token. */
+  #atKeyword (keyword: 'AND' | 'OR' | 'NOT'): boolean {
+    const t = this.#text
+    if (!t.startsWith(keyword, this.#i)) return false
+    const after = t[this.#i + keyword.length]
+    return after === undefined || isSpace(after) || after === '(' || after === ')'
+  }
+
+  /** After AND, OR or NOT at `at`: a term must follow. */
+  #expectOperand (keyword: string, at: number): void {
+    this.#skipSpace()
+    const ch = this.#text[this.#i]
+    if (ch === undefined || ch === ')' || this.#atKeyword('AND') || this.#atKeyword('OR')) fail(`nothing after ${keyword}`, at)
+  }
+
+  #parseOr (depth: number): FilterNode {
+    const children = [this.#parseAnd(depth)]
+    for (;;) {
+      this.#skipSpace()
+      if (!this.#atKeyword('OR')) break
+      const at = this.#i
+      this.#i += 2
+      this.#expectOperand('OR', at)
+      children.push(this.#parseAnd(depth))
+    }
+    return children.length === 1 ? children[0] : { kind: 'or', position: children[0].position, children }
+  }
+
+  #parseAnd (depth: number): FilterNode {
+    const children = [this.#parseUnary(depth)]
+    for (;;) {
+      this.#skipSpace()
+      const ch = this.#text[this.#i]
+      if (ch === undefined || ch === ')' || this.#atKeyword('OR')) break
+      if (this.#atKeyword('AND')) {
+        const at = this.#i
+        this.#i += 3
+        this.#expectOperand('AND', at)
+      }
+      children.push(this.#parseUnary(depth))
+    }
+    return children.length === 1 ? children[0] : { kind: 'and', position: children[0].position, children }
+  }
+
+  #nested (depth: number, position: number): number {
+    if (depth + 1 > maxFilterDepth) fail(`nesting deeper than ${maxFilterDepth}`, position, 'parentheses and negations')
+    return depth + 1
+  }
+
+  #parseUnary (depth: number): FilterNode {
+    this.#skipSpace()
+    const t = this.#text
+    const position = this.#i
+    if (this.#atKeyword('NOT')) {
+      this.#i += 3
+      this.#expectOperand('NOT', position)
+      return { kind: 'not', position, child: this.#parseUnary(this.#nested(depth, position)) }
+    }
+    if (t[position] === '-') {
+      this.#i++
+      if (endsBare(t[this.#i])) fail('nothing to negate after "-"', position)
+      return { kind: 'not', position, child: this.#parseUnary(this.#nested(depth, position)) }
+    }
+    if (this.#atKeyword('AND') || this.#atKeyword('OR')) fail(`${t.startsWith('OR', position) ? 'OR' : 'AND'} needs a term before it`, position)
+    if (t[position] === ')') fail('unmatched ")"', position)
+    if (t[position] === '(') {
+      this.#i++
+      const inner = this.#nested(depth, position)
+      this.#skipSpace()
+      if (this.#i === t.length) fail('unclosed "("', position)
+      if (t[this.#i] === ')') fail('empty parentheses', position)
+      const node = this.#parseOr(inner)
+      this.#skipSpace()
+      if (t[this.#i] !== ')') fail('unclosed "("', position)
+      this.#i++
+      return node
+    }
+    return this.#parseTerm()
+  }
+
+  // Reads a quoted phrase whose opening quote is at the cursor; leaves the cursor after the closing
+  // quote. With `offsets`, records where in q each UTF-16 unit of the phrase came from.
+  #readPhrase (offsets?: number[]): string {
+    const t = this.#text
+    const open = this.#i++
     let out = ''
-    while (i < text.length) {
-      const ch = text[i]
-      if (ch === '"') { i++; return out }
-      if (ch === '\\' && (text[i + 1] === '"' || text[i + 1] === '\\')) { out += text[i + 1]; i += 2; continue }
+    while (this.#i < t.length) {
+      const ch = t[this.#i]
+      if (ch === '"') { this.#i++; return out }
+      offsets?.push(this.#i)
+      if (ch === '\\' && (t[this.#i + 1] === '"' || t[this.#i + 1] === '\\')) { out += t[this.#i + 1]; this.#i += 2; continue }
       out += ch
-      i++
+      this.#i++
     }
     return fail('unterminated quote starting', open)
   }
 
-  // Reads up to the next whitespace; a quote inside a bare word is an error.
-  function readBare (stopAtColon: boolean): string {
-    const start = i
-    while (i < text.length && !isSpace(text[i]) && !(stopAtColon && text[i] === ':')) {
-      if (text[i] === '"') fail('unexpected quote inside a word', i, 'quote the whole term')
-      i++
+  // Reads up to whitespace or `)`; a quote inside a bare word is an error.
+  #readBare (): string {
+    const t = this.#text
+    const start = this.#i
+    while (!endsBare(t[this.#i])) {
+      if (t[this.#i] === '"') fail('unexpected quote inside a word', this.#i, 'quote the whole term')
+      this.#i++
     }
-    return text.slice(start, i)
+    return t.slice(start, this.#i)
   }
 
   // After a phrase: an optional `*`, then the end of the term. Returns whether a `*` was there.
-  function endPhrase (): boolean {
-    const star = text[i] === '*'
-    if (star) i++
-    if (i < text.length && !isSpace(text[i])) fail(`unexpected ${JSON.stringify(text[i])} after closing quote`, i)
+  #endPhrase (allowStar: boolean): boolean {
+    const t = this.#text
+    const star = allowStar && t[this.#i] === '*'
+    if (star) this.#i++
+    if (!endsBare(t[this.#i])) fail(`unexpected ${JSON.stringify(t[this.#i])} after closing quote`, this.#i)
     return star
   }
 
-  while (i < text.length) {
-    if (isSpace(text[i])) { i++; continue }
-    const position = i
-    if (nodes.length === maxFilterTerms) fail(`term ${maxFilterTerms + 1} is one too many`, position, `at most ${maxFilterTerms} terms`)
-    const negated = text[i] === '-'
-    if (negated) {
-      i++
-      if (i === text.length || isSpace(text[i])) fail('nothing to negate after "-"', position)
-    }
+  #parseTerm (): FilterTerm {
+    const t = this.#text
+    const position = this.#i
+    if (++this.#terms > maxFilterTerms) fail(`term ${maxFilterTerms + 1} is one too many`, position, `at most ${maxFilterTerms} terms`)
 
-    if (text[i] === '"') {
-      const phrase = readPhrase()
-      endPhrase()
+    if (t[position] === '"') {
+      const phrase = this.#readPhrase()
+      if (t[this.#i] === ':') {
+        if (phrase === '') fail('empty field name', position)
+        this.#i++
+        return this.#parseFieldValue(phrase, position)
+      }
+      this.#endPhrase(true)
       if (phrase === '') fail('empty phrase', position)
-      nodes.push({ kind: 'text', negated, position, text: phrase })
-      continue
+      return { kind: 'text', position, text: phrase }
     }
 
-    const wordStart = i
-    const word = readBare(true)
-    if (text[i] !== ':') {
-      const needle = word.endsWith('*') ? word.slice(0, -1) : word
-      if (needle === '') fail('nothing to search for', wordStart)
-      nodes.push({ kind: 'text', negated, position, text: needle })
-      continue
+    nameChars.lastIndex = position
+    const name = nameChars.exec(t)?.[0] ?? ''
+    if (t[position + name.length] === ':') {
+      if (name === '') fail('a field name must come before ":"', position)
+      this.#i = position + name.length + 1
+      return this.#parseFieldValue(name, position)
+    }
+    const word = this.#readBare()
+    const needle = word.endsWith('*') ? word.slice(0, -1) : word
+    if (needle === '') fail('nothing to search for', position)
+    return { kind: 'text', position, text: needle }
+  }
+
+  #parseFieldValue (name: string, position: number): FilterTerm {
+    const t = this.#text
+    const field = resolveField(name, position)
+    const valueStart = this.#i
+
+    if (t[valueStart] === '~') {
+      this.#i++
+      let source: string
+      let offsets: number | number[] = this.#i
+      if (t[this.#i] === '"') {
+        offsets = []
+        source = this.#readPhrase(offsets)
+        this.#endPhrase(false)
+        if (source === '') offsets = this.#i - 1
+      } else {
+        source = this.#readBare()
+      }
+      if (field.kind === 'column' && field.type === 'float') fail(`${field.name} is a number: compare it (${field.name}:>=0.5) instead`, valueStart)
+      return { kind: 'regex', position, field, regex: parseRegex(source, offsets) }
     }
 
-    if (!isField(word) && word !== 'level') {
-      fail(`unknown field ${JSON.stringify(word)}`, wordStart, `fields: ${filterFields.join(', ')}, level; quote the term to search for it as text`)
-    }
-    const valueStart = ++i
     let value: string
     let isPrefix: boolean
-    if (text[i] === '"') {
-      value = readPhrase()
-      isPrefix = endPhrase()
+    let quoted = false
+    if (t[valueStart] === '"') {
+      value = this.#readPhrase()
+      isPrefix = this.#endPhrase(true)
+      quoted = true
     } else {
-      value = readBare(false)
+      value = this.#readBare()
       isPrefix = value.endsWith('*')
       if (isPrefix) value = value.slice(0, -1)
     }
-    if (value === '' && !isPrefix) fail(`empty value for ${word}`, valueStart)
-    if (word === 'level') {
-      nodes.push(parseLevel(value, isPrefix, negated, position, valueStart))
-      continue
+    if (value === '' && !isPrefix) fail(`empty value for ${name}`, valueStart)
+    if (value === '' && isPrefix) return { kind: 'present', position, field }
+
+    if (field.kind === 'column' && field.type === 'level') return parseLevel(value, isPrefix, position, valueStart)
+    if (field.kind === 'column' && field.name === 'status') return parseStatus(field, value, isPrefix, position, valueStart)
+    const numeric = field.kind === 'column' && (field.type === 'integer' || field.type === 'float')
+
+    if (!isPrefix && (numeric || !quoted)) {
+      const cmp = comparison.exec(value)
+      if (cmp !== null) return { kind: 'compare', position, field, operator: cmp[1] as CompareOperator, value: numberAt(cmp[2], valueStart + cmp[1].length) }
     }
-    nodes.push(word === 'status'
-      ? parseStatus(value, isPrefix, negated, position, valueStart)
-      : isPrefix
-        ? { kind: 'prefix', negated, position, field: word, prefix: value }
-        : { kind: 'equals', negated, position, field: word, value })
+    if (numeric) {
+      if (!isPrefix) return { kind: 'compare', position, field, operator: '=', value: numberAt(value, valueStart) }
+      if (field.type === 'float') fail(`${field.name} is a number: compare it (${field.name}:>=0.5) instead of a prefix`, valueStart)
+      if (!/^\d+$/.test(value)) fail(`${name}:${value}* is not a prefix of a number`, valueStart, 'digits, then *')
+      return { kind: 'prefix', position, field, prefix: value }
+    }
+    return isPrefix ? { kind: 'prefix', position, field, prefix: value } : { kind: 'equals', position, field, value }
   }
-  return nodes
 }
 
-function parseStatus (value: string, isPrefix: boolean, negated: boolean, position: number, valueStart: number): FilterNode {
+/** A name's field by field-ref.ts's rule (shared with stats?by= and context?same=), with q's position on an error. */
+function resolveField (name: string, position: number): FieldRef {
+  if (name.length > maxFieldNameLength) fail(`a field name is at most ${maxFieldNameLength} characters`, position)
+  if (name === 'attrs.') fail('"attrs." names no attribute', position)
+  const ref = resolveFieldRef(name, 'q')
+  if (ref.kind === 'attribute') return { kind: 'attribute', path: ref.path }
+  return columnsByName.get(ref.name) as ColumnRef
+}
+
+function numberAt (text: string, position: number): FilterNumber {
+  const n = readNumber(text)
+  if (n === null) fail(`${JSON.stringify(text)} is not a number`, position, 'at most 15 digits, such as 42, -0.5 or 1.5e3')
+  return n
+}
+
+function parseStatus (field: ColumnRef, value: string, isPrefix: boolean, position: number, valueStart: number): FilterTerm {
   if (isPrefix) {
-    if (value === '' || statusPrefix.test(value)) return { kind: 'prefix', negated, position, field: 'status', prefix: value }
+    if (statusPrefix.test(value)) return { kind: 'prefix', position, field, prefix: value }
   } else {
     const cls = statusClass.exec(value)
-    if (cls) return { kind: 'statusClass', negated, position, digit: Number(cls[1]) }
+    if (cls) return { kind: 'statusClass', position, digit: Number(cls[1]) }
     const cmp = statusComparison.exec(value)
-    if (cmp) return { kind: 'status', negated, position, operator: (cmp[1] ?? '=') as StatusOperator, value: Number(cmp[2]) }
+    if (cmp) return { kind: 'compare', position, field, operator: (cmp[1] ?? '=') as CompareOperator, value: readNumber(cmp[2]) as FilterNumber }
   }
   const shown = isPrefix ? value + '*' : value
   return fail(`status:${shown} is not a status`, valueStart, 'use 404, 5xx, >=500 or 40*')
 }
 
-const levelComparison = /^(>=|<=|>|<|=)?(.+)$/
-
-function parseLevel (value: string, isPrefix: boolean, negated: boolean, position: number, valueStart: number): LevelTerm {
-  const all = levelNames.map((_, i) => i)
-  if (isPrefix) {
-    if (value === '') return { kind: 'level', negated, position, levels: all }
-  } else {
+function parseLevel (value: string, isPrefix: boolean, position: number, valueStart: number): LevelTerm {
+  if (!isPrefix) {
     const cmp = levelComparison.exec(value)
     const level = cmp === null ? -1 : levelOfName(cmp[2])
     if (cmp !== null && level >= 0) {
       const operator = cmp[1] ?? '='
-      const levels = all.filter((i) => operator === '=' ? i === level : operator === '>=' ? i >= level
+      const levels = levelNames.map((_, i) => i).filter((i) => operator === '=' ? i === level : operator === '>=' ? i >= level
         : operator === '>' ? i > level : operator === '<=' ? i <= level : i < level)
-      return { kind: 'level', negated, position, levels }
+      return { kind: 'level', position, levels }
     }
   }
   const shown = isPrefix ? value + '*' : value
   return fail(`level:${shown} is not a level`, valueStart, `use one of ${levelNames.join(', ')}, optionally after >=, >, <=, <`)
+}
+
+/** Whether the tree reads any attribute (the tail then flattens each event's attrs). */
+export function readsAttributes (node: FilterNode | null): boolean {
+  if (node === null) return false
+  switch (node.kind) {
+    case 'and': case 'or': return node.children.some(readsAttributes)
+    case 'not': return readsAttributes(node.child)
+    case 'text': case 'statusClass': case 'level': return false
+    default: return node.field.kind === 'attribute'
+  }
 }

@@ -1,16 +1,19 @@
-// Compiles parsed `q` terms (filter-parser.ts) into a WHERE fragment over the events table, for
-// ClickHouse 18.16 and current versions. Every value is a literal rendered by storage/sql.ts;
-// column names come from the fixed map below, never from q.
+// Compiles a parsed `q` (filter-parser.ts) into a WHERE fragment over the events table, for
+// ClickHouse 18.16 and current versions (docs/api.md section 7.2). Every value is a literal
+// rendered by storage/sql.ts; column names come from the field table, never from q; attributes
+// are read only through attr-sql.ts (attrValueSql, attrPresentSql), which knows their storage.
 //
 // Each term compiles to a UInt8 that is never NULL: a comparison with a Nullable column (NULL when
 // the field is absent) yields NULL, which WHERE drops, but `NOT NULL` is NULL too and 18.16 even
-// answers NULL to `0 AND NULL`. Wrapping every comparison in ifNull(.., 0) makes "absent" plainly
-// false, so a negated term is exactly the complement: `-host:a` keeps rows whose host is absent,
-// as filter-match.ts does in JS. The fragment is parenthesized, safe to AND into any WHERE.
+// answers NULL to `0 AND NULL`. Wrapping every term in ifNull(.., 0) makes "absent" plainly false,
+// so NOT, AND and OR work on 0 and 1 only and a negated term is exactly the complement: `-host:a`
+// keeps rows whose host is absent, as filter-match.ts does in JS. The fragment is parenthesized,
+// safe to AND into any WHERE.
 //
 // - equals:  ifNull(host = 'a', 0)              - prefix: ifNull(startsWith(path, '/api/'), 0)
-// - present (`path:*`): isNotNull(path)         - status prefix compares toString(status)
-// - status:  ifNull(status >= 500, 0)           - class: ifNull(intDiv(status, 100) = 5, 0)
+// - present: isNotNull(path), attrPresentSql    - integer columns as text: toString(status)
+// - compare: ifNull(status >= 500, 0); text through numberSql (filter-number.ts's rule)
+// - regex:   ifNull(match(text, 're2'), 0), the pattern rewritten by filter-regex.ts
 // - level: ifNull(level IN ('warn', 'error', 'fatal'), 0) (`level:>=warn`); no level: 0
 // - text: ifNull(position(lowerUTF8(col), folded) > 0, 0) over message, path, user_agent, OR-ed;
 //   the needle is folded in JS (case-fold.ts), and the three lowerUTF8 calls are shared by all text
@@ -23,21 +26,54 @@ import { joinSql, rawSql, sql } from '../storage/sql.ts'
 import type { SqlFragment } from '../storage/sql.ts'
 import { foldCase } from './case-fold.ts'
 import { levelNames } from '../events/level.ts'
-import type { FilterField, FilterNode } from './filter-parser.ts'
-
-const columns: Record<FilterField, SqlFragment> = {
-  host: rawSql('host'),
-  path: rawSql('path'),
-  method: rawSql('method'),
-  src: rawSql('src'),
-  status: rawSql('status'),
-  filename: rawSql('filename'),
-  user_agent: rawSql('user_agent'),
-}
+import { maxNumberDigits, maxNumberScale, powersOfTen } from './filter-number.ts'
+import type { FilterNumber } from './filter-number.ts'
+import type { FieldRef, FilterNode, FilterTerm } from './filter-parser.ts'
+import { attrPresentSql, attrValueSql, noLegacyRows } from './attr-sql.ts'
+import type { AttrScope } from './attr-sql.ts'
 
 const searchedColumns = [rawSql('message'), rawSql('path'), rawSql('user_agent')]
 
-function compileTerm (node: FilterNode): SqlFragment {
+/** The field's value as a Nullable(String): text columns as they are, integer columns in decimal. */
+function textSql (field: FieldRef, scope: AttrScope): SqlFragment {
+  if (field.kind === 'attribute') return attrValueSql(field.path, scope)
+  const col = rawSql(field.column)
+  return field.type === 'integer' ? sql`toString(${col})` : col
+}
+
+const powersSql = rawSql(`[${powersOfTen.map((p) => String(p)).join(', ')}]`)
+// filter-number.ts's numberPattern; `{1,3}` and the groups are RE2 as well as JS.
+const numberRe2 = '^-?[0-9]+(\\.[0-9]+)?([eE][+-]?[0-9]{1,3})?$'
+
+/**
+ * The numeric value of a text expression by filter-number.ts's rule, NULL when it is none: the
+ * digits as an integer times or divided by an exact power of ten, never toFloat64(text) (see
+ * there). The text is bound once by a lambda over a one-element array, and the digits and scale
+ * by a second: written inline, an attribute's expression (long for rows from before migration
+ * 11) would be repeated some twenty times per term, past ClickHouse's 256 KiB max_query_size for
+ * a q of 20 such terms. ClickHouse computes both sides of an `if` for every row, so the parts use
+ * the OrZero conversions and array reads out of range, which give 0 rather than throw.
+ */
+function numberSql (text: SqlFragment): SqlFragment {
+  const fraction = sql`extract(q_text, ${'^-?[0-9]+\\.([0-9]+)'})`
+  const digits = sql`concat(extract(q_text, ${'^-?([0-9]+)'}), ${fraction})`
+  const scale = sql`toInt64OrZero(extract(q_text, ${'[eE][+]?(-?[0-9]+)$'})) - toInt64(length(${fraction}))`
+  const mantissa = rawSql('toFloat64(toUInt64OrZero(q_digits))')
+  const magnitude = sql`if(q_scale >= 0, ${mantissa} * ${powersSql}[q_scale + 1], ${mantissa} / ${powersSql}[1 - q_scale])`
+  const valid = sql`ifNull(match(q_text, ${numberRe2}) AND length(q_digits) <= ${maxNumberDigits} AND q_scale >= ${-maxNumberScale} AND q_scale <= ${maxNumberScale}, 0)`
+  const value = sql`if(${valid}, if(startsWith(q_text, '-'), -1, 1) * ${magnitude}, NULL)`
+  return sql`arrayElement(arrayMap(q_text -> arrayElement(arrayMap((q_digits, q_scale) -> ${value}, [${digits}], [${scale}]), 1), [${text}]), 1)`
+}
+
+/** A number of q, exactly as filter-number.ts computes it (a float literal would be read inexactly by 18.16). */
+function numberLiteral (n: FilterNumber): SqlFragment {
+  if (Number.isSafeInteger(n.value)) return rawSql(String(n.value))
+  const op = n.scale >= 0 ? '*' : '/'
+  const magnitude = rawSql(`(toFloat64(${n.mantissa}) ${op} ${powersOfTen[Math.abs(n.scale)]})`)
+  return n.negative ? sql`(-${magnitude})` : magnitude
+}
+
+function compileTerm (node: FilterTerm, scope: AttrScope): SqlFragment {
   switch (node.kind) {
     case 'text': {
       const needle = foldCase(node.text)
@@ -45,16 +81,21 @@ function compileTerm (node: FilterNode): SqlFragment {
       return sql`(${joinSql(scans, ' OR ')})`
     }
     case 'equals':
-      return sql`ifNull(${columns[node.field]} = ${node.value}, 0)`
-    case 'prefix': {
-      const col = columns[node.field]
-      if (node.prefix === '') return sql`isNotNull(${col})`
-      const text = node.field === 'status' ? sql`toString(${col})` : col
-      return sql`ifNull(startsWith(${text}, ${node.prefix}), 0)`
-    }
-    case 'status':
+      return sql`ifNull(${textSql(node.field, scope)} = ${node.value}, 0)`
+    case 'prefix':
+      return sql`ifNull(startsWith(${textSql(node.field, scope)}, ${node.prefix}), 0)`
+    case 'present':
+      return node.field.kind === 'attribute' ? attrPresentSql(node.field.path, scope) : sql`isNotNull(${rawSql(node.field.column)})`
+    case 'regex':
+      return sql`ifNull(match(${textSql(node.field, scope)}, ${node.regex.re2}), 0)`
+    case 'compare': {
+      const { field } = node
+      const value = field.kind === 'column' && (field.type === 'integer' || field.type === 'float')
+        ? rawSql(field.column)
+        : numberSql(textSql(field, scope))
       // The operator comes from the parser's fixed set, never from q as text.
-      return sql`ifNull(status ${rawSql(node.operator)} ${node.value}, 0)`
+      return sql`ifNull(${value} ${rawSql(node.operator)} ${numberLiteral(node.value)}, 0)`
+    }
     case 'statusClass':
       return sql`ifNull(intDiv(status, 100) = ${node.digit}, 0)`
     case 'level':
@@ -63,9 +104,21 @@ function compileTerm (node: FilterNode): SqlFragment {
   }
 }
 
-/** The WHERE fragment that holds when all terms do; `1` for no terms. */
-export function filterToSql (nodes: readonly FilterNode[]): SqlFragment {
-  if (nodes.length === 0) return rawSql('1')
-  const terms = nodes.map((node) => node.negated ? sql`NOT (${compileTerm(node)})` : compileTerm(node))
-  return sql`(${joinSql(terms, ' AND ')})`
+function compileNode (node: FilterNode, scope: AttrScope): SqlFragment {
+  switch (node.kind) {
+    case 'and': return sql`(${joinSql(node.children.map((c) => compileNode(c, scope)), ' AND ')})`
+    case 'or': return sql`(${joinSql(node.children.map((c) => compileNode(c, scope)), ' OR ')})`
+    case 'not': return sql`(NOT ${compileNode(node.child, scope)})`
+    default: return compileTerm(node, scope)
+  }
+}
+
+/**
+ * The WHERE fragment that holds for the events the tree accepts; `1` for no filter. `scope`
+ * says whether the read's range can hold rows stored before attributes had their arrays
+ * (attr-sql.ts attrScopeFor); the default reads the arrays only.
+ */
+export function filterToSql (node: FilterNode | null, scope: AttrScope = noLegacyRows): SqlFragment {
+  if (node === null) return rawSql('1')
+  return sql`(${compileNode(node, scope)})`
 }

@@ -32,8 +32,9 @@ export interface ReadRequest {
   orgId: string
   stream: StreamRecord
   range: TimeRange
-  filter: FilterNode[]
-  /** The filter as a WHERE fragment; undefined for an empty q. */
+  /** The parsed q; null when it is empty (every event). */
+  filter: FilterNode | null
+  /** The filter as a WHERE fragment, attributes read over `scope`; undefined for an empty q. */
   where: SqlFragment | undefined
   /** How attributes are read over this range (rows from before migration 11 or not). */
   scope: AttrScope
@@ -54,7 +55,7 @@ export function readRequest (ctx: RequestContext, deps: Pick<ReadDeps, 'auth' | 
     stream,
     range,
     filter,
-    where: filter.length > 0 ? filterToSql(filter) : undefined,
+    where: filter === null ? undefined : filterToSql(filter, scope),
     scope,
     hiddenBefore: deps.accounts.store.hiddenBefore(org.id, stream.name),
     params,

@@ -2,11 +2,14 @@
 // EventSource) and the q-term editing behind "click a row to filter". The modules are plain
 // browser JS, loaded here by URL.
 import t from 'tap'
+import fc from 'fast-check'
+import { parseFilter } from '../../lib/query/filter-parser.ts'
 
 const publicUrl = new URL('../../lib/dashboard/public/', import.meta.url)
 const { SseParser } = await import(new URL('api.js', publicUrl).href) as { SseParser: new (cb: (type: string, data: string) => void) => { push (text: string): void } }
 const format = await import(new URL('format.js', publicUrl).href) as {
   quoteValue (v: unknown): string
+  quoteField (field: string): string
   filterTerm (field: string, v: unknown): string
   splitTerms (q: string): string[]
   addTerms (q: string, terms: string[]): string
@@ -56,6 +59,18 @@ t.test('filter terms: quoting follows the parser', async (t) => {
   t.equal(format.quoteValue(''), '""')
   t.equal(format.filterTerm('status', 404), 'status:404')
   t.equal(format.filterTerm('host', null), '-host:*', 'absent values filter on absence')
+  t.equal(format.quoteValue('(none)'), '"(none)"', 'parentheses group when bare')
+  t.equal(format.quoteValue('>5'), '">5"', 'a leading > would compare')
+  t.equal(format.quoteValue('~x'), '"~x"', 'a leading ~ would be a regex')
+  t.equal(format.filterTerm('user.id', 42), 'user.id:42')
+  t.equal(format.filterTerm('odd key', 'v'), '"odd key":v')
+  t.equal(format.filterTerm('-x', null), '-"-x":*')
+  // Whatever the field and the (non-empty) value, the term the page writes is parsed back to exactly them.
+  fc.assert(fc.property(fc.string({ minLength: 1, maxLength: 8 }), fc.string({ minLength: 1, maxLength: 8 }), (field, value) => {
+    fc.pre(field.length <= 256 && field !== 'attrs.' && !field.startsWith('attrs.') && field.isWellFormed() && value.isWellFormed())
+    const node = parseFilter(format.filterTerm(`attrs.${field}`, value)) as unknown as { kind: string, field: { path: string }, value?: string }
+    return node.field.path === field && node.kind === 'equals' && node.value === value
+  }), { numRuns: 2000, seed: 22 })
 })
 
 t.test('filter terms: adding to q', async (t) => {
@@ -66,4 +81,7 @@ t.test('filter terms: adding to q', async (t) => {
   t.equal(format.addTerms('path:/x', ['path:/x']), 'path:/x', 'no duplicates')
   t.equal(format.addTerms('-path:/a', ['path:/b']), '-path:/a path:/b', 'negations stay')
   t.equal(format.addTerms('timeout', ['path:/x', 'status:404']), 'timeout path:/x status:404')
+  t.equal(format.addTerms('level:error OR status:5xx', ['path:/x']), '(level:error OR status:5xx) path:/x', 'a top-level OR is kept whole')
+  t.equal(format.addTerms('(a OR b) c', ['path:/x']), '(a OR b) c path:/x', 'an OR inside parentheses needs none')
+  t.equal(format.addTerms('"x OR y" c', ['path:/x']), '"x OR y" c path:/x', 'an OR inside quotes is text')
 })

@@ -511,8 +511,9 @@ function buildCorpus (tokens: Tokens, compressed: Record<string, Buffer>): Case[
   // -- query API input --
   const query = (path: string, params: Record<string, string>): Buffer =>
     request({ target: `/api/streams/corpus/${path}?${new URLSearchParams(params).toString()}`, headers: [bearer(tokens.admin)] })
-  const badQ = ['"unclosed', 'status:abc', 'status:>=x', 'status:600', 'status:6xx', 'foo:bar', 'a"b', '-', 'host:', 'q'.repeat(1001),
-    Array.from({ length: 21 }, (_, k) => `w${k}`).join(' '), 'status:>', 'status:>=5000', 'status:0', 'severity:info', ':x', 'path:"a', 'status:*x']
+  const badQ = ['"unclosed', 'status:abc', 'status:>=x', 'status:600', 'status:6xx', 'foo:>bar', 'a"b', '-', 'host:', 'q'.repeat(1001),
+    Array.from({ length: 21 }, (_, k) => `w${k}`).join(' '), 'status:>', 'status:>=5000', 'status:0', 'a OR', ':x', 'path:"a', 'status:*x',
+    '(a', 'a)', 'NOT', 'x:~"(?=a)"', 'x:~"(a)\\1"', 'x:~"a**"', 'x:>99999999999999999', 'rt:~"1"']
   const badTimes = ['yesterday', '2025-13-01T00:00:00Z', '2025-02-30T00:00:00Z', 'now-', 'now-5y', 'now+', '-1', '1e12', '', ' ', 'now-99999999999d',
     '2025-11-21T25:00:00Z', '2025-11-21T10:00:00', '0x10', '99999999999999999', '1969-12-31T23:59:59Z', 'NaN', 'now - 1h']
   const badLimits = ['0', '-1', '1001', '99999999999999999999', 'abc', '1e3', '1.5', '', ' 10', '0x10', '10;', '٣']
@@ -536,7 +537,8 @@ function buildCorpus (tokens: Tokens, compressed: Record<string, Buffer>): Case[
   for (const step of badSteps) add({ kind: 'query', name: `step=${JSON.stringify(step)}`, payload: query('stats', { step, from: 'now-1h' }), status: 400, error: 'invalid_query' })
   for (const top of ['0', '-1', '100000', 'x']) add({ kind: 'query', name: `top=${top}`, payload: query('stats', { top }), status: 400, error: 'invalid_query' })
   // Hostile but valid queries: answered 200, nothing injected.
-  const validQ = ["host:a'b", 'path:"\\\'; DROP TABLE events; --"', '"\\\\"', 'é😀', 'path:*', '-path:*', 'status:5xx -status:503', 'user_agent:"%"*', 'src:_', "\\'"]
+  const validQ = ["host:a'b", 'path:"\\\'; DROP TABLE events; --"', '"\\\\"', 'é😀', 'path:*', '-path:*', 'status:5xx -status:503', 'user_agent:"%"*', 'src:_', "\\'",
+    'foo:bar', 'severity:info', "attrs.host:'", 'user.id:~"^\\d+$" OR -x:*', 'x:>=1e3 (a OR NOT b)', '"k\\"ey":"v\\\\"']
   for (const q of validQ) {
     for (const path of ['events', 'stats']) add({ kind: 'query', name: `valid ${path} q=${q}`, payload: query(path, { q, from: 'now-1h' }), status: 200, error: null })
   }

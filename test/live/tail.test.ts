@@ -44,6 +44,29 @@ t.test('a tail gets matching events and not the others, plus stats', async (t) =
   t.notOk(errors.frames.some((f) => f.event === 'event' && JSON.parse(f.data).path !== '/boom'), 'nothing else reached the filtered tail')
 })
 
+t.test('the tail filters on attributes, OR, NOT and regexes as /events does (docs/api.md section 7.2)', async (t) => {
+  const q = '(user.id:>=40 OR service:checkout) NOT message:~"^debug\\s" -attrs.skip:*'
+  const tail = await openSse(s.url, '/api/streams/live/tail?q=' + encodeURIComponent(q), s.adminToken)
+  t.teardown(() => tail.close())
+  t.equal(tail.status, 200)
+  await tail.next((f) => f.event === 'comment')
+  const r = await postIngest(tgt, [
+    { message: 'one', user: { id: 42 } },
+    { message: 'two', user: { id: '7' } },
+    { message: 'three', service: 'checkout' },
+    { message: 'debug four', user: { id: 99 } },
+    { message: 'five', user: { id: 50 }, skip: null },
+    { message: 'six', attrs_only: 'x' },
+  ].map((e) => JSON.stringify(e)).join('\n'))
+  t.equal(r.body.ingested, 6)
+  const got = [JSON.parse((await tail.next((f) => f.event === 'event')).data), JSON.parse((await tail.next((f) => f.event === 'event')).data)]
+  t.same(got.map((e) => e.message), ['one', 'three'])
+  const events = await waitFor(async () => (await s.api('GET', `/api/streams/live/events?from=now-1h&q=${encodeURIComponent(q)}`)).body.events,
+    { until: (list: Array<{ message: string }>) => list.length >= 2, what: 'the events to be stored' })
+  t.same(events.map((e: { message: string }) => e.message).sort(), ['one', 'three'], '/events selects the same events')
+  t.notOk(tail.frames.some((f) => f.event === 'event' && !['one', 'three'].includes(JSON.parse(f.data).message)), 'nothing else reached the tail')
+})
+
 t.test('a client that does not read gets a dropped count', async (t) => {
   const slow = await openSse(s.url, '/api/streams/live/tail', s.adminToken)
   t.teardown(() => slow.close())
@@ -78,7 +101,7 @@ t.test('the per-org tail limit answers 429 too_many_tails; bad filters 400', asy
     return tail.status
   }, { until: (status) => status === 200, what: 'the closed tail\'s slot to be free', timeoutMs: 5000 })
   t.equal(again, 200, 'a closed tail frees its slot')
-  const bad = await own.api('GET', '/api/streams/live/tail?q=' + encodeURIComponent('hots:x'))
+  const bad = await own.api('GET', '/api/streams/live/tail?q=' + encodeURIComponent('status:abc'))
   t.equal(bad.status, 400)
   t.equal(bad.body.error, 'invalid_query')
   t.equal((await own.api('GET', '/api/streams/nope/tail')).status, 404)

@@ -118,13 +118,24 @@ export function statusClass (status) {
 // --- the q filter ----------------------------------------------------------------------------
 
 /**
- * A value as the parser reads it: bare when safe, else a quoted phrase (\" and \\ escaped).
+ * A value as the parser reads it (docs/api.md section 7.2): bare when that is exactly the text,
+ * else a quoted phrase (\" and \\ escaped). Quoted: spaces, quotes, a star (a prefix when bare),
+ * backslashes, parentheses (they group), and a leading ~ > < = (a regex or a comparison when bare).
  * @param {unknown} value
  */
 export function quoteValue (value) {
   const text = String(value)
-  if (text !== '' && !/[\s"*\\]/.test(text)) return text
+  if (text !== '' && !/[\s"*\\()]|^[~<>=]/.test(text)) return text
   return '"' + text.replace(/[\\"]/g, (c) => '\\' + c) + '"'
+}
+
+/**
+ * A field name as the parser reads it: bare when it is letters, digits and _ . - @ / (not
+ * starting with -, which negates), else quoted.
+ * @param {string} field
+ */
+export function quoteField (field) {
+  return /^[\p{L}\p{N}_.@/][\p{L}\p{N}_.@/-]*$/u.test(field) ? field : '"' + field.replace(/[\\"]/g, (c) => '\\' + c) + '"'
 }
 
 /**
@@ -133,7 +144,22 @@ export function quoteValue (value) {
  * @param {unknown} value
  */
 export function filterTerm (field, value) {
-  return value === null || value === undefined ? `-${field}:*` : `${field}:${quoteValue(value)}`
+  const name = quoteField(field)
+  return value === null || value === undefined ? `-${name}:*` : `${name}:${quoteValue(value)}`
+}
+
+/**
+ * Whether q's terms (splitTerms) hold an OR outside every parenthesis.
+ * @param {readonly string[]} parts
+ */
+function hasTopLevelOr (parts) {
+  let depth = 0
+  for (const part of parts) {
+    if (part === 'OR' && depth === 0) return true
+    if (part.startsWith('"')) continue
+    for (const ch of part) depth += ch === '(' ? 1 : ch === ')' ? -1 : 0
+  }
+  return false
 }
 
 /**
@@ -147,12 +173,15 @@ export function splitTerms (q) {
 
 /**
  * q with the given terms added. A positive term on the same field replaces the old one (two
- * different paths can never both hold); an identical term is not repeated.
+ * different paths can never both hold); an identical term is not repeated. A q with a top-level
+ * OR is kept whole in parentheses, since a term added after it would bind to its last branch
+ * only (AND binds tighter than OR).
  * @param {string} q
  * @param {readonly string[]} terms
  */
 export function addTerms (q, terms) {
   let parts = splitTerms(q)
+  if (hasTopLevelOr(parts)) parts = [`(${q.trim()})`]
   for (const term of terms) {
     const field = /^([a-z_]+):/.exec(term)?.[1]
     if (field && !term.startsWith('-')) parts = parts.filter((p) => !p.startsWith(field + ':'))
