@@ -2,34 +2,11 @@
 // Editing the `q` text from clicks (docs/api.md section 7.2): a `name:value` term for a field and
 // a value, quoted where the grammar needs it; adding it to a query (a top-level OR is wrapped in
 // parentheses first, since AND binds tighter); a second click on the same value turning it into
-// its exclusion, a third removing it; and the word under the caret, for the suggestions. No DOM:
-// the test imports this file in Node.
+// its exclusion, a third removing it; and the word under the caret, for the suggestions. Names
+// and values are quoted by format.js's quoteField and quoteValue.
+import { quoteField, quoteValue } from './format.js'
 
-/** A name the grammar reads bare: letters, digits, `_ . - @ /`. */
-const bareName = /^[\p{L}\p{N}_.@/-]+$/u
-
-/**
- * A field name as q writes it: bare, or quoted (`"odd key"`).
- * @param {string} name
- */
-export function quoteName (name) {
-  return bareName.test(name) && !name.startsWith('-') ? name : quote(name)
-}
-
-/** @param {string} text */
-function quote (text) {
-  return '"' + text.replace(/[\\"]/g, (c) => '\\' + c) + '"'
-}
-
-/**
- * A value as q reads it exactly: bare when safe; quoted when it holds a space, quote, backslash,
- * parenthesis or `*`, starts like a comparison or regex (`>`, `<`, `=`, `~`), or is empty.
- * @param {string} value
- */
-export function quoteValue (value) {
-  if (value !== '' && !/[\s"*\\()]/.test(value) && !/^[<>=~]/.test(value) && !/^(AND|OR|NOT)$/.test(value)) return value
-  return quote(value)
-}
+export { quoteField, quoteValue }
 
 /**
  * `name:value`, or `-name:value` to exclude it.
@@ -38,7 +15,7 @@ export function quoteValue (value) {
  * @param {boolean} [exclude]
  */
 export function filterTerm (name, value, exclude = false) {
-  return (exclude ? '-' : '') + quoteName(name) + ':' + quoteValue(value)
+  return (exclude ? '-' : '') + quoteField(name) + ':' + quoteValue(value)
 }
 
 /**

@@ -5,7 +5,7 @@
 // before. A combobox in ARIA terms (the input owns the list).
 import { el, replaceChildren, show } from './dom.js'
 import { formatCount } from './format.js'
-import { quoteName, quoteValue, wordAt } from './explore-query.js'
+import { quoteField, quoteValue, wordAt } from './explore-query.js'
 
 /** @typedef {import('./types.js').FieldInfo} FieldInfo */
 /** @typedef {{ label: string, detail: string, insert: string, done: boolean }} Suggestion */
@@ -89,16 +89,16 @@ export class SearchSuggestions {
       items = fields
         .filter((f) => f.name !== 'ts' && f.name.toLowerCase().includes(typed))
         .sort((a, b) => Number(!a.name.toLowerCase().startsWith(typed)) - Number(!b.name.toLowerCase().startsWith(typed)))
-        .map((f) => ({ label: f.name, detail: `${f.kind} · ${formatCount(f.count, { short: true })}`, insert: quoteName(f.name) + ':', done: false }))
+        .map((f) => ({ label: f.name, detail: `${f.kind} · ${formatCount(f.count, { short: true })}`, insert: quoteField(f.name) + ':', done: false }))
       for (const k of keywords) if (k.startsWith(word.text) && word.text !== k) items.push({ label: k, detail: 'keyword', insert: k + ' ', done: true })
     } else {
-      const field = fields.find((f) => f.name === word.field || quoteName(f.name) === word.field)
+      const field = fields.find((f) => f.name === word.field || quoteField(f.name) === word.field)
       if (field === undefined) { this.close(); return }
       const typed = word.text.toLowerCase()
       items = field.top
         .map((v) => String(v.value))
         .filter((v) => v.toLowerCase().startsWith(typed) && v !== word.text)
-        .map((v) => ({ label: v, detail: formatCount(field.top.find((t) => String(t.value) === v)?.count), insert: `${word.negated ? '-' : ''}${quoteName(field.name)}:${quoteValue(v)} `, done: true }))
+        .map((v) => ({ label: v, detail: formatCount(field.top.find((t) => String(t.value) === v)?.count), insert: `${word.negated ? '-' : ''}${quoteField(field.name)}:${quoteValue(v)} `, done: true }))
     }
     this.#items = items.slice(0, maxSuggestions)
     this.#active = -1
