@@ -125,7 +125,7 @@ const skip = existsSync(chromiumPath) ? false : `no Chromium at ${chromiumPath} 
 t.test('Explore in Chromium', { skip }, async (t: Test) => {
   s = await startServer(t)
   app = await createIngestTarget(s, 'app')
-  logs = appLogs(400, 40 * 60_000, 23)
+  logs = appLogs(400, 56 * 60_000, 23)
   await sendWithSdk(logs)
   const web = await createIngestTarget(s, 'web')
   const access = Array.from({ length: 60 }, (_, i) => ({ ts: Date.now() - 120_000 + i * 1000, host: 'web-1', method: 'GET', path: `/p/${i % 5}`, status: i % 10 === 0 ? 500 : 200, rt: 0.01 }))
@@ -341,7 +341,7 @@ t.test('Explore in Chromium', { skip }, async (t: Test) => {
     await page.click('[data-range="live"]')
     await page.locator('#conn[data-state="live"]').waitFor({ timeout: waitMs })
     t.equal(await page.textContent('#x-events-title'), 'Live')
-    const live = [
+    const live: AppLog[] = [
       { service: 'auth', host: 'web-1', ts: Date.now(), level: SeverityNumber.WARN, body: 'live: login failed for mallory', attributes: { 'order.id': 'o-1', 'user.id': 666 } },
       { service: 'cart', host: 'web-3', ts: Date.now(), level: SeverityNumber.INFO, body: 'live: not for this search', attributes: { 'order.id': 'o-2' } },
     ]
@@ -352,7 +352,7 @@ t.test('Explore in Chromium', { skip }, async (t: Test) => {
     t.equal(await page.locator('#x-table tbody tr.event', { hasText: 'live: not for this search' }).count(), 0, 'the filter applies to the tail')
     t.equal(await page.locator('#x-table tbody tr.event').first().textContent().then((x) => x?.includes('mallory')), true, 'newest on top')
     await page.click('#x-pause')
-    const paused = { service: 'auth', host: 'web-1', ts: Date.now(), level: SeverityNumber.INFO, body: 'live: while paused', attributes: { 'order.id': 'o-3' } }
+    const paused: AppLog = { service: 'auth', host: 'web-1', ts: Date.now(), level: SeverityNumber.INFO, body: 'live: while paused', attributes: { 'order.id': 'o-3' } }
     logs.push(paused)
     await sendWithSdk([paused])
     await page.locator('#x-pause', { hasText: '1 new' }).waitFor({ timeout: waitMs })
@@ -381,7 +381,10 @@ t.test('Explore in Chromium', { skip }, async (t: Test) => {
     await search('')
     await page.click('[data-range="1h"]')
     await waitReady()
-    await page.locator('#x-table tbody tr.event').nth(2).click()
+    await page.click('.x-field[data-field="level"] .x-group')
+    await page.locator('#x-hist .u-legend th', { hasText: 'warn' }).waitFor({ timeout: waitMs })
+    await page.locator('#x-table tbody tr.event', { has: page.locator('.lvl-error') }).first().click()
+    await page.locator('#x-table tr.x-detail').waitFor()
     mkdirSync(artifacts, { recursive: true })
     await page.screenshot({ path: artifacts + 'explore.png' })
     t.pass(`saved ${artifacts}explore.png`)

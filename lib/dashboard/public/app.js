@@ -14,7 +14,7 @@ import { forgetToken, keepToken, showNoStreams, showScreen, showSignIn, showSign
 import { state, streamKey } from './state.js'
 import { retryDelayMs, setBanner, setConn, setLoading, showQueryError } from './status-bar.js'
 import { formatRange, readHash, writeHash } from './url-state.js'
-import { Explore } from './explore-view.js'
+import { Explore, firstPagePath } from './explore-view.js'
 import { isMostlyAccessLog } from './explore-columns.js'
 import { streamPath } from './view-common.js'
 import { HistoryView } from './history-view.js'
@@ -335,7 +335,10 @@ function startView () {
  * @param {AbortSignal} signal
  */
 async function runView (signal) {
-  const mode = state.mode ?? detectedModes.get(state.stream ?? '') ?? await detectMode(signal)
+  /** @type {import('./explore-view.js').Prefetched | null} */
+  let prefetched = null
+  let mode = state.mode ?? detectedModes.get(state.stream ?? '')
+  if (mode === undefined) ({ mode, prefetched } = await detectMode(signal))
   if (signal.aborted) return
   state.mode = mode
   writeHash(state)
@@ -344,7 +347,7 @@ async function runView (signal) {
   show($('panels-view'), mode === 'panels')
   show($('scope-note'), mode === 'panels' && state.range === 'live' && state.q !== '')
   if (mode === 'explore') {
-    await explore.start(signal)
+    await explore.start(signal, prefetched)
     return
   }
   view = state.range === 'live' ? new LiveView(host, signal) : new HistoryView(host, signal)
@@ -352,24 +355,27 @@ async function runView (signal) {
 }
 
 /**
- * The view a stream's newest events call for: the panels when most are access logs, else
- * Explore; a stream without events (or a failed read) opens the panels, which show how to send
- * one, and is asked again next time.
+ * The view a stream's events call for: the panels when most are access logs, else Explore. It
+ * reads the page of events Explore would show first (handed on, so Explore reads it once); when
+ * that is empty, the stream's newest events of the last 7 days. A stream without events (or a
+ * failed read) opens the panels, which show how to send one, and is asked again next time.
  * @param {AbortSignal} signal
- * @returns {Promise<'explore' | 'panels'>}
+ * @returns {Promise<{ mode: 'explore' | 'panels', prefetched: import('./explore-view.js').Prefetched | null }>}
  */
 async function detectMode (signal) {
   const stream = state.stream ?? ''
   try {
+    const path = firstPagePath(state)
     /** @type {import('./types.js').EventsAnswer} */
-    const answer = await api.get(streamPath(stream, 'events', { from: 'now-7d', to: 'now', limit: 50 }), { signal })
-    const access = isMostlyAccessLog(answer.events)
-    if (access === null) return 'panels'
+    const answer = await api.get(path, { signal })
+    let access = isMostlyAccessLog(answer.events)
+    if (access === null) access = isMostlyAccessLog((await api.get(streamPath(stream, 'events', { from: 'now-7d', to: 'now', limit: 50 }), { signal })).events)
+    if (access === null) return { mode: 'panels', prefetched: null }
     const mode = access ? 'panels' : 'explore'
     detectedModes.set(stream, mode)
-    return mode
+    return { mode, prefetched: { path, answer } }
   } catch {
-    return 'panels'
+    return { mode: 'panels', prefetched: null }
   }
 }
 
