@@ -42,6 +42,9 @@ export class NetworkError extends Error {
   }
 }
 
+/** How many times get() tries a read again after 429 too_many_reads. */
+const busyRetries = 2
+
 /** @param {unknown} err */
 export const isAbort = (err) => typeof err === 'object' && err !== null && 'name' in err && err.name === 'AbortError'
 
@@ -108,9 +111,22 @@ export function createApi (getToken) {
   }
 
   return {
-    /** GET a JSON resource. */
+    /**
+     * GET a JSON resource. A 429 too_many_reads (the org's reads are all running, often the ones
+     * a click just aborted, which the server counts until ClickHouse has stopped them) is tried
+     * again after Retry-After, twice, before it is the caller's.
+     */
     async get (path, options) {
-      const res = await send(path, options)
+      let res
+      for (let attempt = 0; ; attempt++) {
+        try {
+          res = await send(path, options)
+          break
+        } catch (err) {
+          if (!(err instanceof ApiError && err.code === 'too_many_reads' && attempt < busyRetries)) throw err
+          await sleep(Math.min(2000, (err.retryAfterS ?? 1) * 1000) * (0.5 + Math.random() * 0.5), options?.signal)
+        }
+      }
       try {
         return await res.json()
       } catch (err) {

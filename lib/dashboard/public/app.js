@@ -64,7 +64,9 @@ function wireControls () {
     if (!customRange.hidden && !targetOf(e)?.closest('.range-wrap')) show(customRange, false)
   })
   $('search-form').addEventListener('submit', (e) => { e.preventDefault(); applySearch(qInput.value) })
-  qInput.addEventListener('search', () => { if (qInput.value === '') applySearch('') })
+  // The clear button (and Esc) of a search field: a new view without the search. Enter fires this
+  // event too, before the submit: deferred, it finds the submit has applied the empty search.
+  qInput.addEventListener('search', () => setTimeout(() => { if (qInput.value === '' && state.q !== '') applySearch('') }))
   qInput.addEventListener('input', () => showQueryError(null))
   $('pause').addEventListener('click', () => { if (view instanceof LiveView) view.togglePause() })
   $('load-more').addEventListener('click', () => { if (view instanceof HistoryView) void view.loadMore() })

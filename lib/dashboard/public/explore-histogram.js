@@ -137,7 +137,15 @@ export function createHistogram (target, { onZoom }) {
     },
     count (ts, value) {
       if (data === null || chart === null) return
-      const i = Math.floor((ts - Math.floor(data.from / data.stepMs) * data.stepMs) / data.stepMs)
+      // Live: a bucket past the end moves the window on (the oldest buckets fall off).
+      while (data.xs.length > 0 && ts >= (data.xs[data.xs.length - 1] * 1000) + data.stepMs && ts - data.to < 3_600_000) {
+        data.xs.push(data.xs[data.xs.length - 1] + data.stepMs / 1000)
+        data.xs.shift()
+        for (const row of data.counts) { row.push(0); row.shift() }
+        data.from += data.stepMs
+        data.to += data.stepMs
+      }
+      const i = Math.floor((ts - data.xs[0] * 1000) / data.stepMs)
       if (i < 0 || i >= data.xs.length) return
       let k = value === null ? -1 : data.labels.indexOf(value)
       if (k === -1) k = data.labels.indexOf('other')
@@ -145,7 +153,7 @@ export function createHistogram (target, { onZoom }) {
       data.counts[k][i]++
       const order = data.labels.map((_, j) => j).reverse()
       const stacked = stack(data.counts)
-      chart.setData([data.xs, ...order.map((j) => stacked[j])])
+      chart.setData([data.xs, ...order.map((j) => stacked[j])], true)
     },
     clear () {
       data = null
