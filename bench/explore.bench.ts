@@ -15,8 +15,9 @@
 // - `detect`: a URL without view: the page first reads the stream's newest events to choose
 //   Explore or the panels, then the same three.
 // Reported per case: the time from navigation start until the frame after the first render
-// (explore-view.js marks it `explore:rendered`), from the first of its API calls to that mark, and
-// each call's time (request start to response end, Resource Timing). The first run after Sluice
+// (explore-view.js marks it `explore:rendered`: every part drawn), from the first of its API calls
+// to that mark, when each part (events list, histogram, field sidebar: each drawn as its read
+// answers) was drawn, and each call's time (request start to response end, Resource Timing). The first run after Sluice
 // starts is reported apart (cold ClickHouse caches); then the median and the slowest of `--runs`.
 // Timings are wall clock on a shared machine: the load average is printed beside them.
 import { parseArgs } from 'node:util'
@@ -50,7 +51,9 @@ const runs = Number(args.runs)
 const clickhouseUrl = process.env.CLICKHOUSE_URL ?? 'http://127.0.0.1:18123'
 
 interface Call { name: string, ms: number }
-interface Run { totalMs: number, viewMs: number, calls: Call[] }
+/** Times from the first read's start: each part drawn, and all of them (the first render). */
+interface Run { totalMs: number, viewMs: number, parts: Record<string, number>, calls: Call[] }
+const partNames = ['events', 'histogram', 'fields']
 
 /** Which API call a resource URL is, for the report. */
 function callName (url: string): string {
@@ -73,6 +76,7 @@ async function measure (browser: Browser, url: string, token: string): Promise<R
     if (problems.length > 0) throw new Error(`page errors: ${problems.join('; ')}`)
     const timing = await page.evaluate(() => ({
       rendered: performance.getEntriesByName('explore:rendered')[0].startTime,
+      marks: performance.getEntriesByType('mark').map((m) => ({ name: m.name, at: m.startTime })),
       resources: performance.getEntriesByType('resource')
         .filter((e) => e.name.includes('/api/streams/'))
         .map((e) => ({ name: e.name, start: e.startTime, end: (e as unknown as { responseEnd: number }).responseEnd })),
@@ -82,6 +86,7 @@ async function measure (browser: Browser, url: string, token: string): Promise<R
     return {
       totalMs: timing.rendered,
       viewMs: timing.rendered - first,
+      parts: Object.fromEntries(partNames.map((n) => [n, (timing.marks.find((m) => m.name === `explore:${n}`)?.at ?? Number.NaN) - first])),
       calls: timing.resources.filter((r) => r.end <= timing.rendered).map((r) => ({ name: callName(r.name), ms: r.end - r.start })),
     }
   } finally {
@@ -100,6 +105,7 @@ function report (label: string, list: Run[]): void {
   })
   console.log(`${label.padEnd(8)} page load to render: median ${ms(median(list.map((r) => r.totalMs)))}, max ${ms(Math.max(...list.map((r) => r.totalMs)))}; ` +
     `first read to render: median ${ms(median(list.map((r) => r.viewMs)))}, max ${ms(Math.max(...list.map((r) => r.viewMs)))}`)
+  console.log(`         drawn after the first read's start (median): ${partNames.map((n) => `${n} ${ms(median(list.map((r) => r.parts[n])))}`).join(', ')}`)
   console.log(`         calls (median): ${calls.join(', ')}`)
 }
 

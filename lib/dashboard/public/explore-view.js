@@ -6,7 +6,8 @@
 // once; each start() reads one view (stream, range, q, columns, grouping, open event) under the
 // signal app.js aborts when anything changes. The first render is three parallel reads, whatever
 // the range: /fields (sampled by the server past 200,000 events), /stats?by=<grouping> and one
-// page of /events (bench/README.md, "Explore: first render"). Live mode (range "live") reads the
+// page of /events, each part drawn as its read answers (bench/README.md, "Explore: first
+// render", has their times over 30 M events). Live mode (range "live") reads the
 // last 15 minutes the same way, then prepends the tail's events (same q) once per animation frame
 // and counts them into the histogram. Column, grouping and open-event changes touch only what they
 // change and go into the URL hash at once.
@@ -152,16 +153,26 @@ export class Explore {
     this.#showEmpty(null)
     setConn(this.#live ? 'connecting' : 'history', this.#live ? undefined : 'Loading…')
 
+    // Each part is drawn as its read answers (the events page first: it is the cheapest read),
+    // so a slow /fields or /stats over a long range holds back only its own part.
+    /** @param {string} name */
+    const mark = (name) => { if (!signal.aborted) performance.mark(`explore:${name}`) }
     const [fields, stats, events] = await Promise.allSettled([
-      api.get(streamPath(state.stream, 'fields', { ...this.#range, q, top: topValues }), { signal }),
-      api.get(streamPath(state.stream, 'stats', { ...this.#range, q, by: state.by }), { signal }),
-      prefetched?.path === firstPagePath(state) ? prefetched.answer : api.get(firstPagePath(state), { signal }),
+      api.get(streamPath(state.stream, 'fields', { ...this.#range, q, top: topValues }), { signal })
+        .then((/** @type {FieldsAnswer} */ answer) => { if (!signal.aborted) { this.#sidebar.update(answer, this.#sidebarContext()); mark('fields') } }),
+      api.get(streamPath(state.stream, 'stats', { ...this.#range, q, by: state.by }), { signal })
+        .then((/** @type {StatsAnswer} */ answer) => { if (!signal.aborted) { this.#showStats(answer); mark('histogram') } }),
+      (prefetched?.path === firstPagePath(state) ? Promise.resolve(prefetched.answer) : api.get(firstPagePath(state), { signal }))
+        .then((/** @type {EventsAnswer} */ answer) => {
+          if (signal.aborted) return
+          this.#showFirstPage(answer, withDate)
+          this.#sidebar.refresh(this.#sidebarContext()) // the columns may have changed
+          mark('events')
+        }),
     ])
     if (signal.aborted) return
-    if (events.status === 'fulfilled') this.#showFirstPage(events.value, withDate)
-    if (stats.status === 'fulfilled') this.#showStats(stats.value)
-    else this.#histogram.clear()
-    this.#sidebar.update(fields.status === 'fulfilled' ? fields.value : null, this.#sidebarContext())
+    if (stats.status === 'rejected') this.#histogram.clear()
+    if (fields.status === 'rejected') this.#sidebar.update(null, this.#sidebarContext())
     const failed = [fields, stats, events].flatMap((r) => (r.status === 'rejected' ? [r.reason] : []))
     if (failed.length > 0) {
       /** @param {unknown} e */
