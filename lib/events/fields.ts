@@ -54,8 +54,8 @@ export interface EventField {
 
 /** In the events API's member order. */
 export const eventFields: readonly EventField[] = [
-  { name: 'ts', key: 'ts', column: 'ts', type: 'UInt64', rule: 'ts', format: 1, message: 'ts must be an RFC 3339 string or a number of epoch seconds, milliseconds, microseconds or nanoseconds', aliases: ['time', 'timestamp', '@timestamp', 'date'] },
-  { name: 'host', key: 'host', column: 'host', type: 'Nullable(String)', rule: 'string', format: 1, message: 'host must be a string', aliases: ['hostname', 'host.name'] },
+  { name: 'ts', key: 'ts', column: 'ts', type: 'UInt64', rule: 'ts', format: 1, message: 'ts must be an RFC 3339 string or a number of epoch seconds, milliseconds, microseconds or nanoseconds', aliases: ['time', 'timestamp', '@timestamp', 'date', 'timereported'] },
+  { name: 'host', key: 'host', column: 'host', type: 'Nullable(String)', rule: 'string', format: 1, message: 'host must be a string', aliases: ['hostname', 'host.name', 'fromhost'] },
   { name: 'path', key: 'path', column: 'path', type: 'Nullable(String)', rule: 'string', format: 1, message: 'path must be a string', aliases: ['url.path', 'uri'] },
   { name: 'status', key: 'status', column: 'status', type: 'Nullable(UInt16)', rule: 'status', format: 1, message: 'status must be an integer 100-599', aliases: ['http.response.status_code', 'http.status_code'] },
   { name: 'rt', key: 'rt', column: 'rt', type: 'Nullable(Float64)', rule: 'seconds', format: 1, message: 'rt must be a finite number >= 0 (seconds)', aliases: ['request_time'] },
@@ -65,11 +65,25 @@ export const eventFields: readonly EventField[] = [
   { name: 'user_agent', key: 'user_agent', column: 'user_agent', type: 'Nullable(String)', rule: 'string', format: 1, message: 'user_agent must be a string', aliases: ['user_agent.original', 'http.user_agent', 'http_user_agent'] },
   { name: 'message', key: 'log', column: 'message', type: 'Nullable(String)', rule: 'string', format: 2, message: 'log must be a string', aliases: ['message', 'msg', 'MESSAGE', 'body', 'short_message'] },
   { name: 'filename', key: 'filename', column: 'filename', type: 'Nullable(String)', rule: 'string', format: 2, message: 'filename must be a string', aliases: ['log.file.path'] },
-  { name: 'level', key: 'level', column: 'level', type: 'Nullable(String)', rule: 'level', format: 1, message: 'level must be a level name or number', aliases: ['severity', 'severity_text', 'severityText', 'levelname', 'log.level', 'severityNumber', 'severity_number'] },
+  { name: 'level', key: 'level', column: 'level', type: 'Nullable(String)', rule: 'level', format: 1, message: 'level must be a level name or number', aliases: ['severity', 'severity_text', 'severityText', 'levelname', 'log.level', 'severityNumber', 'severity_number', 'priority'] },
 ]
 
 /** Aliases whose numbers are OpenTelemetry severity numbers (1-24), not syslog or pino levels. */
 export const severityNumberAliases: ReadonlySet<string> = new Set(['severityNumber', 'severity_number'])
+
+/**
+ * Aliases whose numbers are syslog severities 0-7 only: rsyslog's `priority` (StdJSONFmt's
+ * `syslogpriority-text` is a severity name; its number is the severity, not the PRI). A larger
+ * number there is some other priority (a ticket's, a PRI) and no level.
+ */
+export const syslogSeverityAliases: ReadonlySet<string> = new Set(['priority'])
+
+/** How numbers under a level key read (level.ts levelOf): the level rule, OpenTelemetry's, or syslog's 0-7. */
+export function levelNumberingOf (key: string): LevelNumbering {
+  return severityNumberAliases.has(key) ? 'severityNumber' : syslogSeverityAliases.has(key) ? 'syslog' : 'level'
+}
+
+export type LevelNumbering = 'level' | 'severityNumber' | 'syslog'
 
 export const fieldCount = eventFields.length
 

@@ -12,7 +12,7 @@
 //   traceId, spanId                                        -> attrs trace_id, span_id (lowercase hex)
 //   eventName                                              -> attrs event_name
 //   scope name                                             -> attrs scope.name
-//   host.name (record attribute, else resource attribute)  -> host
+//   host.name, else host (record attribute, else resource) -> host (Fluent Bit's record key `host`)
 //   http.response.status_code | http.status_code (100-599) -> status
 //   http.request.method | http.method                      -> method
 //   url.path | http.target                                 -> path
@@ -37,7 +37,7 @@ const eventKeys = new Set(['ts', 'host', 'message', 'log', 'level', 'path', 'met
 
 /** Attribute keys that fill a column, and the column; the first key of a column that is valid wins. */
 const columnAttributes: Array<[string, string]> = [
-  ['host.name', 'host'],
+  ['host.name', 'host'], ['host', 'host'],
   ['http.response.status_code', 'status'], ['http.status_code', 'status'],
   ['http.request.method', 'method'], ['http.method', 'method'],
   ['url.path', 'path'], ['http.target', 'path'],
