@@ -9,9 +9,8 @@
 // would refuse whole (a line where an action belongs that is not one, an action without its
 // document at the end) is 400 bad_request here too; the size limits are the pipeline's (413).
 import { Writable } from 'node:stream'
-import type { Duplex } from 'node:stream'
+import type { Duplex, Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import type { IncomingMessage } from 'node:http'
 import { SluiceError } from '../../errors.ts'
 import { ByteLimit } from '../../ingest/byte-limit.ts'
 import type { ActionName } from './bulk-lines.ts'
@@ -28,15 +27,15 @@ export interface ScanLimits {
 const newline = 10
 const actions = new Set<string>(['index', 'create', 'update', 'delete'])
 
-/** Reads `req` (through `decoder`, when the body is compressed) and returns its items, each with status 0 and no error. */
-export async function scanBulkItems (req: IncomingMessage, decoder: Duplex | null, limits: ScanLimits): Promise<BulkItem[]> {
+/** Reads `body` (through `decoder`, when it is compressed) and returns its items, each with status 0 and no error. */
+export async function scanBulkItems (body: Readable, decoder: Duplex | null, limits: ScanLimits): Promise<BulkItem[]> {
   const scanner = new ActionScanner(limits)
   const stages: Duplex[] = []
   if (decoder !== null) stages.push(new ByteLimit(limits.maxRawBytes, 'raw'), decoder)
   const rawIsLower = limits.maxRawBytes <= limits.maxDecodedBytes
   // Without a decoder the wire bytes are the decoded bytes: one limit, the lower (as ingest-pipeline.ts byteStages).
   stages.push(decoder !== null || !rawIsLower ? new ByteLimit(limits.maxDecodedBytes, 'decoded') : new ByteLimit(limits.maxRawBytes, 'raw'))
-  await pipeline([req, ...stages, scanner])
+  await pipeline([body, ...stages, scanner])
   return scanner.finish()
 }
 
