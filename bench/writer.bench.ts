@@ -5,6 +5,7 @@
 // the writes' chunks). Part 2 runs many concurrent writers, each writing ~200-byte RowBinary
 // event rows (as the parse workers write them) and awaiting the commit, as ingest requests do. It uses a database of its own and
 // drops it afterwards.
+import { eventsTableStatements } from '../lib/storage/migrate.ts'
 import { Readable } from 'node:stream'
 import { randomBytes } from 'node:crypto'
 import { parseArgs } from 'node:util'
@@ -13,8 +14,6 @@ import { createClickHouse } from '../lib/storage/clickhouse.ts'
 import { createBatchWriter, writerSettings } from '../lib/storage/batch-writer.ts'
 import { loadConfig } from '../lib/config.ts'
 import type { InsertStats } from '../lib/storage/batch-writer.ts'
-import { migration as eventsMigration } from '../lib/storage/migrations/002_events.ts'
-import { migration as levelMigration } from '../lib/storage/migrations/006_events_level.ts'
 import { eventColumns } from '../lib/ingest/parse-task.ts'
 import { EventRowWriter } from '../lib/ingest/row-serializer.ts'
 import { EventRow } from '../lib/events/event-row.ts'
@@ -137,7 +136,7 @@ async function runWriters (): Promise<void> {
 
 try {
   await clickhouse.ensureDatabase()
-  for (const statement of [...eventsMigration.statements, ...levelMigration.statements]) await clickhouse.command(statement)
+  for (const statement of eventsTableStatements) await clickhouse.command(statement)
   console.log(`# Batch writer benchmark: Node ${process.version}, ClickHouse ${await clickhouse.version()}, ${cpus().length} x ${cpus()[0]?.model ?? '?'}`)
   await compareBodies()
   await clickhouse.command('TRUNCATE TABLE events')

@@ -1,28 +1,49 @@
 // The events API's JSON of one event (docs/api.md section 7.3), written as UTF-8 bytes from an
 // event row: the one writer of that shape, used by GET /events (lib/query/events-query.ts), the
-// tail's SSE frames (lib/live/tail-frames.ts) and the tests. Members in the field table's order
-// (fields.ts), absent fields null, then `attrs` (its JSON object text spliced in, not parsed
-// and re-encoded) and `received_at`.
+// tail's SSE frames (lib/live/tail-frames.ts) and the tests. `id` first (eventId: the stored
+// row's ts and seq, which the context route reads back), then the members in the field table's
+// order (fields.ts), absent fields null, then `attrs` (its JSON object text spliced in, not
+// parsed and re-encoded) and `received_at`.
 //
 // Strings are escaped as JSON.stringify escapes them: `"`, `\` and the control characters;
 // everything else, UTF-8 included, as it is (a row's strings are valid UTF-8 with no lone
 // surrogate). Numbers as JSON.stringify writes them (String(value)).
 import { Buffer } from 'node:buffer'
 import type { EventRow } from './event-row.ts'
-import { eventFields, fieldCount, isStringField } from './fields.ts'
+import { eventFields, fieldCount, fTs, isStringField } from './fields.ts'
 
 const encoder = new TextEncoder()
 const ascii = (text: string): Uint8Array => encoder.encode(text)
 
 const nullText = ascii('null')
-/** Per field: `{"name":` for the first, `,"name":` for the others. */
-const memberKeys = eventFields.map((f, i) => ascii((i === 0 ? '{' : ',') + JSON.stringify(f.name) + ':'))
+const keyId = ascii('{"id":"')
+/** Per field: `,"name":`. */
+const memberKeys = eventFields.map((f) => ascii(',' + JSON.stringify(f.name) + ':'))
 /** Per field: 0 a string, 1 an integer, 2 any other number. */
 const memberKinds = Uint8Array.from(eventFields, (f, i) => isStringField[i] ? 0 : f.rule === 'seconds' ? 2 : 1)
 const keyAttrs = ascii(',"attrs":')
 const keyReceivedAt = ascii(',"received_at":')
 /** Bytes of an event's JSON besides its strings and attrs, at most (keys, numbers, nulls). */
-const fixedBytesAtMost = memberKeys.reduce((sum, key) => sum + key.length + 24, 0) + keyAttrs.length + keyReceivedAt.length + 24
+const fixedBytesAtMost = keyId.length + 40 + memberKeys.reduce((sum, key) => sum + key.length + 24, 0) + keyAttrs.length + keyReceivedAt.length + 24
+
+/**
+ * An event's id (docs/api.md section 7.3): `<ts>-<seq>` in decimal. seq is unique per stored
+ * line (lib/storage/row-seq.ts) and ts is in the sort key, so the id finds the row by the key.
+ */
+export function eventId (ts: number, seq: number): string {
+  return `${ts}-${seq}`
+}
+
+const eventIdPattern = /^(\d{1,16})-(\d{1,16})$/
+
+/** An id's ts and seq, or null when the text is not an id this server gives out. */
+export function parseEventId (id: string): { ts: number, seq: number } | null {
+  const m = eventIdPattern.exec(id)
+  if (m === null) return null
+  const ts = Number(m[1])
+  const seq = Number(m[2])
+  return Number.isSafeInteger(ts) && Number.isSafeInteger(seq) ? { ts, seq } : null
+}
 
 const hex = ascii('0123456789abcdef')
 /** For each byte below 0x60: 0 copied as it is, else the letter of its short escape, or 0x75 (`u`). */
@@ -46,11 +67,14 @@ export function eventJsonBytesAtMost (row: EventRow): number {
 }
 
 /**
- * Writes the event JSON of `row` at out[at] (room for eventJsonBytesAtMost(row)); returns the
- * index after it.
+ * Writes the event JSON of `row`, stored with `seq`, at out[at] (room for
+ * eventJsonBytesAtMost(row)); returns the index after it.
  */
-export function writeEventJson (out: Uint8Array, at: number, row: EventRow, receivedAt: number): number {
+export function writeEventJson (out: Uint8Array, at: number, row: EventRow, receivedAt: number, seq: number): number {
   const numbers = row.number
+  at = put(out, at, keyId)
+  at = putAscii(out, at, eventId(numbers[fTs], seq))
+  out[at++] = 0x22 // "
   for (let f = 0; f < fieldCount; f++) {
     at = put(out, at, memberKeys[f])
     const kind = memberKinds[f]
@@ -133,10 +157,10 @@ export class EventJsonBuffer {
     this.length = putAscii(this.bytes, this.length, text)
   }
 
-  /** Appends the event JSON of `row`. */
-  event (row: EventRow, receivedAt: number): void {
+  /** Appends the event JSON of `row`, stored with `seq`. */
+  event (row: EventRow, receivedAt: number, seq: number): void {
     this.reserve(eventJsonBytesAtMost(row))
-    this.length = writeEventJson(this.bytes, this.length, row, receivedAt)
+    this.length = writeEventJson(this.bytes, this.length, row, receivedAt, seq)
   }
 
   /** The bytes written since the last clear(). */
@@ -150,8 +174,8 @@ export class EventJsonBuffer {
 }
 
 /** The event JSON of `row` as a string (tests, and one-off uses). */
-export function eventJsonText (row: EventRow, receivedAt: number): string {
+export function eventJsonText (row: EventRow, receivedAt: number, seq = 0): string {
   const out = new EventJsonBuffer()
-  out.event(row, receivedAt)
+  out.event(row, receivedAt, seq)
   return Buffer.from(out.bytes.buffer, 0, out.length).toString('utf8')
 }

@@ -41,7 +41,7 @@ export interface EventField {
   readonly type: string
   readonly rule: FieldRule
   /**
-   * 1: a field of every line, strictly checked in format 1 (failing the line) and leniently in
+   * 1: a field of every line, checked in format 1 as `strict` says and leniently in
    * format 2 (kept in attrs), also read from a JSON object in `log`. 2: a column of format 2 only
    * (`log`, `filename`); in a format-1 line that key is an attr like any other.
    */
@@ -50,22 +50,31 @@ export interface EventField {
   readonly message: string
   /** Other keys for this field, in order of preference (see "Field mapping" above). */
   readonly aliases: readonly string[]
+  /**
+   * true: in format 1 a value of the wrong type fails the line (the seed's fields). false: it is
+   * kept in attrs instead (level, and the fields added for application logs: a line with a
+   * numeric `service` was stored before `service` was a column, and still is).
+   */
+  readonly strict: boolean
 }
 
 /** In the events API's member order. */
 export const eventFields: readonly EventField[] = [
-  { name: 'ts', key: 'ts', column: 'ts', type: 'UInt64', rule: 'ts', format: 1, message: 'ts must be an RFC 3339 string or a number of epoch seconds, milliseconds, microseconds or nanoseconds', aliases: ['time', 'timestamp', '@timestamp', 'date', 'timereported'] },
-  { name: 'host', key: 'host', column: 'host', type: 'Nullable(String)', rule: 'string', format: 1, message: 'host must be a string', aliases: ['hostname', 'host.name', 'fromhost'] },
-  { name: 'path', key: 'path', column: 'path', type: 'Nullable(String)', rule: 'string', format: 1, message: 'path must be a string', aliases: ['url.path', 'uri'] },
-  { name: 'status', key: 'status', column: 'status', type: 'Nullable(UInt16)', rule: 'status', format: 1, message: 'status must be an integer 100-599', aliases: ['http.response.status_code', 'http.status_code'] },
-  { name: 'rt', key: 'rt', column: 'rt', type: 'Nullable(Float64)', rule: 'seconds', format: 1, message: 'rt must be a finite number >= 0 (seconds)', aliases: ['request_time'] },
-  { name: 'bytes', key: 'bytes', column: 'bytes', type: 'Nullable(UInt64)', rule: 'count', format: 1, message: 'bytes must be an integer from 0 to 2^53-1', aliases: ['http.response.body.bytes', 'body_bytes_sent'] },
-  { name: 'method', key: 'method', column: 'method', type: 'Nullable(String)', rule: 'string', format: 1, message: 'method must be a string', aliases: ['http.request.method', 'http.method', 'request_method'] },
-  { name: 'src', key: 'src', column: 'src', type: 'Nullable(String)', rule: 'string', format: 1, message: 'src must be a string', aliases: ['source.address', 'client.address', 'source.ip', 'client.ip', 'remote_addr'] },
-  { name: 'user_agent', key: 'user_agent', column: 'user_agent', type: 'Nullable(String)', rule: 'string', format: 1, message: 'user_agent must be a string', aliases: ['user_agent.original', 'http.user_agent', 'http_user_agent'] },
-  { name: 'message', key: 'log', column: 'message', type: 'Nullable(String)', rule: 'string', format: 2, message: 'log must be a string', aliases: ['message', 'msg', 'MESSAGE', 'body', 'short_message'] },
-  { name: 'filename', key: 'filename', column: 'filename', type: 'Nullable(String)', rule: 'string', format: 2, message: 'filename must be a string', aliases: ['log.file.path'] },
-  { name: 'level', key: 'level', column: 'level', type: 'Nullable(String)', rule: 'level', format: 1, message: 'level must be a level name or number', aliases: ['severity', 'severity_text', 'severityText', 'levelname', 'log.level', 'severityNumber', 'severity_number', 'priority'] },
+  { name: 'ts', key: 'ts', column: 'ts', type: 'UInt64', rule: 'ts', format: 1, message: 'ts must be an RFC 3339 string or a number of epoch seconds, milliseconds, microseconds or nanoseconds', aliases: ['time', 'timestamp', '@timestamp', 'date', 'timereported'], strict: true },
+  { name: 'host', key: 'host', column: 'host', type: 'Nullable(String)', rule: 'string', format: 1, message: 'host must be a string', aliases: ['hostname', 'host.name', 'fromhost'], strict: true },
+  { name: 'path', key: 'path', column: 'path', type: 'Nullable(String)', rule: 'string', format: 1, message: 'path must be a string', aliases: ['url.path', 'uri'], strict: true },
+  { name: 'status', key: 'status', column: 'status', type: 'Nullable(UInt16)', rule: 'status', format: 1, message: 'status must be an integer 100-599', aliases: ['http.response.status_code', 'http.status_code'], strict: true },
+  { name: 'rt', key: 'rt', column: 'rt', type: 'Nullable(Float64)', rule: 'seconds', format: 1, message: 'rt must be a finite number >= 0 (seconds)', aliases: ['request_time'], strict: true },
+  { name: 'bytes', key: 'bytes', column: 'bytes', type: 'Nullable(UInt64)', rule: 'count', format: 1, message: 'bytes must be an integer from 0 to 2^53-1', aliases: ['http.response.body.bytes', 'body_bytes_sent'], strict: true },
+  { name: 'method', key: 'method', column: 'method', type: 'Nullable(String)', rule: 'string', format: 1, message: 'method must be a string', aliases: ['http.request.method', 'http.method', 'request_method'], strict: true },
+  { name: 'src', key: 'src', column: 'src', type: 'Nullable(String)', rule: 'string', format: 1, message: 'src must be a string', aliases: ['source.address', 'client.address', 'source.ip', 'client.ip', 'remote_addr'], strict: true },
+  { name: 'user_agent', key: 'user_agent', column: 'user_agent', type: 'Nullable(String)', rule: 'string', format: 1, message: 'user_agent must be a string', aliases: ['user_agent.original', 'http.user_agent', 'http_user_agent'], strict: true },
+  { name: 'message', key: 'log', column: 'message', type: 'Nullable(String)', rule: 'string', format: 2, message: 'log must be a string', aliases: ['message', 'msg', 'MESSAGE', 'body', 'short_message'], strict: true },
+  { name: 'filename', key: 'filename', column: 'filename', type: 'Nullable(String)', rule: 'string', format: 2, message: 'filename must be a string', aliases: ['log.file.path'], strict: true },
+  { name: 'level', key: 'level', column: 'level', type: 'Nullable(String)', rule: 'level', format: 1, message: 'level must be a level name or number', aliases: ['severity', 'severity_text', 'severityText', 'levelname', 'log.level', 'severityNumber', 'severity_number', 'priority'], strict: false },
+  { name: 'service', key: 'service', column: 'service', type: 'Nullable(String)', rule: 'string', format: 1, message: 'service must be a string', aliases: ['service.name', 'service_name'], strict: false },
+  { name: 'trace_id', key: 'trace_id', column: 'trace_id', type: 'Nullable(String)', rule: 'string', format: 1, message: 'trace_id must be a string', aliases: ['traceId', 'trace.id'], strict: false },
+  { name: 'span_id', key: 'span_id', column: 'span_id', type: 'Nullable(String)', rule: 'string', format: 1, message: 'span_id must be a string', aliases: ['spanId', 'span.id'], strict: false },
 ]
 
 /** Aliases whose numbers are OpenTelemetry severity numbers (1-24), not syslog or pino levels. */
@@ -105,6 +114,8 @@ export const fMessage = fieldNumber('message')
 export const fFilename = fieldNumber('filename')
 
 export const fLevel = fieldNumber('level')
+export const fService = fieldNumber('service')
+export const fTraceId = fieldNumber('trace_id')
 
 /** Per field, whether its value is a string (a byte span in a row): a level is stored as its name. */
 export const isStringField: readonly boolean[] = eventFields.map((f) => f.rule === 'string' || f.rule === 'level')
@@ -144,5 +155,5 @@ export const eventColumns: readonly string[] = [
   'org_id', 'stream', 'received_at', eventFields[fTs].column,
   ...[...fieldsByColumnKind.strings, ...fieldsByColumnKind.uint16, ...fieldsByColumnKind.float64, ...fieldsByColumnKind.uint64]
     .map((i) => eventFields[i].column),
-  'attrs', 'seq', 'size',
+  'attrs', 'seq', 'size', 'attr_keys', 'attr_values',
 ]

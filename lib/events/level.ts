@@ -2,7 +2,9 @@
 // fatal, in order of severity (their index; `level:>=warn` in q means warn or worse). From:
 // - names, any case: the six, plus syslog's (emerg, alert, crit -> fatal; err -> error;
 //   warning -> warn; notice, informational -> info), and common synonyms (critical, panic,
-//   emergency -> fatal; severe -> error; verbose -> debug; silly -> trace; information -> info);
+//   emergency -> fatal; severe -> error; verbose, dbg -> debug; silly -> trace; information -> info);
+//   the protocol inputs (OTLP severityText, Loki's level label) also take OpenTelemetry's step
+//   digit (INFO2) and enum name (SEVERITY_NUMBER_WARN): levelOfSeverityText. One table for all.
 // - numbers (or numeric strings) under a level key: syslog severities 0-7 (0-2 fatal, 3 error,
 //   4 warn, 5-6 info, 7 debug), or pino's 10-60 and above (10 trace, 20 debug, 30 info, 40 warn,
 //   50 error, 60 fatal; a custom level between two takes the lower one's name);
@@ -21,7 +23,7 @@ export const levelOffsets: readonly number[] = levelNames.reduce<number[]>((at, 
 
 const byName = new Map<string, number>([
   ['trace', 0], ['silly', 0],
-  ['debug', 1], ['verbose', 1],
+  ['debug', 1], ['verbose', 1], ['dbg', 1],
   ['info', 2], ['information', 2], ['informational', 2], ['notice', 2],
   ['warn', 3], ['warning', 3],
   ['error', 4], ['err', 4], ['severe', 4],
@@ -90,6 +92,18 @@ export function levelOfSyslogSeverity (value: number): number {
  */
 export function levelOfNumberAs (value: number, numbering: 'level' | 'severityNumber' | 'syslog'): number {
   return numbering === 'level' ? levelOfNumber(value) : numbering === 'severityNumber' ? levelOfSeverityNumber(value) : levelOfSyslogSeverity(value)
+}
+
+/**
+ * A level from a protocol's severity text: a name as levelOfName reads it, also with
+ * OpenTelemetry's step digit ("INFO2", "WARN3") or as SeverityNumber's enum name
+ * ("SEVERITY_NUMBER_ERROR2"), surrounding blanks ignored; -1 when none.
+ */
+export function levelOfSeverityText (text: string): number {
+  let name = text.trim().toLowerCase()
+  if (name.startsWith('severity_number_')) name = name.slice(16)
+  const named = levelOfName(name)
+  return named >= 0 || !/[1-4]$/.test(name) ? named : levelOfName(name.slice(0, -1))
 }
 
 /** A level from a JSON value under a level key (a name, a number or a numeric string); -1 when none. */

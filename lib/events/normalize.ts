@@ -14,9 +14,10 @@
 //   once).
 // - Format 1 is any other object (`log` absent, null, or an object, read as Elastic Common
 //   Schema's `log`), strictly checked: a seed field (the table's format-1 fields: host, path,
-//   method, src, user_agent, status, ts, rt, bytes) of a wrong scalar type or range fails the
+//   method, src, user_agent, status, ts, rt, bytes: `strict` in fields.ts) of a wrong scalar type or range fails the
 //   line; an object under a seed key is ECS nesting (`"host":{"name":..}`), kept in attrs and
-//   read by the aliases; `level` never fails (a value that is no level is kept in attrs).
+//   read by the aliases; the fields that are not `strict` in the table (level, service, trace_id,
+//   span_id) never fail: a value that does not fit is kept in attrs.
 // - Field mapping: a field the seed's keys leave empty takes the first of its aliases
 //   (fields.ts) that fits it, in the log object first, then in the line; an alias that does not
 //   fit stays in attrs, never failing the line. In format 1 `filename` is tried that way too.
@@ -263,7 +264,7 @@ export function normalizeEvent (value: unknown, bounds: TimeBounds, row: EventRo
     if (outcome === stored) {
       filled |= 1 << field
       used.add(key)
-    } else if (!format2 && !isPlainObject(v) && eventFields[field].rule !== 'level') {
+    } else if (!format2 && !isPlainObject(v) && eventFields[field].strict) {
       if (outcome === wrongType) return new EventRejection('invalid_field', eventFields[field].message)
       return rejectTs(v, bounds)
     }

@@ -82,8 +82,9 @@ export class TaskOutput implements LineSink {
 
   /** Stores `row`, read from line `line` of `size` bytes. */
   addRow (row: EventRow, line: number, size: number): void {
-    this.#rows.write(row, this.#seqBase + line, size)
-    if (this.#live !== null) this.#live.add(row)
+    const seq = this.#seqBase + line
+    this.#rows.write(row, seq, size)
+    if (this.#live !== null) this.#live.add(row, seq)
     this.#ingested++
   }
 

@@ -17,11 +17,16 @@
 // - UInt16, UInt32, UInt64: little-endian. ts, bytes and seq are integers below 2^53.
 // - Float64 (rt): the IEEE 754 double, little-endian: stored exactly as JSON.parse read it.
 //
+// - Array(String) (attr_keys, attr_values): the element count as a VarUInt, then each String.
+//   The pairs are attrs flattened (lib/events/attr-flatten.ts), walked once per row with attrs;
+//   a row without attrs ('{}') writes two zero counts.
+//
 // A row's strings are UTF-8 byte spans already (the line scanner's, or the reference path's
 // encoded onto the row's scratch), so each is its exact length as a VarUInt and a copy. Rows are
 // written straight into one growing buffer, numbers through a DataView. Columns follow the field
 // table: a new field needs no change here.
 import { Buffer } from 'node:buffer'
+import { AttrPairs } from '../events/attr-flatten.ts'
 import type { EventRow } from '../events/event-row.ts'
 import { fieldCount, fieldsByColumnKind } from '../events/fields.ts'
 import { maxUtf8BytesPerUnit } from '../events/json-lex.ts'
@@ -51,6 +56,7 @@ export class EventRowWriter {
   #length = 0
   // org_id, stream and received_at are the same on every row: encoded once, copied per row.
   readonly #prefix: Uint8Array
+  readonly #pairs = new AttrPairs()
 
   /** initialBytes: expected output size; the buffer doubles when it runs out. */
   constructor (orgId: string, stream: string, receivedAt: number, initialBytes: number) {
@@ -70,7 +76,9 @@ export class EventRowWriter {
    * then run on locals only, not on a private field loaded and stored per byte.
    */
   write (row: EventRow, seq: number, size: number): void {
-    this.#reserve(this.#prefix.length + rowOverheadBytes + row.stringBytesAtMost(size))
+    const pairs = this.#pairs
+    pairs.flatten(row.attrsBytes, row.attrsLength)
+    this.#reserve(this.#prefix.length + rowOverheadBytes + row.stringBytesAtMost(size) + pairs.bytesAtMost())
     const bytes = this.#bytes
     const view = this.#view
     const numbers = row.number
@@ -124,7 +132,12 @@ export class EventRowWriter {
     at = writeSpan(bytes, at, row.attrsBytes, 0, row.attrsLength)
     at = writeUInt64(view, at, seq)
     view.setUint32(at, size, true)
-    this.#length = at + 4
+    at += 4
+    at = writeVarUInt(bytes, at, pairs.count)
+    at = writeStrings(bytes, at, pairs.keyBytes, pairs.keyEnds, pairs.count)
+    at = writeVarUInt(bytes, at, pairs.count)
+    at = writeStrings(bytes, at, pairs.valueBytes, pairs.valueEnds, pairs.count)
+    this.#length = at
   }
 
   /**
@@ -158,14 +171,28 @@ function writeUInt64 (view: DataView, at: number, value: number): number {
   return at + 8
 }
 
+function writeVarUInt (bytes: Buffer, at: number, value: number): number {
+  while (value >= 0x80) {
+    bytes[at++] = 0x80 | (value & 0x7f)
+    value = Math.floor(value / 0x80)
+  }
+  bytes[at++] = value
+  return at
+}
+
+/** `count` Strings whose UTF-8 is source[0, ends[count - 1]), string i ending at ends[i]. */
+function writeStrings (bytes: Buffer, at: number, source: Buffer, ends: Int32Array, count: number): number {
+  let start = 0
+  for (let i = 0; i < count; i++) {
+    at = writeSpan(bytes, at, source, start, ends[i])
+    start = ends[i]
+  }
+  return at
+}
+
 /** A String column from UTF-8 bytes at bytes[at]: its exact length as a VarUInt, then the bytes; returns the index after it. */
 function writeSpan (bytes: Buffer, at: number, source: Buffer, start: number, end: number): number {
-  let length = end - start
-  while (length >= 0x80) {
-    bytes[at++] = 0x80 | (length & 0x7f)
-    length = Math.floor(length / 0x80)
-  }
-  bytes[at++] = length
+  at = writeVarUInt(bytes, at, end - start)
   if (end - start > spanCopyLoop) return at + source.copy(bytes, at, start, end)
   for (let k = start; k < end; k++) bytes[at++] = source[k]
   return at
@@ -212,6 +239,19 @@ export function readEventRows (rows: ArrayBuffer | Uint8Array): Array<Array<stri
   const uint16 = (): string => { need(2); at += 2; return String(view.getUint16(at - 2, true)) }
   const float64 = (): string => { need(8); at += 8; return String(view.getFloat64(at - 8, true)) }
   const uint32 = (): string => { need(4); at += 4; return String(view.getUint32(at - 4, true)) }
+  const varUInt = (): number => {
+    let value = 0
+    let scale = 1
+    for (;;) {
+      need(1)
+      const byte = bytes[at++]
+      value += (byte & 0x7f) * scale
+      scale *= 0x80
+      if ((byte & 0x80) === 0) return value
+    }
+  }
+  // An Array(String) as the JSON text of its strings.
+  const strings = (): string => JSON.stringify(Array.from({ length: varUInt() }, string))
   const out: Array<Array<string | null>> = []
   const readers = [
     uint64,
@@ -223,7 +263,7 @@ export function readEventRows (rows: ArrayBuffer | Uint8Array): Array<Array<stri
   while (at < bytes.length) {
     const row: Array<string | null> = [string(), string(), uint64()]
     for (const read of readers) row.push(read())
-    row.push(string(), uint64(), uint32())
+    row.push(string(), uint64(), uint32(), strings(), strings())
     out.push(row)
   }
   return out

@@ -78,8 +78,8 @@ export class LiveCollector {
     frames.reset()
   }
 
-  /** One stored row: its strings are decoded only when a filter needs them. */
-  add (row: EventRow): void {
+  /** One stored row, with its `seq`: its strings are decoded only when a filter needs them. */
+  add (row: EventRow, seq: number): void {
     this.#stats.add(row, pathCounter)
     const sampled = --this.#untilSample === 0
     if (sampled) this.#untilSample = rowsToNextSample()
@@ -109,7 +109,7 @@ export class LiveCollector {
       }
     }
     if (mask !== 0) {
-      frames.add(row, this.#receivedAt)
+      frames.add(row, this.#receivedAt, seq)
       this.#masks.push(mask)
     }
   }

@@ -26,11 +26,11 @@ export class TailFrameWriter {
     return this.ends.length
   }
 
-  /** The frame of `row`. */
-  add (row: EventRow, receivedAt: number): void {
+  /** The frame of `row`, stored with `seq`. */
+  add (row: EventRow, receivedAt: number, seq: number): void {
     this.#reserve(frameStart.length + eventJsonBytesAtMost(row) + frameEnd.length)
     this.#put(frameStart)
-    this.#length = writeEventJson(this.#bytes, this.#length, row, receivedAt)
+    this.#length = writeEventJson(this.#bytes, this.#length, row, receivedAt, seq)
     this.#put(frameEnd)
     this.ends.push(this.#length)
   }

@@ -170,7 +170,7 @@ export async function queryEventsJson (clickhouse: ClickHouse, params: EventsPar
   for (let i = 0; i < page.length; i++) {
     if (i > 0) out.ascii(',')
     fillRow(row, page[i])
-    out.event(row, Number(page[i].received_at))
+    out.event(row, Number(page[i].received_at), Number(page[i].seq))
   }
   out.ascii('],"next_cursor":' + JSON.stringify(nextCursor) + '}')
   return out.view()

@@ -30,6 +30,10 @@ export const clickhouseCodes = {
   TOO_MANY_PARTS: 252,
   MEMORY_LIMIT_EXCEEDED: 241,
   TIMEOUT_EXCEEDED: 159,
+  // A read past its limits (lib/query/read-limits.ts): rows to group (max_rows_to_group_by), bytes, rows or bytes to read.
+  TOO_MANY_ROWS: 158,
+  TOO_MANY_BYTES: 307,
+  TOO_MANY_ROWS_OR_BYTES: 396,
   TOO_MANY_SIMULTANEOUS_QUERIES: 202,
   // Transient server conditions the batch writer retries.
   CANNOT_ALLOCATE_MEMORY: 173,
@@ -89,6 +93,11 @@ export interface ClickHouse {
   readonly url: string
   /** Runs a SELECT and returns its rows as objects (JSONEachRow, 64-bit integers as numbers). */
   query<T = Record<string, unknown>>(statement: SqlFragment | string, options?: RequestOptions): Promise<T[]>
+  /**
+   * Runs a SELECT and yields its rows as they arrive (JSONEachRow), with backpressure: the
+   * response is read only as fast as the caller iterates. Breaking out of the loop aborts it.
+   */
+  queryRows<T = Record<string, unknown>>(statement: SqlFragment | string, options?: RequestOptions): AsyncIterable<T>
   /** Runs a statement that returns nothing (DDL, ALTER, INSERT ... VALUES). */
   command (statement: SqlFragment | string, options?: RequestOptions): Promise<void>
   /**
@@ -115,6 +124,8 @@ export interface RequestOptions {
   signal?: AbortSignal
   /** Sent as ClickHouse's query_id (system.processes, KILL QUERY); default: a random one. */
   queryId?: string
+  /** ClickHouse settings of this query only (the reads' limits: lib/query/read-limits.ts). */
+  settings?: Readonly<Record<string, number | string>>
 }
 
 /** Per-insert ClickHouse settings, e.g. `{ max_insert_block_size: '2000000' }` (numbers as strings). */
@@ -153,10 +164,29 @@ export function createClickHouse (options: ClickHouseOptions): ClickHouse {
       const text = String(statement)
       return run(text, async () => {
         const rs = await client.query({
-          query: text, format: 'JSONEachRow', clickhouse_settings: querySettings, abort_signal: opts.signal, query_id: opts.queryId,
+          query: text, format: 'JSONEachRow', abort_signal: opts.signal, query_id: opts.queryId,
+          clickhouse_settings: opts.settings === undefined ? querySettings : { ...querySettings, ...opts.settings } as ClickHouseSettings,
         })
         return await rs.json<T>()
       })
+    },
+
+    async * queryRows<T> (statement: SqlFragment | string, opts: RequestOptions = {}): AsyncIterable<T> {
+      const text = String(statement)
+      const rs = await run(text, async () => await client.query({
+        query: text, format: 'JSONEachRow', abort_signal: opts.signal, query_id: opts.queryId,
+        clickhouse_settings: opts.settings === undefined ? querySettings : { ...querySettings, ...opts.settings } as ClickHouseSettings,
+      }))
+      const stream = rs.stream<T>()
+      try {
+        for await (const rows of stream) {
+          for (const row of rows) yield row.json()
+        }
+      } catch (err) {
+        throw wrapError(err, text)
+      } finally {
+        stream.destroy()
+      }
     },
 
     async command (statement: SqlFragment | string, opts: RequestOptions = {}): Promise<void> {

@@ -23,6 +23,7 @@ import { migration as levelRollup } from './migrations/007_level_rollup.ts'
 import { migration as nodes } from './migrations/008_nodes.ts'
 import { migration as idempotency } from './migrations/009_idempotency.ts'
 import { migration as nodeTails } from './migrations/010_node_tails.ts'
+import { migration as eventsAttributes } from './migrations/011_events_attributes.ts'
 
 export interface Migration {
   id: number
@@ -30,7 +31,13 @@ export interface Migration {
   statements: string[]
 }
 
-export const migrations: readonly Migration[] = [metadata, events, rollups, audit, streamLifecycle, eventsLevel, levelRollup, nodes, idempotency, nodeTails]
+export const migrations: readonly Migration[] = [metadata, events, rollups, audit, streamLifecycle, eventsLevel, levelRollup, nodes, idempotency, nodeTails, eventsAttributes]
+
+/**
+ * The statements that make today's `events` table alone (no rollups), in order: for tests and
+ * benchmarks that need the table without the rest of the schema.
+ */
+export const eventsTableStatements: readonly string[] = [events, eventsLevel, eventsAttributes].flatMap((m) => m.statements)
 
 export interface MigrateResult {
   applied: number[]

@@ -34,6 +34,9 @@ const samples: Record<string, [unknown, string | number]> = {
   message: ['hello', 'hello'],
   filename: ['/var/log/a.log', '/var/log/a.log'],
   level: ['WARNING', 'warn'],
+  service: ['checkout', 'checkout'],
+  trace_id: ['5b8efff798038103d269b633813fc60c', '5b8efff798038103d269b633813fc60c'],
+  span_id: ['eee19b7ec3c1b174', 'eee19b7ec3c1b174'],
 }
 
 /** `{"a.b.c": v}` as nested objects `{"a":{"b":{"c":v}}}`. */
@@ -70,6 +73,15 @@ t.test('the seed wins; aliases in order; a mapped value of the wrong type stays 
   t.ok(strict instanceof EventRejection && strict.code === 'invalid_field', 'a seed field of the wrong type still fails the line')
   t.equal(stored({ 'http.response.status_code': 'abc' }).attrs, '{"http.response.status_code":"abc"}', 'a mapped one goes to attrs')
   t.equal(stored({ 'http.response.status_code': true }).status, null)
+})
+
+t.test('service, trace_id and span_id never fail a line: a value that is no string stays in attrs', async (t) => {
+  const row = stored({ service: 5, trace_id: { x: 1 }, span_id: true, message: 'm' })
+  t.equal(row.service, null)
+  t.equal(row.trace_id, null)
+  t.strictSame(JSON.parse(row.attrs as string), { service: 5, trace_id: { x: 1 }, span_id: true })
+  t.equal(stored({ service: { name: 'checkout' } }).service, 'checkout', 'ECS service.name nested under service')
+  t.match(stored({ 'service.name': 'api', traceId: 'abc', spanId: 'def' }), { service: 'api', trace_id: 'abc', span_id: 'def', attrs: '{}' })
 })
 
 t.test('numeric strings are numbers for numeric fields', async (t) => {

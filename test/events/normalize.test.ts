@@ -48,6 +48,9 @@ const emptyRow: EventRow = {
   message: null,
   filename: null,
   level: null,
+  service: null,
+  trace_id: null,
+  span_id: null,
   attrs: '{}',
 }
 
@@ -56,7 +59,7 @@ t.test('format 1: every field into its column, nothing else in attrs', async (t)
   t.strictSame(row(t, JSON.stringify({
     ts, host: 'web-1', path: '/api', method: 'GET', status: 200, rt: 0.25, bytes: 512, src: '10.0.0.1', user_agent: 'curl/8',
   })), {
-    ts, host: 'web-1', path: '/api', method: 'GET', status: 200, rt: 0.25, bytes: 512, src: '10.0.0.1', user_agent: 'curl/8', message: null, filename: null, level: null, attrs: '{}',
+    ts, host: 'web-1', path: '/api', method: 'GET', status: 200, rt: 0.25, bytes: 512, src: '10.0.0.1', user_agent: 'curl/8', message: null, filename: null, level: null, service: null, trace_id: null, span_id: null, attrs: '{}',
   })
   t.strictSame(row(t, '{}'), emptyRow, 'an empty object is an event with the receive time')
   t.strictSame(row(t, '{"host":"","status":100,"rt":0,"bytes":0}'), { ...emptyRow, host: '', status: 100, rt: 0, bytes: 0 }, 'empty strings and lower bounds')
@@ -269,7 +272,7 @@ t.test('format 2 with a JSON object in log: its fields are extracted', async (t)
   const log = JSON.stringify(nested)
   t.strictSame(row(t, JSON.stringify({ log, stream: 'stderr' })), {
     ts: Date.UTC(2025, 10, 21, 11), host: 'api', path: '/x', method: 'POST', status: 201, rt: 0.002, bytes: 10, src: '1.2.3.4', user_agent: 'ua',
-    message: log, filename: null, level: 'warn', attrs: '{"stream":"stderr"}',
+    message: log, filename: null, level: 'warn', service: null, trace_id: null, span_id: null, attrs: '{"stream":"stderr"}',
   }, 'level is a field too (issue 15)')
   t.equal(row(t, JSON.stringify({ log: JSON.stringify({ host: 'api', pod: 'a', stream: 'x' }), stream: 'stderr', zone: 'z' })).attrs,
     '{"pod":"a","stream":"x","zone":"z"}', 'other nested keys are kept in attrs, before the line\'s, each key once (issue 15)')

@@ -23,10 +23,11 @@ export function eventRow (values: Readonly<Record<string, string | number | null
   return new EventRow().fill(values)
 }
 
-/** One TabSeparated row of the events table in eventColumns order, from values by column name (absent: \N). */
+/** One TabSeparated row of the events table in eventColumns order, from values by column name (absent: \N, an empty array for attr_keys and attr_values). */
 export function tsvRow (values: Readonly<Record<string, string | number | null | undefined>>): string {
   return eventColumns.map((name) => {
     const value = values[name]
-    return value === null || value === undefined ? '\\N' : String(value)
+    if (value === null || value === undefined) return name === 'attr_keys' || name === 'attr_values' ? '[]' : '\\N'
+    return String(value)
   }).join('\t')
 }

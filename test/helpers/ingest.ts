@@ -53,7 +53,12 @@ export interface StoredEvent {
   message: string | null
   filename: string | null
   level: string | null
+  service: string | null
+  trace_id: string | null
+  span_id: string | null
   attrs: string
+  attr_keys: string[]
+  attr_values: string[]
   size: number
 }
 
@@ -61,7 +66,8 @@ export interface StoredEvent {
 export async function storedEvents (target: IngestTarget): Promise<StoredEvent[]> {
   const org = target.server.app.store.orgByName('default')!
   return target.server.app.clickhouse.query<StoredEvent>(
-    `SELECT ts, received_at, host, path, method, status, rt, bytes, src, user_agent, message, filename, level, attrs, size
+    `SELECT ts, received_at, host, path, method, status, rt, bytes, src, user_agent, message, filename, level, service, trace_id, span_id,
+       attrs, attr_keys, attr_values, size
      FROM events WHERE org_id = '${org.id}' AND stream = '${target.stream}' ORDER BY ts, path, message`)
 }
 

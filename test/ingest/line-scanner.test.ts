@@ -47,7 +47,7 @@ function rowBytes (row: EventRow, size: number): Buffer {
 /** The events API's JSON of a row's values, by JSON.stringify: attrs spliced in before received_at. */
 function referenceJson (values: EventObject): string {
   const { attrs, ...fields } = values
-  const fixed = JSON.stringify({ ...fields, received_at: receivedAt })
+  const fixed = JSON.stringify({ id: `${String(fields.ts)}-0`, ...fields, received_at: receivedAt })
   const at = fixed.lastIndexOf(',"received_at":')
   return fixed.slice(0, at) + ',"attrs":' + String(attrs) + fixed.slice(at)
 }
@@ -87,7 +87,7 @@ function check (line: string, before = '', after = ''): string {
   if (JSON.stringify(values) !== JSON.stringify(got.row)) return `${at}: row ${JSON.stringify(got.row)}, reference ${JSON.stringify(values)}`
   // The scanner's row still holds the line (scan() read nothing after it).
   frames.reset()
-  frames.add(scanner.row, receivedAt)
+  frames.add(scanner.row, receivedAt, 0)
   const frame = Buffer.from(frames.finish())
   const wantFrame = Buffer.from('event: event\ndata: ' + referenceJson(values) + '\n\n')
   if (!frame.equals(wantFrame)) return `${at}: tail frame ${JSON.stringify(frame.toString())}, reference ${JSON.stringify(wantFrame.toString())}`

@@ -1,12 +1,11 @@
 import t from 'tap'
+import { eventsTableStatements } from '../../lib/storage/migrate.ts'
 import { MessageChannel } from 'node:worker_threads'
 import { once } from 'node:events'
 import { Piscina, transferableSymbol, valueSymbol } from 'piscina'
 import parseTask from '../../lib/ingest/parse-worker.ts'
 import { eventColumns, maxListedFailures } from '../../lib/ingest/parse-task.ts'
 import type { ParseResult, ParseTask } from '../../lib/ingest/parse-task.ts'
-import { migration } from '../../lib/storage/migrations/002_events.ts'
-import { migration as levelMigration } from '../../lib/storage/migrations/006_events_level.ts'
 import { createTestDatabase } from '../helpers/clickhouse.ts'
 import { readEventRows } from '../../lib/ingest/row-serializer.ts'
 
@@ -38,7 +37,8 @@ t.test('each line becomes one row, in order, with org, stream and times', async 
   const rows = columns(result)
   t.strictSame(rows[0], {
     org_id: 'org_1', stream: 'web', ts: '1763726399000', received_at: String(receivedAt),
-    host: 'a', path: null, method: null, status: null, rt: null, bytes: null, src: null, user_agent: null, message: null, filename: null, level: null, attrs: '{}', seq: '1', size: '31',
+    host: 'a', path: null, method: null, status: null, rt: null, bytes: null, src: null, user_agent: null, message: null, filename: null, level: null, service: null, trace_id: null, span_id: null, attrs: '{}', seq: '1', size: '31',
+    attr_keys: '[]', attr_values: '[]',
   })
   t.equal(rows[1].ts, String(receivedAt), 'no ts: the receive time')
   t.equal(rows[1].message, 'hello')
@@ -142,7 +142,7 @@ t.test('no input makes it throw', async (t) => {
 
 t.test('rows round-trip through ClickHouse RowBinary', async (t) => {
   const db = await createTestDatabase(t)
-  for (const statement of [...migration.statements, ...levelMigration.statements]) await db.clickhouse.command(statement)
+  for (const statement of eventsTableStatements) await db.clickhouse.command(statement)
   const tricky = 'tab\there new\nline cr\r back\\slash \\N quote\' dq" nul\0 bell\b ff\f ctl\u0001 é 日本 😀🚀 \ud800'
   const lines = [
     { ts: receivedAt - 1, host: tricky, path: '/p\\a\tth', method: 'GET', status: 200, rt: 5e-7, bytes: 2 ** 53 - 1, src: '::1', user_agent: 'Mozilla/5.0 (X11; 😀)', extra: tricky, nested: { k: [tricky, 1, null] } },
@@ -161,8 +161,9 @@ t.test('rows round-trip through ClickHouse RowBinary', async (t) => {
   t.strictSame(stored[0], {
     org_id: 'org_1', stream: 'web', ts: receivedAt - 1, received_at: receivedAt,
     host: expectedTricky, path: '/p\\a\tth', method: 'GET', status: 200, rt: 5e-7, bytes: 2 ** 53 - 1, src: '::1', user_agent: 'Mozilla/5.0 (X11; 😀)',
-    message: null, filename: null, level: null, attrs: JSON.stringify({ extra: tricky, nested: { k: [tricky, 1, null] } }),
+    message: null, filename: null, level: null, service: null, trace_id: null, span_id: null, attrs: JSON.stringify({ extra: tricky, nested: { k: [tricky, 1, null] } }),
     seq: 1, size: Buffer.byteLength(JSON.stringify(lines[0])),
+    attr_keys: ['extra', 'nested.k'], attr_values: [expectedTricky, JSON.stringify([tricky, 1, null])],
   })
   t.strictSame(JSON.parse(stored[0].attrs as string), { extra: tricky, nested: { k: [tricky, 1, null] } }, 'attrs keep the lone surrogate as a JSON escape')
   t.equal(stored[1].rt, 1e21)

@@ -1,11 +1,10 @@
 // EventRowWriter: an event row (lib/events/event-row.ts) to RowBinary in eventColumns order, checked
 // against a reference encoding built the slow and obvious way, and against ClickHouse itself.
 import t from 'tap'
+import { eventsTableStatements } from '../../lib/storage/migrate.ts'
 import { EventRowWriter, readEventRows } from '../../lib/ingest/row-serializer.ts'
 import { eventColumns } from '../../lib/events/fields.ts'
 import { eventRow } from '../helpers/events.ts'
-import { migration } from '../../lib/storage/migrations/002_events.ts'
-import { migration as levelMigration } from '../../lib/storage/migrations/006_events_level.ts'
 import { createTestDatabase } from '../helpers/clickhouse.ts'
 
 const receivedAt = 1763726400000
@@ -59,6 +58,7 @@ function refFloat (value: number): Buffer {
   return out
 }
 const refNullableString = (value: string | null): Buffer => refNullable(value === null ? null : refString(value))
+const refStrings = (values: string[]): Buffer => Buffer.concat([varUInt(values.length), ...values.map(refString)])
 
 t.test('RowBinary in eventColumns order, byte for byte; NULL as its flag', async (t) => {
   const second: EventRow = { ...baseRow, host: null, status: null, rt: null, bytes: null, message: 'm', filename: '/f.log', level: 'warn', attrs: '{"a":1}' }
@@ -83,14 +83,17 @@ t.test('RowBinary in eventColumns order, byte for byte; NULL as its flag', async
     attrs: (row) => refString(row.attrs as string),
     seq: (_row, i) => refUInt(1000 + i, 8),
     size: (_row, i) => refUInt(200 + i, 4),
+    attr_keys: (row) => refStrings(Object.keys(JSON.parse(row.attrs as string) as object)),
+    attr_values: (row) => refStrings(Object.values(JSON.parse(row.attrs as string) as object).map(String)),
   }
+  for (const name of eventColumns) if (encoders[name] === undefined) encoders[name] = (row) => refNullableString((row[name] ?? null) as string | null)
   const expected = [baseRow, second].map((row, i) => Buffer.concat(eventColumns.map((name) => encoders[name](row, i))))
   t.ok(bytes.equals(Buffer.concat(expected)), 'byte for byte')
   const decoded = readEventRows(bytes)
   const byName = (values: Record<string, string | null>): Array<string | null> => eventColumns.map((name) => values[name])
   t.strictSame(decoded, [
-    byName({ org_id: 'org_1', stream: 'web', ts: '1763726399123', received_at: '1763726400000', host: 'web-1', path: '/api/v1/orders', method: 'GET', status: '200', rt: '0.25', bytes: '512', src: '10.0.0.1', user_agent: 'curl/8.5.0', message: null, filename: null, level: null, attrs: '{}', seq: '1000', size: '200' }),
-    byName({ org_id: 'org_1', stream: 'web', ts: '1763726399123', received_at: '1763726400000', host: null, path: '/api/v1/orders', method: 'GET', status: null, rt: null, bytes: null, src: '10.0.0.1', user_agent: 'curl/8.5.0', message: 'm', filename: '/f.log', level: 'warn', attrs: '{"a":1}', seq: '1001', size: '201' }),
+    byName({ org_id: 'org_1', stream: 'web', ts: '1763726399123', received_at: '1763726400000', host: 'web-1', path: '/api/v1/orders', method: 'GET', status: '200', rt: '0.25', bytes: '512', src: '10.0.0.1', user_agent: 'curl/8.5.0', message: null, filename: null, level: null, service: null, trace_id: null, span_id: null, attrs: '{}', seq: '1000', size: '200', attr_keys: '[]', attr_values: '[]' }),
+    byName({ org_id: 'org_1', stream: 'web', ts: '1763726399123', received_at: '1763726400000', host: null, path: '/api/v1/orders', method: 'GET', status: null, rt: null, bytes: null, src: '10.0.0.1', user_agent: 'curl/8.5.0', message: 'm', filename: '/f.log', level: 'warn', service: null, trace_id: null, span_id: null, attrs: '{"a":1}', seq: '1001', size: '201', attr_keys: '["a"]', attr_values: '["1"]' }),
   ])
   t.equal(decoded[0].length, eventColumns.length)
 })
@@ -175,7 +178,7 @@ t.test('the buffer grows past its first size; finish() hands over exactly the ro
 
 t.test('ClickHouse reads the rows, long strings included', async (t) => {
   const db = await createTestDatabase(t)
-  for (const statement of [...migration.statements, ...levelMigration.statements]) await db.clickhouse.command(statement)
+  for (const statement of eventsTableStatements) await db.clickhouse.command(statement)
   const strings = ['', 'short', 'x'.repeat(42), 'x'.repeat(43), '日'.repeat(43), 'x'.repeat(5462), '😀'.repeat(3000), 'tab\tnew\nline\\ \0 \ud800']
   const rows = strings.map((text, i) => ({ ...baseRow, ts: (baseRow.ts as number) + i, host: text, message: text, attrs: text, rt: i === 0 ? null : 0.1 * i, bytes: 2 ** 53 - 1 - i }))
   await db.clickhouse.insertRaw(`INSERT INTO events (${eventColumns.join(', ')}) FORMAT RowBinary`, Buffer.from(serialize(rows)))
@@ -188,4 +191,16 @@ t.test('ClickHouse reads the rows, long strings included', async (t) => {
       bytes: 2 ** 53 - 1 - i, seq: 1000 + i, size: 200 + i, status: 200,
     }, `row ${i}`)
   })
+})
+
+t.test('ClickHouse reads the attribute pairs: dotted paths, value texts', async (t) => {
+  const db = await createTestDatabase(t)
+  for (const statement of eventsTableStatements) await db.clickhouse.command(statement)
+  const attrs = '{"user":{"id":42,"name":"ann \\"a\\" é"},"order.total":129.5,"tags":["x"],"ok":false}'
+  await db.clickhouse.insertRaw(`INSERT INTO events (${eventColumns.join(', ')}) FORMAT RowBinary`, Buffer.from(serialize([{ ...baseRow, attrs }, baseRow])))
+  const stored = await db.clickhouse.query<{ attr_keys: string[], attr_values: string[] }>('SELECT attr_keys, attr_values FROM events ORDER BY length(attr_keys) DESC')
+  t.strictSame(stored, [
+    { attr_keys: ['user.id', 'user.name', 'order.total', 'tags', 'ok'], attr_values: ['42', 'ann "a" é', '129.5', '["x"]', 'false'] },
+    { attr_keys: [], attr_values: [] },
+  ])
 })

@@ -45,7 +45,7 @@ t.test('each shape lands in the right columns', async (t) => {
   t.match(byTs.get(base + 1), { host: 'pino-host', message: 'request done', level: 'info', attrs: { pid: 7, req: { id: 1 } } })
   t.match(byTs.get(base + 2), { level: 'error', message: 'request failed' })
   t.match(byTs.get(base + 3), { host: 'ecs-host', message: 'GET /ecs', level: 'warn', filename: '/var/log/ecs.log', method: 'GET', status: 404, bytes: 12, path: '/ecs', src: '10.0.0.3', user_agent: 'Filebeat' })
-  t.match(byTs.get(base + 4), { level: 'error', message: 'otel says boom', method: 'POST', path: '/otel', attrs: { 'service.name': 'api', severityNumber: 17 } })
+  t.match(byTs.get(base + 4), { level: 'error', message: 'otel says boom', method: 'POST', path: '/otel', service: 'api', attrs: { severityNumber: 17 } })
   t.match(byTs.get(base + 5), { src: '10.0.0.5', method: 'GET', path: '/nginx', status: 200, bytes: 512, rt: 0.012, user_agent: 'curl/8', attrs: {} })
   t.match(byTs.get(base + 6), { level: 'warn', message: 'python warns' })
   t.match(byTs.get(base + 7), { level: 'fatal', host: 'syslog-host', message: 'disk on fire' })

@@ -25,7 +25,7 @@ function row (i: number): EventRow {
 
 t.test('within the caps every match is serialized once and counted', async (t) => {
   const c = new LiveCollector({ filters: ['', 'host:even'], caps: [1000, 1000] }, 0)
-  for (let i = 0; i < 100; i++) c.add(row(i))
+  for (let i = 0; i < 100; i++) c.add(row(i), i)
   const out = c.finish()
   t.equal(out.ends.length, 100, 'each row serialized once, whatever it matched')
   const frames = Buffer.from(out.frames).toString().split('\n\n').slice(0, -1)
@@ -40,7 +40,7 @@ t.test('within the caps every match is serialized once and counted', async (t) =
 t.test('past the cap: an empty q counts exactly, a filter by sampling', async (t) => {
   const rows = 2000 * sampleEvery
   const c = new LiveCollector({ filters: ['', 'host:even', 'host:nobody'], caps: [10, 10, 10] }, 0)
-  for (let i = 0; i < rows; i++) c.add(row(i))
+  for (let i = 0; i < rows; i++) c.add(row(i), i)
   const out = c.finish()
   t.equal(out.masks.filter((m) => (m & 0b001) !== 0).length, 10, 'q empty: its cap serialized')
   t.equal(out.masks.filter((m) => (m & 0b010) !== 0).length, 10, 'host:even: its cap serialized')

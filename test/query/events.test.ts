@@ -27,7 +27,9 @@ t.test('newest first, absent fields null, attrs an object, default limit 100', a
   t.equal(r.body.events.length, 100)
   t.type(r.body.next_cursor, 'string')
   const first = r.body.events[0]
-  t.same(Object.keys(first), ['ts', 'host', 'path', 'status', 'rt', 'bytes', 'method', 'src', 'user_agent', 'message', 'filename', 'level', 'attrs', 'received_at'])
+  t.same(Object.keys(first), ['id', 'ts', 'host', 'path', 'status', 'rt', 'bytes', 'method', 'src', 'user_agent', 'message', 'filename', 'level', 'service', 'trace_id', 'span_id', 'attrs', 'received_at'])
+  t.match(first.id, /^\d+-\d+$/, 'an id')
+  t.equal(new Set(r.body.events.map((e: { id: string }) => e.id)).size, 100, 'ids are unique')
   t.equal(first.ts, base + 49_000)
   t.equal(first.rt, null)
   t.type(first.attrs.n, 'number')

@@ -2,6 +2,7 @@
 // never split, the size and time triggers, flush/close, and failures (down, unknown table,
 // transient errors that pass, a malformed write among good ones).
 import t from 'tap'
+import { eventsTableStatements } from '../../lib/storage/migrate.ts'
 import type { Test } from 'tap'
 import { createServer, request } from 'node:http'
 import type { Server } from 'node:http'
@@ -11,8 +12,6 @@ import { loadConfig } from '../../lib/config.ts'
 import type { BatchWriterOptions, InsertStats } from '../../lib/storage/batch-writer.ts'
 import { createClickHouse, ClickHouseError, clickhouseCodes } from '../../lib/storage/clickhouse.ts'
 import type { ClickHouse } from '../../lib/storage/clickhouse.ts'
-import { migration as eventsMigration } from '../../lib/storage/migrations/002_events.ts'
-import { migration as levelMigration } from '../../lib/storage/migrations/006_events_level.ts'
 import { eventColumns } from '../../lib/ingest/parse-task.ts'
 import { EventRowWriter } from '../../lib/ingest/row-serializer.ts'
 import { eventRow, tsvRow } from '../helpers/events.ts'
@@ -24,7 +23,7 @@ import { ManualClock } from '../helpers/manual-clock.ts'
 import { waitFor } from '../helpers/wait-for.ts'
 
 const db = await createTestDatabase(t, 'sluice_test_writer')
-for (const statement of [...eventsMigration.statements, ...levelMigration.statements]) await db.clickhouse.command(statement)
+for (const statement of eventsTableStatements) await db.clickhouse.command(statement)
 
 const day = 1_700_000_000_000 // all rows in one daily partition, so one insert = one part
 

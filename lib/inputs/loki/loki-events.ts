@@ -5,6 +5,8 @@
 //   label or structured metadata host | hostname          -> host
 //   filename                                              -> filename
 //   level | detected_level (normalised when known)        -> level
+//   service_name | service (Loki's own service label)      -> service
+//   trace_id, span_id (structured metadata, usually)       -> trace_id, span_id
 //   every other label and structured metadata pair        -> attrs under its name
 // Structured metadata wins over a stream label of the same name. A label whose name is a field
 // of the event (ts, message, status, path, ...) is kept in attrs as `label.<name>`.
@@ -15,7 +17,8 @@
 import { Buffer } from 'node:buffer'
 import type { BodyError, RecordSink } from '../../ingest/parse-task.ts'
 import { invalidBody } from '../body-task.ts'
-import { levelFromText } from '../severity.ts'
+import { eventFields } from '../../events/fields.ts'
+import { levelNames, levelOfSeverityText } from '../../events/level.ts'
 import type { LokiProtoRequest } from './loki-proto.ts'
 
 type Obj = Record<string, unknown>
@@ -27,10 +30,14 @@ const columnLabels: Record<string, string> = {
   filename: 'filename',
   level: 'level',
   detected_level: 'level',
+  service_name: 'service',
+  service: 'service',
+  trace_id: 'trace_id',
+  span_id: 'span_id',
 }
 
-const eventKeys = new Set(['ts', 'host', 'message', 'log', 'level', 'path', 'method', 'status', 'rt', 'bytes',
-  'src', 'user_agent', 'filename'])
+/** Keys an event of this adapter may hold as fields (the field table's, and `log`): labels of these names are renamed. */
+const eventKeys = new Set(['log', ...eventFields.flatMap((f) => [f.name, f.key])])
 
 function isObj (value: unknown): value is Obj {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
@@ -67,7 +74,7 @@ function unescapeGo (text: string): string {
 function addPair (event: Obj, name: string, value: string, prefix: string): void {
   const column = columnLabels[name]
   if (column !== undefined) {
-    event[column] = column === 'level' ? (levelFromText(value) ?? value) : value
+    event[column] = column === 'level' ? (levelNames[levelOfSeverityText(value)] ?? value) : value
     return
   }
   event[eventKeys.has(name) ? prefix + name : name] = value

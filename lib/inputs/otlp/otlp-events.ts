@@ -9,7 +9,8 @@
 //   body (string, or any other AnyValue as JSON text)      -> message
 //   timeUnixNano, or observedTimeUnixNano when 0 or unset  -> ts (ms; unset both: receive time)
 //   severityNumber 1-24, else severityText                 -> level (trace..fatal; an unknown text as sent)
-//   traceId, spanId                                        -> attrs trace_id, span_id (lowercase hex)
+//   traceId, spanId                                        -> trace_id, span_id (lowercase hex)
+//   service.name (record attribute, else resource attribute) -> service (the field table's alias)
 //   eventName                                              -> attrs event_name
 //   scope name                                             -> attrs scope.name
 //   host.name, else host (record attribute, else resource) -> host (Fluent Bit's record key `host`)
@@ -24,7 +25,8 @@
 import { Buffer } from 'node:buffer'
 import type { BodyError, RecordSink } from '../../ingest/parse-task.ts'
 import { invalidBody } from '../body-task.ts'
-import { levelFromSeverityNumber, levelFromText } from '../severity.ts'
+import { eventFields } from '../../events/fields.ts'
+import { levelNames, levelOfSeverityNumber, levelOfSeverityText } from '../../events/level.ts'
 import { maxValueDepth } from '../../events/normalize.ts'
 
 type Obj = Record<string | symbol, unknown>
@@ -32,8 +34,7 @@ type Obj = Record<string | symbol, unknown>
 export type IdEncoding = 'hex' | 'base64'
 
 /** Keys an event of this adapter may hold as fields; attributes of these names are renamed. */
-const eventKeys = new Set(['ts', 'host', 'message', 'log', 'level', 'path', 'method', 'status', 'rt', 'bytes',
-  'src', 'user_agent', 'filename', 'trace_id', 'span_id', 'event_name', 'scope.name'])
+const eventKeys = new Set(['log', 'event_name', 'scope.name', ...eventFields.flatMap((f) => [f.name, f.key])])
 
 /** Attribute keys that fill a column, and the column; the first key of a column that is valid wins. */
 const columnAttributes: Array<[string, string]> = [
@@ -108,16 +109,12 @@ function idText (value: unknown, encoding: IdEncoding): string | null {
 
 function levelOf (record: Obj): string | null {
   const n = record.severityNumber
-  if (typeof n === 'number') {
-    const level = levelFromSeverityNumber(n)
-    if (level !== null) return level
-  } else if (typeof n === 'string') {
-    const level = levelFromText(n)
-    if (level !== null) return level
-  }
+  const numbered = typeof n === 'number' ? levelOfSeverityNumber(n) : typeof n === 'string' ? levelOfSeverityText(n) : -1
+  if (numbered >= 0) return levelNames[numbered]
   const text = record.severityText
   if (typeof text !== 'string' || text === '') return null
-  return levelFromText(text) ?? text
+  const named = levelOfSeverityText(text)
+  return named >= 0 ? levelNames[named] : text
 }
 
 function messageOf (body: unknown): string | null {

@@ -1,7 +1,10 @@
 // Level normalisation of the protocol inputs: OpenTelemetry's SeverityNumber ranges and the
-// level names shippers send.
+// level names shippers send, read through the one level table (lib/events/level.ts).
 import t from 'tap'
-import { levelFromSeverityNumber, levelFromText } from '../../lib/inputs/severity.ts'
+import { levelNames, levelOfName, levelOfSeverityNumber, levelOfSeverityText } from '../../lib/events/level.ts'
+
+const levelFromSeverityNumber = (n: number): string | null => levelNames[levelOfSeverityNumber(n)] ?? null
+const levelFromText = (text: string): string | null => levelNames[levelOfSeverityText(text)] ?? null
 
 t.test('SeverityNumber: four steps per level, 0 and out of range are none', async (t) => {
   const expected: Array<[number, string | null]> = [
@@ -15,7 +18,15 @@ t.test('names in any case, with the step digit or as the enum name', async (t) =
   const expected: Array<[string, string | null]> = [
     ['INFO', 'info'], ['Info2', 'info'], ['information', 'info'], ['notice', 'info'], ['warning', 'warn'], ['WARN3', 'warn'],
     ['err', 'error'], ['critical', 'fatal'], ['emerg', 'fatal'], ['dbg', 'debug'], ['TRACE', 'trace'],
-    ['SEVERITY_NUMBER_ERROR2', 'error'], [' fatal ', 'fatal'], ['verbose', null], ['', null], ['constructor', null],
+    ['SEVERITY_NUMBER_ERROR2', 'error'], [' fatal ', 'fatal'], ['verbose', 'debug'], ['silly', 'trace'], ['severe', 'error'],
+    ['', null], ['constructor', null], ['info5', null],
   ]
   for (const [text, level] of expected) t.equal(levelFromText(text), level, JSON.stringify(text))
+})
+
+t.test('one table: every name a line may carry is read the same by the protocol inputs', async (t) => {
+  for (const name of ['dbg', 'verbose', 'silly', 'severe', 'notice', 'crit', 'warning', 'Err']) {
+    t.equal(levelOfSeverityText(name), levelOfName(name), name)
+    t.ok(levelOfName(name) >= 0, `${name} is a level`)
+  }
 })

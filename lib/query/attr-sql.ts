@@ -1,0 +1,78 @@
+// An attribute of an event as SQL (docs/api.md section 7.2, "Attributes"): the one place that
+// knows how attributes are stored, used by the `q` compiler, `stats?by=`, `/fields` and export.
+//
+// Since migration 11 each row holds its attrs flattened into the parallel arrays attr_keys and
+// attr_values (lib/events/attr-flatten.ts): an attribute `user.id` is
+//   if(indexOf(attr_keys, 'user.id') > 0, attr_values[indexOf(attr_keys, 'user.id')], NULL)
+// ClickHouse computes the identical indexOf once per block, so a term costs one scan of the keys
+// of each row, with no JSON parsed at query time (bench/README.md, "Attribute layout").
+//
+// Rows from before migration 11 have empty arrays; their attributes are read from the attrs text
+// with visitParamExtractRaw (ClickHouse 18.16 has no other JSON functions): the key spelt with its
+// dots first, then the path through nested objects, a JSON string's text unescaped. Those functions
+// find a key's first occurrence at any depth of the text, so for old rows a key that also occurs
+// nested elsewhere may read the other value: the rule is documented as best effort for old rows.
+// The legacy branch is only compiled into a read whose range can hold such rows (AttrScope), so a
+// database created since pays nothing for it.
+import { joinSql, rawSql, sql } from '../storage/sql.ts'
+import type { SqlFragment } from '../storage/sql.ts'
+
+/**
+ * Where a read's attribute expressions must cover rows from before migration 11: `before` is the
+ * received_at (ms) at or before which a row may have no attr arrays; 0 when no such row exists.
+ */
+export interface AttrScope {
+  readonly before: number
+}
+
+/** A read over rows that all carry attr arrays. */
+export const noLegacyRows: AttrScope = { before: 0 }
+
+/** Latest ts (ms) an event may carry past its receive time (docs/api.md section 6.4). */
+const maxFutureMs = 2 * 86_400_000
+
+/** The scope of a read of [from, ...): legacy rows only matter when the range can hold them. */
+export function attrScopeFor (legacyBefore: number, from: number): AttrScope {
+  return legacyBefore > 0 && from <= legacyBefore + maxFutureMs ? { before: legacyBefore } : noLegacyRows
+}
+
+function indexSql (path: string): SqlFragment {
+  return sql`indexOf(attr_keys, ${path})`
+}
+
+/** The raw JSON text of attribute `path` in the attrs text ('' when absent): legacy rows only. */
+function legacyRawSql (path: string): SqlFragment {
+  const spelt = sql`visitParamExtractRaw(attrs, ${path})`
+  const segments = path.split('.')
+  if (segments.length === 1 || segments.some((s) => s === '')) return spelt
+  let nested: SqlFragment = rawSql('attrs')
+  for (const segment of segments) nested = sql`visitParamExtractRaw(${nested}, ${segment})`
+  return sql`if(${spelt} != '', ${spelt}, ${nested})`
+}
+
+/** A legacy row's value text as the arrays would hold it: NULL when absent or an object. */
+function legacyValueSql (path: string): SqlFragment {
+  const raw = legacyRawSql(path)
+  return sql`multiIf(${raw} = '' OR startsWith(${raw}, '{'), NULL,
+    startsWith(${raw}, '"'), visitParamExtractString(concat('{"v":', ${raw}, '}'), 'v'), ${raw})`
+}
+
+/** Attribute `path`'s value as Nullable(String): NULL when the event has none. */
+export function attrValueSql (path: string, scope: AttrScope = noLegacyRows): SqlFragment {
+  const index = indexSql(path)
+  const current = sql`if(${index} > 0, attr_values[${index}], NULL)`
+  if (scope.before === 0) return current
+  return sql`if(received_at <= ${scope.before} AND empty(attr_keys), ${legacyValueSql(path)}, ${current})`
+}
+
+/** Whether the event has attribute `path`, as UInt8. */
+export function attrPresentSql (path: string, scope: AttrScope = noLegacyRows): SqlFragment {
+  const present = sql`${indexSql(path)} > 0`
+  if (scope.before === 0) return present
+  return sql`if(received_at <= ${scope.before} AND empty(attr_keys), isNotNull(${legacyValueSql(path)}), ${present})`
+}
+
+/** Several attributes' values, for a SELECT list. */
+export function attrValuesSql (paths: readonly string[], scope: AttrScope = noLegacyRows): SqlFragment {
+  return joinSql(paths.map((p) => attrValueSql(p, scope)), ', ')
+}
