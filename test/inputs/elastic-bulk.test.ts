@@ -54,6 +54,21 @@ t.test('index and create items are stored and answered 201, each as compactly as
   t.notOk(rows.some((e) => e.attrs.includes('"index"') || e.attrs.includes('"create"')), 'no action line is stored')
 })
 
+t.test('the answer to a 13,000-record chunk fits Fluent Bit\'s default 512 KB read buffer (issue 21)', async (t) => {
+  // A tail chunk of 2 MB holds 6,000-13,000 records; the full Elasticsearch item (about 180
+  // bytes) made its answer 2.3 MB, which Fluent Bit could not read and re-sent forever.
+  const tgt = await createIngestTarget(s, 'bulk-chunk')
+  const lines: unknown[] = []
+  for (let i = 0; i < 13_000; i++) lines.push({ create: { _index: 'fluent-bit' } }, { log: `r${i}`, level: 'info' })
+  const r = await bulk(tgt, ndjson(lines))
+  t.equal(r.status, 200)
+  t.equal(r.body.errors, false)
+  t.equal(r.body.items.length, 13_000)
+  const bytes = Number(r.headers['content-length'])
+  t.ok(bytes < 512_000, `${bytes} bytes of answer`)
+  t.comment(`answer to 13,000 stored items: ${bytes} bytes (${(bytes / 13_000).toFixed(1)} per item)`)
+})
+
 t.test('invalid documents get a 400 item with errors true; delete and update are answered without changing anything', async (t) => {
   const tgt = await createIngestTarget(s, 'bulk-items')
   const r = await bulk(tgt, ndjson([
