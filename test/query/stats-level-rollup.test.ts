@@ -1,0 +1,37 @@
+// stats?by=level over a day or more without q reads the hourly levels rollup (stats-plan.ts
+// groupsFromRollup): whole-hour steps, and the same groups and per-point counts as raw rows give
+// at that step. Shorter ranges and any q keep reading raw rows at their own steps.
+import t from 'tap'
+import { startServer } from '../helpers/server.ts'
+import { createIngestTarget, postIngest } from '../helpers/ingest.ts'
+
+const hour = 3_600_000
+const levels = ['debug', 'info', 'info', 'info', 'warn', 'error', null]
+
+t.test('by=level from the hourly rollup matches raw rows', async (t) => {
+  const s = await startServer(t)
+  const tgt = await createIngestTarget(s, 'app')
+  const now = Date.now()
+  const start = now - 30 * hour
+  // 30 h of events, one every 3 minutes and 7 s, levels in a cycle (some without one).
+  const lines = Array.from({ length: 560 }, (_, i) => JSON.stringify({ ts: start + i * 187_000, message: `m${i}`, level: levels[i % levels.length] ?? undefined }))
+  t.equal((await postIngest(tgt, lines.join('\n'))).body.ingested, 560)
+
+  const range = `from=${start}&to=${now}`
+  const rollup = await s.api('GET', `/api/streams/app/stats?${range}&by=level`)
+  t.equal(rollup.status, 200)
+  t.equal(rollup.body.step_ms, hour, 'whole hours')
+  t.equal(rollup.body.from % hour, 0)
+  // The same range, step and grouping through raw rows: a q that every event passes.
+  const raw = await s.api('GET', `/api/streams/app/stats?from=${rollup.body.from}&to=${rollup.body.to}&step=1h&by=level&q=${encodeURIComponent('ts:>=0')}`)
+  t.equal(raw.status, 200)
+  t.same(rollup.body.groups, raw.body.groups, 'the same top levels and counts')
+  t.same(rollup.body.series.map((p: { t: number, groups: object }) => [p.t, p.groups]), raw.body.series.map((p: { t: number, groups: object }) => [p.t, p.groups]), 'the same counts per hour')
+  t.equal(rollup.body.groups.reduce((n: number, g: { count: number }) => n + g.count, 0), 480, 'events without a level in no group')
+
+  const short = await s.api('GET', `/api/streams/app/stats?from=${now - 6 * hour}&to=${now}&by=level`)
+  t.ok(short.body.step_ms < hour, `under a day: raw rows at a finer step (${short.body.step_ms} ms)`)
+  const filtered = await s.api('GET', `/api/streams/app/stats?${range}&by=level&q=${encodeURIComponent('message:m1*')}`)
+  t.ok(filtered.body.step_ms < hour, 'with q: raw rows')
+  t.same(filtered.body.groups.map((g: { value: string }) => g.value).sort(), ['debug', 'error', 'info', 'warn'])
+})
