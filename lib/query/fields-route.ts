@@ -20,6 +20,7 @@ export function registerFieldsRoute (router: Router, deps: ReadDeps): void {
       scope: read.scope,
       hiddenBefore: read.hiddenBefore,
       top: integerParam(read.params, 'top', 1, maxFieldsTop, defaultFieldsTop),
+      rollupsPurged: deps.accounts.store.rollupsPurged(read.orgId, read.stream.name),
     }))
     sendSerialized(ctx, 200, serializeFields, result)
   })

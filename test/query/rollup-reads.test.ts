@@ -1,6 +1,8 @@
-// stats?by=level over a day or more without q reads the hourly levels rollup (stats-plan.ts
-// groupsFromRollup): whole-hour steps, and the same groups and per-point counts as raw rows give
-// at that step. Shorter ranges and any q keep reading raw rows at their own steps.
+// Reads that a rollup answers sooner, held to what raw rows give: stats?by=level over a day or
+// more without q (the hourly levels rollup, stats-plan.ts groupsFromRollup: whole-hour steps, the
+// same groups and per-point counts; shorter ranges and any q keep reading raw rows at their own
+// steps), and /fields' total without q over an hour or more (the minute rollup plus raw rows for
+// the partial minutes at either end).
 import t from 'tap'
 import { startServer } from '../helpers/server.ts'
 import { createIngestTarget, postIngest } from '../helpers/ingest.ts'
@@ -8,7 +10,7 @@ import { createIngestTarget, postIngest } from '../helpers/ingest.ts'
 const hour = 3_600_000
 const levels = ['debug', 'info', 'info', 'info', 'warn', 'error', null]
 
-t.test('by=level from the hourly rollup matches raw rows', async (t) => {
+t.test('by=level from the hourly rollup and /fields\' total from the minute rollup match raw rows', async (t) => {
   const s = await startServer(t)
   const tgt = await createIngestTarget(s, 'app')
   const now = Date.now()
@@ -34,4 +36,13 @@ t.test('by=level from the hourly rollup matches raw rows', async (t) => {
   const filtered = await s.api('GET', `/api/streams/app/stats?${range}&by=level&q=${encodeURIComponent('message:m1*')}`)
   t.ok(filtered.body.step_ms < hour, 'with q: raw rows')
   t.same(filtered.body.groups.map((g: { value: string }) => g.value).sort(), ['debug', 'error', 'info', 'warn'])
+
+  // /fields: the total over unaligned ends (partial minutes from raw rows), and the counts scaled by it.
+  for (const [from, to] of [[start, now], [start + 95_500, now - 61_250], [start + 187_000 * 100 + 1, start + 187_000 * 100 + 3 * hour]]) {
+    const fast = await s.api('GET', `/api/streams/app/fields?from=${from}&to=${to}`)
+    const exact = await s.api('GET', `/api/streams/app/fields?from=${from}&to=${to}&q=${encodeURIComponent('ts:>=0')}`)
+    t.equal(fast.status, 200)
+    t.equal(fast.body.total, exact.body.total, `the same total over [${from - start}, ${to - start}) (${exact.body.total})`)
+    t.same(fast.body.fields, exact.body.fields, 'the same fields, counts and top values')
+  }
 })
