@@ -53,6 +53,8 @@ export interface FieldInfo {
   top: Array<{ value: string | number, count: number }>
 }
 
+interface KeyRow { key: string, n: number, numbers: number, booleans: number, top: string[] }
+
 export interface FieldsResult {
   fields: FieldInfo[]
   sampled: boolean
@@ -91,32 +93,45 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
     scale = read > 0 ? total / read : 1
   }
   const top = params.top
-  // Columns: count and top values of each, in one pass.
-  const columnSelect = listedColumns.map((c, i) => {
-    const col = rawSql(c.column)
-    return sql`count(${col}) AS n_${rawSql(String(i))}, topK(${top})(${c.numeric ? sql`toString(${col})` : col}) AS top_${rawSql(String(i))}`
-  })
-  const columnRow = (await clickhouse.query<Record<string, number | string[]>>(sql`SELECT ${joinSql(columnSelect, ', ')} FROM events WHERE ${where}`))[0]
-  // Attributes: counts per key, then the top values of the listed keys with exact counts.
-  const keyRows = await clickhouse.query<{ key: string, n: number, numbers: number, booleans: number }>(sql`
-    SELECT key, count() AS n, countIf(isNotNull(toFloat64OrNull(value))) AS numbers, countIf(value IN ('true', 'false')) AS booleans
-    FROM events ARRAY JOIN attr_keys AS key, attr_values AS value
-    WHERE ${where}
-    GROUP BY key ORDER BY n DESC, key LIMIT ${maxAttributes}`)
-  const valueRows = keyRows.length === 0 ? [] : await clickhouse.query<{ key: string, value: string, n: number }>(sql`
-    SELECT key, value, count() AS n
-    FROM events ARRAY JOIN attr_keys AS key, attr_values AS value
-    WHERE ${where} AND key IN (${joinSql(keyRows.map((r) => sql`${r.key}`), ', ')})
-    GROUP BY key, value ORDER BY key, n DESC, value LIMIT ${top} BY key`)
-  const topByKey = new Map<string, Array<{ value: string, count: number }>>()
-  for (const r of valueRows) {
-    const list = topByKey.get(r.key) ?? []
-    list.push({ value: r.value, count: Math.round(r.n * scale) })
-    topByKey.set(r.key, list)
+  // Columns and attributes are independent: two chains of queries, side by side (as /stats runs
+  // its parts), each query on one thread (the read's max_threads).
+  const columnsChain = async (): Promise<[Record<string, number | string[]>, Array<Map<string, number>>]> => {
+    // Count and top values of each column in one pass, then the exact counts of those values.
+    const columnSelect = listedColumns.map((c, i) => {
+      const col = rawSql(c.column)
+      return sql`count(${col}) AS n_${rawSql(String(i))}, topK(${top})(${c.numeric ? sql`toString(${col})` : col}) AS top_${rawSql(String(i))}`
+    })
+    const row = (await clickhouse.query<Record<string, number | string[]>>(sql`SELECT ${joinSql(columnSelect, ', ')} FROM events WHERE ${where}`))[0]
+    return [row, await columnValueCounts(clickhouse, where, listedColumns.map((_, i) => row[`top_${i}`] as string[]))]
   }
-  // The columns' top values were found by topK (approximate ranks); their exact counts:
+  const attributesChain = async (): Promise<[KeyRow[], Map<string, Array<{ value: string, count: number }>>]> => {
+    // Counts, types and top values (topK: approximate ranks, as for the columns) per key in one
+    // pass, then the exact counts of those values. Grouping every (key, value) pair instead built
+    // a hash of about a million pairs over the 200,000 sampled rows of 30 M events: 0.8 s.
+    const keyRows = await clickhouse.query<KeyRow>(sql`
+      SELECT key, count() AS n, countIf(isNotNull(toFloat64OrNull(value))) AS numbers, countIf(value IN ('true', 'false')) AS booleans,
+        topK(${top})(value) AS top
+      FROM events ARRAY JOIN attr_keys AS key, attr_values AS value
+      WHERE ${where}
+      GROUP BY key ORDER BY n DESC, key LIMIT ${maxAttributes}`)
+    const pairs = keyRows.flatMap((r) => r.top.map((value) => sql`(${r.key}, ${value})`))
+    const valueRows = pairs.length === 0 ? [] : await clickhouse.query<{ key: string, value: string, n: number }>(sql`
+      SELECT key, value, count() AS n
+      FROM events ARRAY JOIN attr_keys AS key, attr_values AS value
+      WHERE ${where} AND (key, value) IN (${joinSql(pairs, ', ')})
+      GROUP BY key, value`)
+    const topByKey = new Map<string, Array<{ value: string, count: number }>>()
+    for (const r of valueRows) {
+      const list = topByKey.get(r.key) ?? []
+      list.push({ value: r.value, count: Math.round(Number(r.n) * scale) })
+      topByKey.set(r.key, list)
+    }
+    // Count descending, ties by value as ClickHouse orders strings (by their UTF-8 bytes).
+    for (const list of topByKey.values()) list.sort((a, b) => b.count - a.count || Buffer.compare(Buffer.from(a.value), Buffer.from(b.value)))
+    return [keyRows, topByKey]
+  }
+  const [[columnRow, valueCounts], [keyRows, topByKey]] = await Promise.all([columnsChain(), attributesChain()])
   const columnTops = listedColumns.map((_, i) => columnRow[`top_${i}`] as string[])
-  const valueCounts = await columnValueCounts(clickhouse, where, columnTops)
   const fields: FieldInfo[] = []
   listedColumns.forEach((c, i) => {
     const n = Number(columnRow[`n_${i}`])
