@@ -185,7 +185,8 @@ const managementPaths: Json = {
   '/api/streams/{stream}/fields': {
     get: {
       operationId: 'getFields', tags: ['read'], security: pat, summary: 'The fields of the matching events, with counts and top values (PAT data:read; docs/api.md section 7.6)',
-      parameters: [stream, ...timeRange, queryParam('top', 'Top values per field, 1-50, default 5', { type: 'integer', minimum: 1, maximum: 50 })],
+      parameters: [stream, ...timeRange, queryParam('top', 'Top values per field, 1-50, default 5', { type: 'integer', minimum: 1, maximum: 50 }),
+        queryParam('sample', 'Events counted exactly, 1000-200000, default 200000; past it the counts are sampled', { type: 'integer', minimum: 1000, maximum: 200000 })],
       responses: { 200: ok('Fields', ref('Fields')), ...readErrors },
     },
   },

@@ -8,7 +8,7 @@
 //   true/false, else `string`. Columns are listed first in the table's order, then attributes by
 //   count descending (at most maxAttributes); fields no event has are left out.
 // - Sampling: reading every attribute of 30 M events takes seconds, and a sidebar needs shapes,
-//   not exact counts. When the range holds more than sampleRows matching events (counted first,
+//   not exact counts. When the range holds more than sampleRows (or the request's `sample`) matching events (counted first,
 //   which reads only the filter's columns), the counts are taken over evenly spread slices of the
 //   range that hold about sampleRows events, scaled up to the whole range, and `sampled` is true.
 //   Slices, not every n-th row: ts is the sort key, so ClickHouse then reads only those slices'
@@ -23,8 +23,13 @@ import type { AttrScope } from './attr-sql.ts'
 const minuteMs = 60_000
 /** An unfiltered count over this much or more (ms) reads the minute rollup (countMatching). */
 const rollupCountMinRangeMs = 3_600_000
-/** Events counted exactly; more are sampled. */
+/** Events counted exactly; more are sampled (the default and the most of `sample`). */
 export const sampleRows = 200_000
+/**
+ * The least a caller may ask for (`sample`): the dashboard's sidebar asks for 50,000, which reads
+ * a quarter of the rows (bench/README.md, "Explore: first render").
+ */
+export const minSampleRows = 1000
 /** Slices a sampled range is read in. */
 const sampleSlices = 48
 /** Attributes listed at most (the most frequent). */
@@ -43,6 +48,8 @@ export interface FieldsParams {
   top: number
   /** false while a deleted stream of the same name may still have rows in the rollups: raw rows only. */
   rollupsPurged?: boolean
+  /** Events counted exactly, more are sampled; default sampleRows. */
+  sampleRows?: number
 }
 
 export interface FieldInfo {
@@ -79,8 +86,9 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
   if (total === 0) return { fields: [], sampled: false, total: 0 }
   let where = sql`${base} AND ${inRange}${filter}`
   let scale = 1
-  if (total > sampleRows) {
-    const fraction = sampleRows / total
+  const sample = params.sampleRows ?? sampleRows
+  if (total > sample) {
+    const fraction = sample / total
     const span = params.to - params.from
     const sliceMs = Math.max(1, Math.floor(span * fraction / sampleSlices))
     const slices: SqlFragment[] = []

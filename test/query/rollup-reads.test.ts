@@ -46,3 +46,20 @@ t.test('by=level from the hourly rollup and /fields\' total from the minute roll
     t.same(fast.body.fields, exact.body.fields, 'the same fields, counts and top values')
   }
 })
+
+t.test('/fields?sample= counts over slices holding about that many events', async (t) => {
+  const s = await startServer(t)
+  const tgt = await createIngestTarget(s, 'many')
+  const now = Date.now()
+  const lines = Array.from({ length: 3000 }, (_, i) => JSON.stringify({ ts: now - 2 * hour + i * 2000, service: i % 3 === 0 ? 'a' : 'b', message: 'x' }))
+  t.equal((await postIngest(tgt, lines.join('\n'))).body.ingested, 3000)
+  const range = `from=${now - 2 * hour - 1000}&to=${now}`
+  const whole = await s.api('GET', `/api/streams/many/fields?${range}`)
+  t.same([whole.body.total, whole.body.sampled], [3000, false], 'under the default sample: exact')
+  const sampled = await s.api('GET', `/api/streams/many/fields?${range}&sample=1000`)
+  t.same([sampled.body.total, sampled.body.sampled], [3000, true], 'past sample: sampled, the total exact')
+  const service = sampled.body.fields.find((f: { name: string }) => f.name === 'service')
+  t.ok(Math.abs(service.count - 3000) <= 100, `counts scaled to the range (${service.count})`)
+  t.ok(Math.abs(service.top[0].count - 2000) <= 200 && service.top[0].value === 'b', `top values too (${JSON.stringify(service.top)})`)
+  t.equal((await s.api('GET', `/api/streams/many/fields?${range}&sample=999`)).status, 400, 'at least 1000')
+})
