@@ -11,7 +11,7 @@
 // Each run is a new browser context (an empty sessionStorage and HTTP cache; the token put in
 // before the page's scripts run), so every run loads the page and its assets again:
 // - `link`: a URL with view=explore (a shared link): the first render's reads are /fields
-//   (sampled), /stats?by=level and one page of /events, in parallel;
+//   (sampled past 50,000 events), /stats?by=level and one page of /events, in parallel;
 // - `detect`: a URL without view: the page first reads the stream's newest events to choose
 //   Explore or the panels, then the same three.
 // Reported per case: the time from navigation start until the frame after the first render
@@ -74,6 +74,9 @@ async function measure (browser: Browser, url: string, token: string): Promise<R
     await page.goto(url)
     await page.waitForFunction(() => performance.getEntriesByName('explore:rendered').length > 0, null, { timeout: 120_000, polling: 50 })
     if (problems.length > 0) throw new Error(`page errors: ${problems.join('; ')}`)
+    // The stream line under the search is read after the first render: let it end before the next
+    // run, so that runs never overlap.
+    await page.locator('#stream-meta').filter({ hasText: /./ }).waitFor({ timeout: 60_000 })
     const timing = await page.evaluate(() => ({
       rendered: performance.getEntriesByName('explore:rendered')[0].startTime,
       marks: performance.getEntriesByType('mark').map((m) => ({ name: m.name, at: m.startTime })),
