@@ -1,8 +1,10 @@
 // @ts-check
-// The tail for Explore's live mode: /tail?q= read with fetch (the token goes in Authorization),
-// reconnecting with backoff, a watchdog on silence (the server sends a heartbeat every 15 s).
-// Events go to onEvent as they come; explore-view.js renders them once per animation frame.
+// Explore's live mode: the tail (/tail?q= read with fetch, as the token goes in Authorization),
+// reconnecting with backoff, a watchdog on silence (the server sends a heartbeat every 15 s); and
+// the feed that hands its events to the page once per animation frame however fast they come,
+// holding them while paused (the newest maxTailRows, the rest counted).
 import { ApiError, sleep } from './api.js'
+import { maxTailRows } from './panels.js'
 import { retryDelayMs } from './status-bar.js'
 
 /** @typedef {import('./types.js').SluiceEvent} SluiceEvent */
@@ -65,5 +67,86 @@ export async function followTail (api, path, signal, handlers) {
     const delay = retryDelayMs(failures, lastError instanceof ApiError ? lastError.retryAfterS : null)
     handlers.onState('reconnecting', delay)
     try { await sleep(delay, signal) } catch { return }
+  }
+}
+
+/**
+ * @typedef {object} FeedHandlers
+ * @property {(event: SluiceEvent) => void} onArrival every event as it arrives (the histogram counts it)
+ * @property {(events: SluiceEvent[]) => void} onShow events to draw, oldest first, once per frame
+ * @property {() => void} onChange the counts or the pause changed
+ */
+
+export class LiveFeed {
+  /** @type {AbortSignal} */
+  #signal
+  /** @type {FeedHandlers} */
+  #handlers
+  #paused = false
+  /** Events not drawn yet, oldest first. @type {SluiceEvent[]} */
+  #pending = []
+  /** Events held while paused, oldest first. @type {SluiceEvent[]} */
+  #held = []
+  /** Held events dropped for room (past maxTailRows). */
+  #lost = 0
+  #received = 0
+  #frame = 0
+
+  /**
+   * @param {AbortSignal} signal the view's: nothing is drawn once it aborts
+   * @param {FeedHandlers} handlers
+   */
+  constructor (signal, handlers) {
+    this.#signal = signal
+    this.#handlers = handlers
+  }
+
+  get paused () { return this.#paused }
+  /** Events received, dropped ones included. */
+  get received () { return this.#received }
+  /** Events that arrived while paused. */
+  get waiting () { return this.#held.length + this.#lost }
+
+  /** @param {SluiceEvent} event */
+  add (event) {
+    this.#received++
+    this.#handlers.onArrival(event)
+    const queue = this.#paused ? this.#held : this.#pending
+    queue.push(event)
+    if (queue.length > maxTailRows) { queue.shift(); if (this.#paused) this.#lost++ }
+    if (this.#paused) this.#handlers.onChange()
+    else this.#frame ||= requestAnimationFrame(() => this.#flush())
+  }
+
+  /** @param {number} count events the server left out for this client */
+  dropped (count) {
+    this.#received += count
+    this.#handlers.onChange()
+  }
+
+  /** Pauses or resumes; on resume, the number of held events that were dropped for room. */
+  togglePause () {
+    this.#paused = !this.#paused
+    let lost = 0
+    if (!this.#paused) {
+      this.#pending.push(...this.#held)
+      this.#held = []
+      lost = this.#lost
+      this.#lost = 0
+      this.#flush()
+    }
+    this.#handlers.onChange()
+    return lost
+  }
+
+  #flush () {
+    this.#frame = 0
+    if (this.#signal.aborted) return
+    if (this.#pending.length > 0) {
+      const events = this.#pending
+      this.#pending = []
+      this.#handlers.onShow(events)
+    }
+    this.#handlers.onChange()
   }
 }

@@ -17,7 +17,7 @@ import { formatCount, formatEventTime } from './format.js'
 import { defaultColumns, fieldValue, valueText } from './explore-columns.js'
 import { ContextView } from './explore-context.js'
 import { createHistogram } from './explore-histogram.js'
-import { followTail } from './explore-live.js'
+import { followTail, LiveFeed } from './explore-live.js'
 import { toggleFilter } from './explore-query.js'
 import { FieldSidebar } from './explore-sidebar.js'
 import { SearchSuggestions } from './explore-suggest.js'
@@ -92,14 +92,8 @@ export class Explore {
   /** @type {string | null} */
   #cursor = null
   #live = false
-  #paused = false
-  /** Live events not rendered yet, oldest first. @type {SluiceEvent[]} */
-  #pending = []
-  /** Live events held while paused, oldest first. @type {SluiceEvent[]} */
-  #held = []
-  #heldLost = 0
-  #received = 0
-  #frame = 0
+  /** Live mode's events (null in a range). @type {LiveFeed | null} */
+  #feed = null
 
   /** @param {ExploreHost} host */
   constructor (host) {
@@ -138,11 +132,14 @@ export class Explore {
     const { api, state } = this.#host
     this.#signal = signal
     this.#live = state.range === 'live'
-    this.#paused = false
-    this.#pending = []
-    this.#held = []
-    this.#heldLost = 0
-    this.#received = 0
+    this.#feed = this.#live ? new LiveFeed(signal, {
+      onArrival: (event) => {
+        const value = fieldValue(event, state.by)
+        this.#histogram.count(event.ts, value === undefined ? null : valueText(value))
+      },
+      onShow: (events) => { this.#table.prepend(events); this.#showEmpty(null) },
+      onChange: () => { this.#renderCount(); this.#renderPause() },
+    }) : null
     this.#cursor = null
     this.#range = readRange(state)
     const withDate = !this.#live && rangeSpanMs(state) >= 86_400_000
@@ -218,17 +215,11 @@ export class Explore {
   }
 
   togglePause () {
-    if (!this.#live || this.#signal?.aborted) return
-    this.#paused = !this.#paused
-    if (!this.#paused) {
-      this.#pending.push(...this.#held)
-      this.#held = []
-      if (this.#heldLost > 0) setBanner(`${formatCount(this.#heldLost)} events that arrived while paused are not shown (only the last ${maxTailRows} are kept).`, 'warn')
-      this.#heldLost = 0
-      this.#flush()
-    }
-    setConn(this.#paused ? 'paused' : 'live')
-    this.#renderPause()
+    const feed = this.#feed
+    if (feed === null || this.#signal?.aborted) return
+    const lost = feed.togglePause()
+    if (lost > 0) setBanner(`${formatCount(lost)} events that arrived while paused are not shown (only the last ${maxTailRows} are kept).`, 'warn')
+    setConn(feed.paused ? 'paused' : 'live')
   }
 
   /**
@@ -292,15 +283,17 @@ export class Explore {
 
   #renderCount () {
     const size = this.#table.size
-    $('x-events-count').textContent = this.#live
-      ? `${formatCount(this.#received)} received · newest on top`
+    $('x-events-count').textContent = this.#feed
+      ? `${formatCount(this.#feed.received)} received · newest on top`
       : `${formatCount(size)} shown · newest first`
   }
 
   #renderPause () {
     const button = $('x-pause')
-    button.setAttribute('aria-pressed', String(this.#paused))
-    button.textContent = !this.#paused ? 'Pause' : this.#held.length > 0 ? `Resume · ${formatCount(this.#held.length + this.#heldLost)} new` : 'Resume'
+    const paused = this.#feed?.paused ?? false
+    const waiting = this.#feed?.waiting ?? 0
+    button.setAttribute('aria-pressed', String(paused))
+    button.textContent = !paused ? 'Pause' : waiting > 0 ? `Resume · ${formatCount(waiting)} new` : 'Resume'
   }
 
   /** @param {'live' | 'history' | null} kind */
@@ -392,35 +385,14 @@ export class Explore {
   /** @param {AbortSignal} signal */
   async #follow (signal) {
     const { api, state } = this.#host
+    const feed = this.#feed
+    if (feed === null) return
     await followTail(api, streamPath(state.stream, 'tail', { q: state.q }), signal, {
-      onEvent: (event) => this.#onLiveEvent(event),
-      onDropped: (count) => { this.#received += count },
-      onState: (conn, delayMs) => setConn(conn === 'live' && this.#paused ? 'paused' : conn, conn === 'reconnecting' ? `Reconnecting in ${Math.round((delayMs ?? 0) / 1000)} s` : undefined),
+      onEvent: (event) => feed.add(event),
+      onDropped: (count) => feed.dropped(count),
+      onState: (conn, delayMs) => setConn(conn === 'live' && feed.paused ? 'paused' : conn, conn === 'reconnecting' ? `Reconnecting in ${Math.round((delayMs ?? 0) / 1000)} s` : undefined),
       onFatal: (err) => this.#host.handleFailure(err, this.#host.restart),
     })
-  }
-
-  /** @param {SluiceEvent} event */
-  #onLiveEvent (event) {
-    this.#received++
-    const value = fieldValue(event, this.#host.state.by)
-    this.#histogram.count(event.ts, value === undefined ? null : valueText(value))
-    const queue = this.#paused ? this.#held : this.#pending
-    queue.push(event)
-    if (queue.length > maxTailRows) { queue.shift(); if (this.#paused) this.#heldLost++ }
-    if (this.#paused) this.#renderPause()
-    else this.#frame ||= requestAnimationFrame(() => this.#flush())
-  }
-
-  #flush () {
-    this.#frame = 0
-    if (this.#signal?.aborted) return
-    if (this.#pending.length > 0) {
-      this.#table.prepend(this.#pending)
-      this.#pending = []
-      this.#showEmpty(null)
-    }
-    this.#renderCount()
   }
 
   // --- keyboard ------------------------------------------------------------------------------
