@@ -82,6 +82,7 @@ async function toApiError (res) {
  * @property {(path: string, options?: RequestOptions) => Promise<any>} get GET a JSON resource (the caller states its shape)
  * @property {(path: string, options: StreamOptions) => Promise<void>} stream
  * @property {(path: string, options?: RequestOptions) => Promise<Blob>} blob GET a body whole (an export)
+ * @property {(path: string, options?: RequestOptions) => Promise<Response>} response GET a body to read as a stream (a big export)
  */
 
 /**
@@ -133,6 +134,11 @@ export function createApi (getToken) {
         if (isAbort(err)) throw err
         throw new NetworkError(err)
       }
+    },
+
+    /** GET a resource whose body the caller reads (a stream). */
+    async response (path, options) {
+      return await send(path, options)
     },
 
     /** GET a body as a Blob (the NDJSON of an export: a download needs the token, so no plain link). */

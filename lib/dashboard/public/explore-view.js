@@ -43,6 +43,11 @@ const topValues = 10
  * quarter of the rows (bench/README.md, "Explore: first render").
  */
 const fieldsSample = 50_000
+/**
+ * Past this many events an export is streamed to a file instead of held in memory as a Blob
+ * (about 50 MB of NDJSON at 500 bytes an event).
+ */
+const blobMaxEvents = 100_000
 /** Live mode's histogram, sidebar and backfill cover this much time before the tail (ms). */
 const liveSpan = '15m'
 
@@ -92,6 +97,8 @@ export class Explore {
   /** @type {string | null} */
   #cursor = null
   #live = false
+  /** Matching events over the range (/stats totals), for the export. */
+  #hits = 0
   /** Live mode's events (null in a range). @type {LiveFeed | null} */
   #feed = null
 
@@ -142,6 +149,7 @@ export class Explore {
     }) : null
     this.#cursor = null
     this.#range = readRange(state)
+    this.#hits = 0
     const withDate = !this.#live && rangeSpanMs(state) >= 86_400_000
     const q = state.q
     this.#table.reset(state.columns ?? this.#table.columns, { withDate })
@@ -224,25 +232,44 @@ export class Explore {
 
   /**
    * Downloads every event of the current search over the range as NDJSON (/export). The API
-   * wants the token in a header, so the page fetches the body and saves it from a blob: URL.
+   * wants the token in a header, so the page fetches the body and saves it from a blob: URL; past
+   * blobMaxEvents it streams the body into a file the user picks (File System Access API), or,
+   * where the browser has none, says how to fetch it with curl.
    */
   async export () {
     const { api, state } = this.#host
     const button = $('x-export', HTMLButtonElement)
+    const path = streamPath(state.stream, 'export', { ...this.#range, q: state.q })
+    const stamp = new Date().toISOString().slice(0, 19).replace(/[:T]/g, '-')
+    const name = `${state.stream}-${stamp}.ndjson`
+    /** @type {((options: object) => Promise<any>) | undefined} the File System Access API (Chromium) */
+    const savePicker = /** @type {any} */ (window).showSaveFilePicker
+    const big = this.#hits > blobMaxEvents
+    if (big && savePicker === undefined) {
+      setBanner(`${formatCount(this.#hits)} events are too many to export in this browser: narrow the search or the range, or run ` +
+        `curl -H "Authorization: Bearer $SLUICE_TOKEN" "${location.origin}${path}" > ${name}`, 'warn')
+      return
+    }
     button.disabled = true
     const label = button.textContent
     button.textContent = 'Exporting…'
     try {
-      const blob = await api.blob(streamPath(state.stream, 'export', { ...this.#range, q: state.q }), { accept: 'application/x-ndjson' })
+      if (big && savePicker !== undefined) {
+        // Streamed to a file the user picks: memory stays flat however many events there are.
+        const file = await savePicker.call(window, { suggestedName: name, types: [{ description: 'NDJSON', accept: { 'application/x-ndjson': ['.ndjson'] } }] })
+        const res = await api.response(path, { accept: 'application/x-ndjson' })
+        if (res.body !== null) await res.body.pipeTo(await file.createWritable())
+        return
+      }
+      const blob = await api.blob(path, { accept: 'application/x-ndjson' })
       const url = URL.createObjectURL(blob)
-      const stamp = new Date().toISOString().slice(0, 19).replace(/[:T]/g, '-')
-      const link = el('a', { href: url, download: `${state.stream}-${stamp}.ndjson`, hidden: true })
+      const link = el('a', { href: url, download: name, hidden: true })
       document.body.append(link)
       link.click()
       link.remove()
       setTimeout(() => URL.revokeObjectURL(url), 60_000)
     } catch (err) {
-      this.#host.handleFailure(err, () => void this.export())
+      if (!(err instanceof DOMException && err.name === 'AbortError')) this.#host.handleFailure(err, () => void this.export())
     } finally {
       button.disabled = false
       button.textContent = label
@@ -271,6 +298,7 @@ export class Explore {
   #showStats (stats) {
     this.#histogram.update(stats, this.#host.state.by)
     const grouped = this.#host.state.by
+    this.#hits = stats.totals.count
     $('x-hits').textContent = `${formatCount(stats.totals.count)} hits`
     $('x-grouped').textContent = `by ${grouped}`
   }
