@@ -123,7 +123,8 @@ export class Explore {
       onClose: () => { host.state.context = null; host.writeHash() },
       onFilter: (name, value, exclude) => { this.#context.close(); this.#filter(name, value, exclude) },
     })
-    this.#suggestions = new SearchSuggestions($('q', HTMLInputElement), $('q-suggest'), () => this.#sidebar.fields)
+    // Suggestions come from Explore's last /fields answer: in the panels there is none to offer.
+    this.#suggestions = new SearchSuggestions($('q', HTMLInputElement), $('q-suggest'), () => ($('explore-view').hidden ? [] : this.#sidebar.fields))
     $('x-load-more').addEventListener('click', () => void this.loadMore())
     $('x-pause').addEventListener('click', () => this.togglePause())
     $('x-export').addEventListener('click', () => void this.export())
