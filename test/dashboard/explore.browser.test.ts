@@ -216,6 +216,21 @@ t.test('Explore in Chromium', { skip }, async (t: Test) => {
     t.equal(await page.locator('#x-table tbody tr.event').count(), big.length, 'a numeric comparison on an attribute')
   })
 
+  await t.test('markup in events is shown as text', async (t) => {
+    const hostile: AppLog = { service: 'checkout', host: '<b>web-9</b>', ts: Date.now() - 30_000, level: SeverityNumber.ERROR, body: '<img src=x id=pwned onerror="document.title=1">', attributes: { '<i>key</i>': '<script>alert(1)</script>' } }
+    logs.push(hostile)
+    await sendWithSdk([hostile])
+    await search('"img src=x"')
+    const row = page.locator('#x-table tbody tr.event').first()
+    t.equal(await row.locator('td.c-message').textContent(), hostile.body, 'the message as text')
+    await row.click()
+    await page.locator('#x-table .x-pair[data-field="<i>key</i>"]').waitFor()
+    await page.click('.x-field[data-field="host"] .x-field-name')
+    t.equal(await page.locator('.x-field[data-field="host"] .x-value .x-value-text').first().textContent(), '<b>web-9</b>', 'a value in the sidebar as text')
+    t.equal(await page.locator('#pwned, #x-table img, #x-table script, #x-fields i, #x-fields b').count(), 0, 'no element made from the data')
+    t.not(await page.title(), '1', 'no handler ran')
+  })
+
   await t.test('a sidebar value filters for it; another click excludes it', async (t) => {
     await search('')
     const cart = page.locator('.x-field[data-field="service"] .x-value[data-value="cart"]')
