@@ -169,6 +169,7 @@ export class Explore {
     // so a slow /fields or /stats over a long range holds back only its own part.
     /** @param {string} name */
     const mark = (name) => { if (!signal.aborted) performance.mark(`explore:${name}`) }
+    for (const name of ['fields', 'histogram', 'events', 'rendered']) performance.clearMarks(`explore:${name}`)
     const [fields, stats, events] = await Promise.allSettled([
       api.get(streamPath(state.stream, 'fields', { ...this.#range, q, top: topValues, sample: fieldsSample }), { signal })
         .then((/** @type {FieldsAnswer} */ answer) => { if (!signal.aborted) { this.#sidebar.update(answer, this.#sidebarContext()); mark('fields') } }),
