@@ -81,6 +81,19 @@ export function levelOfSeverityNumber (value: number): number {
   return Math.floor((value - 1) / 4)
 }
 
+/** A level from a syslog severity (0-7) alone; -1 otherwise. */
+export function levelOfSyslogSeverity (value: number): number {
+  return value >= 0 && value <= 7 ? levelOfNumber(value) : -1
+}
+
+/**
+ * A level from a number by the key's numbering (fields.ts levelNumberingOf): 'level' the rule
+ * above (syslog 0-7, pino 10+), 'severityNumber' OpenTelemetry's 1-24, 'syslog' 0-7 only.
+ */
+export function levelOfNumberAs (value: number, numbering: 'level' | 'severityNumber' | 'syslog'): number {
+  return numbering === 'level' ? levelOfNumber(value) : numbering === 'severityNumber' ? levelOfSeverityNumber(value) : levelOfSyslogSeverity(value)
+}
+
 /**
  * A level from a protocol's severity text: a name as levelOfName reads it, also with
  * OpenTelemetry's step digit ("INFO2", "WARN3") or as SeverityNumber's enum name
@@ -94,12 +107,12 @@ export function levelOfSeverityText (text: string): number {
 }
 
 /** A level from a JSON value under a level key (a name, a number or a numeric string); -1 when none. */
-export function levelOf (value: unknown, severityNumber = false): number {
-  if (typeof value === 'number') return severityNumber ? levelOfSeverityNumber(value) : levelOfNumber(value)
+export function levelOf (value: unknown, numbering: 'level' | 'severityNumber' | 'syslog' = 'level'): number {
+  if (typeof value === 'number') return levelOfNumberAs(value, numbering)
   if (typeof value !== 'string') return -1
   const named = levelOfName(value)
   if (named >= 0 || !isNumericText(value)) return named
-  return severityNumber ? levelOfSeverityNumber(Number(value)) : levelOfNumber(Number(value))
+  return levelOfNumberAs(Number(value), numbering)
 }
 
 const numericText = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/

@@ -42,7 +42,8 @@
 //   The line scanner declines such lines (its own depth bound is this constant), so both paths
 //   agree.
 import type { EventRow } from './event-row.ts'
-import { eventFields, fieldCount, fieldOfKey, fMessage, severityNumberAliases } from './fields.ts'
+import { eventFields, fieldCount, fieldOfKey, fMessage, levelNumberingOf } from './fields.ts'
+import type { LevelNumbering } from './fields.ts'
 import { isNumericText, levelBytes, levelOf, levelOffsets } from './level.ts'
 import { EventRejection } from './rejection.ts'
 import { epochMsFromNumber, epochMsFromRfc3339 } from './time.ts'
@@ -79,16 +80,16 @@ function numberOf (value: unknown): number {
 
 /**
  * Validates a non-null value of field `field` by its rule and stores it in the row when valid.
- * `severityNumber`: a level is an OpenTelemetry severity number.
+ * `numbering`: how a level's number reads (the alias's: fields.ts levelNumberingOf).
  */
-function storeField (row: EventRow, field: number, value: unknown, bounds: TimeBounds, severityNumber = false): number {
+function storeField (row: EventRow, field: number, value: unknown, bounds: TimeBounds, numbering: LevelNumbering = 'level'): number {
   switch (eventFields[field].rule) {
     case 'string':
       if (typeof value !== 'string') return wrongType
       row.setText(field, value)
       return stored
     case 'level': {
-      const level = levelOf(value, severityNumber)
+      const level = levelOf(value, numbering)
       if (level < 0) return wrongType
       row.setSpan(field, levelBytes, levelOffsets[level], levelOffsets[level + 1])
       return stored
@@ -316,7 +317,7 @@ function mapAlias (row: EventRow, field: number, keys: readonly string[], object
     const spelt = v !== undefined
     if (!spelt && key.includes('.')) v = valueAtPath(object, key)
     if (v === undefined || v === null) continue
-    if (storeField(row, field, v, bounds, severityNumberAliases.has(key)) !== stored) continue
+    if (storeField(row, field, v, bounds, levelNumberingOf(key)) !== stored) continue
     if (spelt) used.add(key)
     return true
   }

@@ -185,7 +185,8 @@ const managementPaths: Json = {
   '/api/streams/{stream}/fields': {
     get: {
       operationId: 'getFields', tags: ['read'], security: pat, summary: 'The fields of the matching events, with counts and top values (PAT data:read; docs/api.md section 7.6)',
-      parameters: [stream, ...timeRange, queryParam('top', 'Top values per field, 1-50, default 5', { type: 'integer', minimum: 1, maximum: 50 })],
+      parameters: [stream, ...timeRange, queryParam('top', 'Top values per field, 1-50, default 5', { type: 'integer', minimum: 1, maximum: 50 }),
+        queryParam('sample', 'Events counted exactly, 1000-200000, default 200000; past it the counts are sampled', { type: 'integer', minimum: 1000, maximum: 200000 })],
       responses: { 200: ok('Fields', ref('Fields')), ...readErrors },
     },
   },
@@ -277,7 +278,7 @@ const elasticBulk = (operationId: string, withIndex: boolean): Json => {
     summary: 'Elasticsearch _bulk: action/document pairs to the ingest token\'s stream, answered in Elasticsearch\'s shape',
     parameters: withIndex ? [pathParam('index', 'Index name (ignored: the token names the stream)')] : [],
     requestBody: { required: true, content: { 'application/x-ndjson': { schema: { type: 'string' } }, 'application/json': { schema: { type: 'string' } } } },
-    responses: { 200: ok('`took`, `errors`, `items` with a status per document', bulkAnswer), ...pick(400, 401, 403, 413, 429, 503) },
+    responses: { 200: ok('`took`, `errors`, `items` with a status per document (all `429` when Sluice could not take the request now: nothing stored)', bulkAnswer), ...pick(400, 401, 403, 413, 429, 503) },
   })
   return { post: op('Post'), put: op('Put') }
 }
@@ -286,6 +287,18 @@ const elasticProbe = (operationId: string, summary: string, params: string[] = [
   operationId, tags: ['inputs'], security: ingestToken, summary,
   parameters: params.map((p) => pathParam(p, 'Path segment (ignored)')),
   responses: { 200: ok('Elasticsearch 8\'s answer shape', { type: 'object' }), ...pick(401, 403, 404) },
+})
+/** A `_cat` API: text columns, or JSON rows with format=json. */
+const elasticCat = (operationId: string, summary: string): Json => ({
+  operationId, tags: ['inputs'], security: ingestToken, summary,
+  parameters: [
+    { name: 'format', in: 'query', required: false, schema: { type: 'string', enum: ['json'] }, description: '`json`: an array of objects with string values; else text columns' },
+    { name: 'v', in: 'query', required: false, schema: { type: 'string' }, description: 'Present: a header line of column names' },
+  ],
+  responses: {
+    200: { description: 'Elasticsearch 8\'s `_cat` answer', content: { 'text/plain': { schema: { type: 'string' } }, 'application/json': { schema: { type: 'array', items: { type: 'object' } } } } },
+    ...pick(401, 403),
+  },
 })
 const setupObject = (kind: string, id: string): Json => ({
   get: elasticProbe(`elasticGet${id}`, `${kind}: exists, empty (so a shipper's setup step skips it)`, ['name']),
@@ -313,6 +326,8 @@ const inputPaths: Json = {
   '/api/elastic/_nodes/{a}': { get: elasticProbe('elasticNodes1', 'One node', ['a']) },
   '/api/elastic/_nodes/{a}/{b}': { get: elasticProbe('elasticNodes2', 'One node', ['a', 'b']) },
   '/api/elastic/_nodes/{a}/{b}/{c}': { get: elasticProbe('elasticNodes3', 'One node', ['a', 'b', 'c']) },
+  '/api/elastic/_cat/health': { get: elasticCat('elasticCatHealth', 'Cluster health as `_cat` columns (rsyslog resumes once it answers 2xx)') },
+  '/api/elastic/_cat/nodes': { get: elasticCat('elasticCatNodes', 'The one node as `_cat` columns') },
   '/api/elastic/_index_template/{name}': setupObject('Index template', 'IndexTemplate'),
   '/api/elastic/_component_template/{name}': setupObject('Component template', 'ComponentTemplate'),
   '/api/elastic/_template/{name}': setupObject('Legacy template', 'Template'),

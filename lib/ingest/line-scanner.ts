@@ -33,8 +33,9 @@
 // division (Clinger's fast path), anything longer by Number() on the token's text.
 import { Buffer } from 'node:buffer'
 import { EventRow } from '../events/event-row.ts'
-import { eventFields, fieldCount, fFilename, fMessage, format1Mask, mappedKeys, severityNumberAliases } from '../events/fields.ts'
-import { levelBytes, levelOffsets, levelOfNameBytes, levelOfNumber, levelOfSeverityNumber } from '../events/level.ts'
+import { eventFields, fieldCount, fFilename, fMessage, format1Mask, levelNumberingOf, mappedKeys } from '../events/fields.ts'
+import type { LevelNumbering } from '../events/fields.ts'
+import { levelBytes, levelOffsets, levelOfNameBytes, levelOfNumberAs } from '../events/level.ts'
 import {
   BACKSLASH, JsonLexer, LF, QUOTE, copyBytes, escOther, escSimple, escSurrogate, numberOf, sameBytes, skipBlank, skipSpace,
 } from '../events/json-lex.ts'
@@ -86,8 +87,8 @@ const aliasClassesOf: number[][] = eventFields.map((f, field) => [
  */
 const nestedOther = Uint8Array.from({ length: aliasBase + aliasKeys.length }, (_, cls) =>
   cls === kOther || cls === kLog || cls === kFilename || (cls >= aliasBase && aliasKeys[cls - aliasBase].field === fMessage) ? 1 : 0)
-/** Per alias class (from aliasBase): whether its numbers are OpenTelemetry severity numbers. */
-const aliasSeverity = aliasKeys.map((a) => severityNumberAliases.has(a.key))
+/** Per alias class (from aliasBase): how its level numbers read (OpenTelemetry's, syslog's 0-7, or the level rule). */
+const aliasNumbering: LevelNumbering[] = aliasKeys.map((a) => levelNumberingOf(a.key))
 
 // Field rules as small integers, per key class, for #storeField.
 const rString = 0
@@ -306,7 +307,7 @@ export class LineScanner extends JsonLexer {
             if (escapes === 0) this.row.setSpan(cls, src, start, end)
             else if (!this.#storeString(cls, src, start, end, escapes)) return readAgain
           } else if (type === tNumber && rule !== rString) {
-            if (!this.#storeNumber(cls, this.#numberRead ? this.#number : numberOf(src, start, end), false)) return readAgain
+            if (!this.#storeNumber(cls, this.#numberRead ? this.#number : numberOf(src, start, end), 'level')) return readAgain
           } else if (type === tString && rule === rTs && escapes === 0) {
             // An RFC 3339 ts; #storeField again for anything else (a numeric string).
             const ms = epochMsFromRfc3339Bytes(src, start, end)
@@ -418,7 +419,7 @@ export class LineScanner extends JsonLexer {
         if (type === tNull) {
           use = 1
         } else if ((filled & (1 << cls)) === 0) { // (a field the log object filled: this value goes to attrs)
-          if (this.#storeMember(line, cls, m, false)) {
+          if (this.#storeMember(line, cls, m, 'level')) {
             filled |= 1 << cls
             use = 1
           } else if (!format2) {
@@ -443,7 +444,7 @@ export class LineScanner extends JsonLexer {
         if (cls === field && format2) continue // filename in format 2 was read above
         const m = this.#find(cls)
         if (m < 0 || this.#valueType[m] === tNull) continue
-        if (!this.#storeMember(line, field, m, cls >= aliasBase && aliasSeverity[cls - aliasBase])) {
+        if (!this.#storeMember(line, field, m, cls >= aliasBase ? aliasNumbering[cls - aliasBase] : 'level')) {
           // A string that may be a numeric string: the reference path's to read.
           if (this.#valueType[m] === tString && ruleOf[field] !== rString) return false
           continue
@@ -631,28 +632,28 @@ export class LineScanner extends JsonLexer {
   }
 
   /** Stores member m's value as field `field`; false when it does not fit. */
-  #storeMember (line: Buffer, field: number, m: number, severityNumber: boolean): boolean {
+  #storeMember (line: Buffer, field: number, m: number, numbering: LevelNumbering): boolean {
     return this.#storeField(field, line, this.#valueType[m], this.#valueStart[m], this.#valueEnd[m],
-      this.#valueEscapes[m], this.#valueNumber[m], this.#valueRead[m] === 1, severityNumber)
+      this.#valueEscapes[m], this.#valueNumber[m], this.#valueRead[m] === 1, numbering)
   }
 
   /**
    * Validates a non-null value of field `cls` (normalize.ts's storeField) and stores it; false
-   * when invalid. `severityNumber`: a level is an OpenTelemetry severity number. Small, so that
+   * when invalid. `numbering`: how a level's number reads (fields.ts levelNumberingOf). Small, so that
    * it inlines into #members; the rarer cases are methods of their own.
    */
   #storeField (cls: number, src: Buffer, type: number, start: number, end: number, escapes: number,
-    number: number, read: boolean, severityNumber = false): boolean {
+    number: number, read: boolean, numbering: LevelNumbering = 'level'): boolean {
     if (ruleOf[cls] === rString) return type === tString && this.#storeString(cls, src, start, end, escapes)
-    if (type === tNumber) return this.#storeNumber(cls, read ? number : numberOf(src, start, end), severityNumber)
-    return type === tString && escapes === 0 && this.#storeText(cls, src, start, end, severityNumber)
+    if (type === tNumber) return this.#storeNumber(cls, read ? number : numberOf(src, start, end), numbering)
+    return type === tString && escapes === 0 && this.#storeText(cls, src, start, end, numbering)
   }
 
   /** A number for a numeric field (ts by magnitude, a level number, status, seconds, count). */
-  #storeNumber (cls: number, value: number, severityNumber: boolean): boolean {
+  #storeNumber (cls: number, value: number, numbering: LevelNumbering): boolean {
     const rule = ruleOf[cls]
     if (rule === rTs) return this.#storeTs(cls, epochMsFromNumber(value))
-    if (rule === rLevel) return this.#storeLevel(cls, severityNumber ? levelOfSeverityNumber(value) : levelOfNumber(value))
+    if (rule === rLevel) return this.#storeLevel(cls, levelOfNumberAs(value, numbering))
     if (rule === rStatus) {
       if (!Number.isInteger(value) || value < 100 || value > 599) return false
     } else if (rule === rSeconds) {
@@ -665,7 +666,7 @@ export class LineScanner extends JsonLexer {
   }
 
   /** Text (no escapes) for a numeric field: RFC 3339 for ts, a name for a level, else a numeric string. */
-  #storeText (cls: number, src: Buffer, start: number, end: number, severityNumber: boolean): boolean {
+  #storeText (cls: number, src: Buffer, start: number, end: number, numbering: LevelNumbering): boolean {
     const rule = ruleOf[cls]
     if (rule === rTs) {
       const ms = epochMsFromRfc3339Bytes(src, start, end)
@@ -675,7 +676,7 @@ export class LineScanner extends JsonLexer {
       if (level >= 0) return this.#storeLevel(cls, level)
     }
     const value = this.#numericString(src, start, end)
-    return !Number.isNaN(value) && this.#storeNumber(cls, value, severityNumber)
+    return !Number.isNaN(value) && this.#storeNumber(cls, value, numbering)
   }
 
   #storeTs (cls: number, ms: number): boolean {

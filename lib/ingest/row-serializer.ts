@@ -211,16 +211,19 @@ export function readEventRows (rows: ArrayBuffer | Uint8Array): Array<Array<stri
   const need = (count: number): void => {
     if (at + count > bytes.length) throw new RangeError(`RowBinary ends inside a row at byte ${at}`)
   }
-  const string = (): string => {
-    let length = 0
+  const varUInt = (): number => {
+    let value = 0
     let scale = 1
     for (;;) {
       need(1)
       const byte = bytes[at++]
-      length += (byte & 0x7f) * scale
+      value += (byte & 0x7f) * scale
       scale *= 0x80
-      if ((byte & 0x80) === 0) break
+      if ((byte & 0x80) === 0) return value
     }
+  }
+  const string = (): string => {
+    const length = varUInt()
     need(length)
     const text = decoder.decode(bytes.subarray(at, at + length))
     at += length
@@ -239,17 +242,6 @@ export function readEventRows (rows: ArrayBuffer | Uint8Array): Array<Array<stri
   const uint16 = (): string => { need(2); at += 2; return String(view.getUint16(at - 2, true)) }
   const float64 = (): string => { need(8); at += 8; return String(view.getFloat64(at - 8, true)) }
   const uint32 = (): string => { need(4); at += 4; return String(view.getUint32(at - 4, true)) }
-  const varUInt = (): number => {
-    let value = 0
-    let scale = 1
-    for (;;) {
-      need(1)
-      const byte = bytes[at++]
-      value += (byte & 0x7f) * scale
-      scale *= 0x80
-      if ((byte & 0x80) === 0) return value
-    }
-  }
   // An Array(String) as the JSON text of its strings.
   const strings = (): string => JSON.stringify(Array.from({ length: varUInt() }, string))
   const out: Array<Array<string | null>> = []

@@ -8,7 +8,7 @@
 //   true/false, else `string`. Columns are listed first in the table's order, then attributes by
 //   count descending (at most maxAttributes); fields no event has are left out.
 // - Sampling: reading every attribute of 30 M events takes seconds, and a sidebar needs shapes,
-//   not exact counts. When the range holds more than sampleRows matching events (counted first,
+//   not exact counts. When the range holds more than sampleRows (or the request's `sample`) matching events (counted first,
 //   which reads only the filter's columns), the counts are taken over evenly spread slices of the
 //   range that hold about sampleRows events, scaled up to the whole range, and `sampled` is true.
 //   Slices, not every n-th row: ts is the sort key, so ClickHouse then reads only those slices'
@@ -20,10 +20,24 @@ import type { SqlFragment } from '../storage/sql.ts'
 import { eventFields, isStringField } from '../events/fields.ts'
 import type { AttrScope } from './attr-sql.ts'
 
-/** Events counted exactly; more are sampled. */
+const minuteMs = 60_000
+/** An unfiltered count over this much or more (ms) reads the minute rollup (countMatching). */
+const rollupCountMinRangeMs = 3_600_000
+/** Events counted exactly; more are sampled (the default and the most of `sample`). */
 export const sampleRows = 200_000
-/** Slices a sampled range is read in. */
+/**
+ * The least a caller may ask for (`sample`): the dashboard's sidebar asks for 50,000, which reads
+ * a quarter of the rows (bench/README.md, "Explore: first render").
+ */
+export const minSampleRows = 1000
+/** Slices a sampled range is read in, at most. */
 const sampleSlices = 48
+/**
+ * Events a slice holds at least: ClickHouse reads whole granules (8,192 rows), so a slice much
+ * smaller reads mostly rows it does not count. 48 slices of 1,000 events (sample=50,000) read
+ * about 800,000 rows; 12 of 4,000 about 150,000.
+ */
+const minSliceRows = 4096
 /** Attributes listed at most (the most frequent). */
 export const maxAttributes = 200
 export const defaultFieldsTop = 5
@@ -38,6 +52,10 @@ export interface FieldsParams {
   scope: AttrScope
   hiddenBefore: number
   top: number
+  /** false while a deleted stream of the same name may still have rows in the rollups: raw rows only. */
+  rollupsPurged?: boolean
+  /** Events counted exactly, more are sampled; default sampleRows. */
+  sampleRows?: number
 }
 
 export interface FieldInfo {
@@ -47,6 +65,8 @@ export interface FieldInfo {
   count: number
   top: Array<{ value: string | number, count: number }>
 }
+
+interface KeyRow { key: string, n: number, numbers: number, booleans: number, top: string[] }
 
 export interface FieldsResult {
   fields: FieldInfo[]
@@ -68,17 +88,19 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
   const base = sql`org_id = ${params.orgId} AND stream = ${params.stream}${hidden}`
   const filter = params.where === undefined ? sql`` : sql` AND (${params.where})`
   const inRange = sql`ts >= ${params.from} AND ts < ${params.to}`
-  const [{ n: total }] = await clickhouse.query<{ n: number }>(sql`SELECT count() AS n FROM events WHERE ${base} AND ${inRange}${filter}`)
+  const total = await countMatching(clickhouse, params, base, inRange, filter)
   if (total === 0) return { fields: [], sampled: false, total: 0 }
   let where = sql`${base} AND ${inRange}${filter}`
   let scale = 1
-  if (total > sampleRows) {
-    const fraction = sampleRows / total
+  const sample = params.sampleRows ?? sampleRows
+  if (total > sample) {
+    const fraction = sample / total
     const span = params.to - params.from
-    const sliceMs = Math.max(1, Math.floor(span * fraction / sampleSlices))
+    const sliceCount = Math.max(1, Math.min(sampleSlices, Math.floor(sample / minSliceRows)))
+    const sliceMs = Math.max(1, Math.floor(span * fraction / sliceCount))
     const slices: SqlFragment[] = []
-    for (let k = 0; k < sampleSlices; k++) {
-      const start = params.from + Math.floor((span * (k + 0.5)) / sampleSlices - sliceMs / 2)
+    for (let k = 0; k < sliceCount; k++) {
+      const start = params.from + Math.floor((span * (k + 0.5)) / sliceCount - sliceMs / 2)
       slices.push(sql`(ts >= ${start} AND ts < ${start + sliceMs})`)
     }
     where = sql`${base} AND (${joinSql(slices, ' OR ')})${filter}`
@@ -86,32 +108,45 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
     scale = read > 0 ? total / read : 1
   }
   const top = params.top
-  // Columns: count and top values of each, in one pass.
-  const columnSelect = listedColumns.map((c, i) => {
-    const col = rawSql(c.column)
-    return sql`count(${col}) AS n_${rawSql(String(i))}, topK(${top})(${c.numeric ? sql`toString(${col})` : col}) AS top_${rawSql(String(i))}`
-  })
-  const columnRow = (await clickhouse.query<Record<string, number | string[]>>(sql`SELECT ${joinSql(columnSelect, ', ')} FROM events WHERE ${where}`))[0]
-  // Attributes: counts per key, then the top values of the listed keys with exact counts.
-  const keyRows = await clickhouse.query<{ key: string, n: number, numbers: number, booleans: number }>(sql`
-    SELECT key, count() AS n, countIf(isNotNull(toFloat64OrNull(value))) AS numbers, countIf(value IN ('true', 'false')) AS booleans
-    FROM events ARRAY JOIN attr_keys AS key, attr_values AS value
-    WHERE ${where}
-    GROUP BY key ORDER BY n DESC, key LIMIT ${maxAttributes}`)
-  const valueRows = keyRows.length === 0 ? [] : await clickhouse.query<{ key: string, value: string, n: number }>(sql`
-    SELECT key, value, count() AS n
-    FROM events ARRAY JOIN attr_keys AS key, attr_values AS value
-    WHERE ${where} AND key IN (${joinSql(keyRows.map((r) => sql`${r.key}`), ', ')})
-    GROUP BY key, value ORDER BY key, n DESC, value LIMIT ${top} BY key`)
-  const topByKey = new Map<string, Array<{ value: string, count: number }>>()
-  for (const r of valueRows) {
-    const list = topByKey.get(r.key) ?? []
-    list.push({ value: r.value, count: Math.round(r.n * scale) })
-    topByKey.set(r.key, list)
+  // Columns and attributes are independent: two chains of queries, side by side (as /stats runs
+  // its parts), each query on one thread (the read's max_threads).
+  const columnsChain = async (): Promise<[Record<string, number | string[]>, Array<Map<string, number>>]> => {
+    // Count and top values of each column in one pass, then the exact counts of those values.
+    const columnSelect = listedColumns.map((c, i) => {
+      const col = rawSql(c.column)
+      return sql`count(${col}) AS n_${rawSql(String(i))}, topK(${top})(${c.numeric ? sql`toString(${col})` : col}) AS top_${rawSql(String(i))}`
+    })
+    const row = (await clickhouse.query<Record<string, number | string[]>>(sql`SELECT ${joinSql(columnSelect, ', ')} FROM events WHERE ${where}`))[0]
+    return [row, await columnValueCounts(clickhouse, where, listedColumns.map((_, i) => row[`top_${i}`] as string[]))]
   }
-  // The columns' top values were found by topK (approximate ranks); their exact counts:
+  const attributesChain = async (): Promise<[KeyRow[], Map<string, Array<{ value: string, count: number }>>]> => {
+    // Counts, types and top values (topK: approximate ranks, as for the columns) per key in one
+    // pass, then the exact counts of those values. Grouping every (key, value) pair instead built
+    // a hash of about a million pairs over the 200,000 sampled rows of 30 M events: 0.8 s.
+    const keyRows = await clickhouse.query<KeyRow>(sql`
+      SELECT key, count() AS n, countIf(isNotNull(toFloat64OrNull(value))) AS numbers, countIf(value IN ('true', 'false')) AS booleans,
+        topK(${top})(value) AS top
+      FROM events ARRAY JOIN attr_keys AS key, attr_values AS value
+      WHERE ${where}
+      GROUP BY key ORDER BY n DESC, key LIMIT ${maxAttributes}`)
+    const pairs = keyRows.flatMap((r) => r.top.map((value) => sql`(${r.key}, ${value})`))
+    const valueRows = pairs.length === 0 ? [] : await clickhouse.query<{ key: string, value: string, n: number }>(sql`
+      SELECT key, value, count() AS n
+      FROM events ARRAY JOIN attr_keys AS key, attr_values AS value
+      WHERE ${where} AND (key, value) IN (${joinSql(pairs, ', ')})
+      GROUP BY key, value`)
+    const topByKey = new Map<string, Array<{ value: string, count: number }>>()
+    for (const r of valueRows) {
+      const list = topByKey.get(r.key) ?? []
+      list.push({ value: r.value, count: Math.round(Number(r.n) * scale) })
+      topByKey.set(r.key, list)
+    }
+    // Count descending, ties by value as ClickHouse orders strings (by their UTF-8 bytes).
+    for (const list of topByKey.values()) list.sort((a, b) => b.count - a.count || Buffer.compare(Buffer.from(a.value), Buffer.from(b.value)))
+    return [keyRows, topByKey]
+  }
+  const [[columnRow, valueCounts], [keyRows, topByKey]] = await Promise.all([columnsChain(), attributesChain()])
   const columnTops = listedColumns.map((_, i) => columnRow[`top_${i}`] as string[])
-  const valueCounts = await columnValueCounts(clickhouse, where, columnTops)
   const fields: FieldInfo[] = []
   listedColumns.forEach((c, i) => {
     const n = Number(columnRow[`n_${i}`])
@@ -128,16 +163,45 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
   return { fields, sampled: scale !== 1, total }
 }
 
-/** Exact counts of the listed values of each column, in one pass (a countIf per value). */
+/**
+ * The number of matching events over the range. Without q over an hour or more it comes from the
+ * minute rollup (events_1m: every event of the stream, since migration 3) for the whole minutes of
+ * the range, plus raw rows for the partial minutes at either end: over 30 M events a count of the
+ * range read 240 MB of ts for a second, the rollup a few thousand rows in milliseconds
+ * (bench/README.md, "Explore: first render").
+ */
+async function countMatching (clickhouse: ClickHouse, params: FieldsParams, base: SqlFragment, inRange: SqlFragment, filter: SqlFragment): Promise<number> {
+  const unfiltered = (params.where === undefined || params.where.text.trim() === '1') && params.hiddenBefore === 0 && params.rollupsPurged === true
+  if (!unfiltered || params.to - params.from < rollupCountMinRangeMs) {
+    const [{ n }] = await clickhouse.query<{ n: number }>(sql`SELECT count() AS n FROM events WHERE ${base} AND ${inRange}${filter}`)
+    return Number(n)
+  }
+  const first = Math.ceil(params.from / minuteMs) * minuteMs
+  const end = Math.floor(params.to / minuteMs) * minuteMs
+  const [[{ n: whole }], [{ n: edges }]] = await Promise.all([
+    clickhouse.query<{ n: number }>(sql`SELECT sum(n) AS n FROM events_1m
+      WHERE org_id = ${params.orgId} AND stream = ${params.stream} AND minute_ts >= ${first} AND minute_ts < ${end}`),
+    clickhouse.query<{ n: number }>(sql`SELECT count() AS n FROM events
+      WHERE ${base} AND ((ts >= ${params.from} AND ts < ${first}) OR (ts >= ${end} AND ts < ${params.to}))`),
+  ])
+  return Number(whole) + Number(edges)
+}
+
+/**
+ * Exact counts of the listed values of each column: per column the rows holding one of them,
+ * grouped (one UNION ALL). A countIf per value and column in one pass compared every value with
+ * every row: 1.1 s over the 200,000 sampled rows of 30 M events, this 0.3 s.
+ */
 async function columnValueCounts (clickhouse: ClickHouse, where: SqlFragment, tops: string[][]): Promise<Array<Map<string, number>>> {
-  const parts = listedColumns.flatMap((c, i) => tops[i].map((value, k) => ({ i, k, c, value })))
-  if (parts.length === 0) return listedColumns.map(() => new Map())
-  const select = parts.map(({ i, k, c, value }) => {
+  const parts = listedColumns.flatMap((c, i) => {
+    if (tops[i].length === 0) return []
     const text = c.numeric ? sql`toString(${rawSql(c.column)})` : rawSql(c.column)
-    return sql`countIf(ifNull(${text} = ${value}, 0)) AS c_${rawSql(`${i}_${k}`)}`
+    return [sql`SELECT ${rawSql(String(i))} AS i, assumeNotNull(${text}) AS v, count() AS n FROM events
+      WHERE ${where} AND ${text} IN (${joinSql(tops[i].map((value) => sql`${value}`), ', ')}) GROUP BY v`]
   })
-  const row = (await clickhouse.query<Record<string, number>>(sql`SELECT ${joinSql(select, ', ')} FROM events WHERE ${where}`))[0]
   const out = listedColumns.map(() => new Map<string, number>())
-  for (const { i, k, value } of parts) out[i].set(value, Number(row[`c_${i}_${k}`]))
+  if (parts.length === 0) return out
+  const rows = await clickhouse.query<{ i: number, v: string, n: number }>(joinSql(parts, ' UNION ALL '))
+  for (const row of rows) out[Number(row.i)].set(row.v, Number(row.n))
   return out
 }

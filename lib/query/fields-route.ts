@@ -5,7 +5,7 @@ import { sendSerialized, serializeFields } from '../http/serializers.ts'
 import { readRequest } from './read-request.ts'
 import type { ReadDeps } from './read-request.ts'
 import { integerParam } from '../http/query-params.ts'
-import { defaultFieldsTop, maxFieldsTop, queryFields } from './fields-query.ts'
+import { defaultFieldsTop, maxFieldsTop, minSampleRows, queryFields, sampleRows } from './fields-query.ts'
 
 export function registerFieldsRoute (router: Router, deps: ReadDeps): void {
   const { clickhouse, reads } = deps
@@ -20,6 +20,8 @@ export function registerFieldsRoute (router: Router, deps: ReadDeps): void {
       scope: read.scope,
       hiddenBefore: read.hiddenBefore,
       top: integerParam(read.params, 'top', 1, maxFieldsTop, defaultFieldsTop),
+      rollupsPurged: deps.accounts.store.rollupsPurged(read.orgId, read.stream.name),
+      sampleRows: integerParam(read.params, 'sample', minSampleRows, sampleRows, sampleRows),
     }))
     sendSerialized(ctx, 200, serializeFields, result)
   })

@@ -40,6 +40,11 @@ export const sourceBucketMs: Readonly<Record<StatsSource, number>> = {
  * step chooseStep picks for 60-70 min ranges becomes 1 min there.
  */
 export const rawMaxRangeMs = hour
+/**
+ * 1 day: by=level over this or more (without q) is counted from the hourly levels rollup at whole
+ * hours (24 points or more); shorter ranges scan raw rows at their finer steps.
+ */
+export const levelRollupMinRangeMs = day
 /** 3 days: up to 4,320 minute rows per stream; beyond, the hourly table (24 rows a day). */
 export const minuteMaxRangeMs = 3 * day
 /** The most series points one request may ask for; Prometheus draws the same line at 11,000. */
@@ -119,6 +124,8 @@ export interface StatsPlan {
   filter: SqlFragment | null
   /** Raw rows received at or before this (ms) are not read; 0: none. */
   hiddenBefore: number
+  /** `by` groups come from the hourly levels rollup (by=level, no q, a day or more; see below). */
+  groupsFromRollup: boolean
 }
 
 function isWholeMs (value: number): boolean {
@@ -146,7 +153,10 @@ export function planStats (params: StatsParams): StatsPlan {
     throw new TypeError(`source ${source} cannot apply a filter`)
   }
 
-  const bucket = sourceBucketMs[source]
+  // by=level over a day or more without q: the groups come from the hourly levels rollup, so the
+  // step is whole hours (24 points or more). Shorter ranges keep their finer steps from raw rows.
+  const groupsFromRollup = params.by?.isLevel === true && source !== 'events' && to - from >= levelRollupMinRangeMs
+  const bucket = groupsFromRollup ? Math.max(hour, sourceBucketMs[source]) : sourceBucketMs[source]
   const stepMs = Math.ceil(requestedStep / bucket) * bucket
   const alignedFrom = Math.floor(from / stepMs) * stepMs
   const alignedTo = Math.ceil(to / stepMs) * stepMs
@@ -154,5 +164,5 @@ export function planStats (params: StatsParams): StatsPlan {
   if (points > maxPoints) {
     throw new SluiceError('invalid_query', `step ${stepMs} ms gives ${points} points over this range; at most ${maxPoints}: use a larger step`)
   }
-  return { orgId: params.orgId, stream: params.stream, source, from: alignedFrom, to: alignedTo, stepMs, topN, filter, hiddenBefore: params.hiddenBefore ?? 0 }
+  return { orgId: params.orgId, stream: params.stream, source, from: alignedFrom, to: alignedTo, stepMs, topN, filter, hiddenBefore: params.hiddenBefore ?? 0, groupsFromRollup }
 }

@@ -27,7 +27,7 @@ export function registerStatsRoute (router: Router, deps: ReadDeps): void {
       topN: integerParam(read.params, 'top', 1, maxTopN, defaultTopN),
       hiddenBefore: read.hiddenBefore,
       rollupsPurged: deps.accounts.store.rollupsPurged(read.orgId, read.stream.name),
-      by: by === undefined ? undefined : { text: fieldTextSql(by, read.scope), present: fieldPresentSql(by, read.scope) },
+      by: by === undefined ? undefined : { text: fieldTextSql(by, read.scope), present: fieldPresentSql(by, read.scope), isLevel: by.kind === 'column' && by.name === 'level' },
     }))
     sendSerialized(ctx, 200, serializeStats, result)
   })

@@ -48,7 +48,7 @@ t.test('every alias fills its column, spelt as a key and (dotted) as nested obje
   for (const field of eventFields) {
     const [value, column] = samples[field.name]
     for (const alias of field.aliases) {
-      const sent = alias === 'severityNumber' || alias === 'severity_number' ? 13 : value
+      const sent = alias === 'severityNumber' || alias === 'severity_number' ? 13 : alias === 'priority' ? 'warning' : value
       const flat = stored({ [alias]: sent })
       t.equal(flat[field.name], column, `${alias} -> ${field.name}`)
       t.equal(flat.attrs, '{}', `${alias}: used, so not in attrs`)
@@ -131,4 +131,18 @@ t.test('level: names, syslog and pino numbers, OpenTelemetry severity numbers', 
   t.match(stored({ level: 'loud', severity: 'err' }), { level: 'error', attrs: '{"level":"loud"}' }, 'then the aliases')
   t.equal(stored({ levelname: 'WARNING' }).level, 'warn', 'Python logging')
   t.equal(stored({ log: JSON.stringify({ level: 50, msg: 'x' }) }).level, 'error', 'in a JSON log')
+})
+
+t.test('rsyslog\'s default JSON (StdJSONFmt): fromhost, priority and timereported fill host, level and ts', async (t) => {
+  // rsyslog 8.2302's template, verbatim in shape: priority is %syslogpriority-text%, a severity name.
+  const line = { message: ' disk full', fromhost: 'web-7', facility: 'daemon', priority: 'crit', timereported: '2025-11-21T11:00:00.123456+01:00', timegenerated: '2025-11-21T10:00:01.5+00:00' }
+  t.match(stored(line), { message: ' disk full', host: 'web-7', level: 'fatal', ts: Date.UTC(2025, 10, 21, 10, 0, 0, 123) })
+  t.strictSame(JSON.parse(stored(line).attrs as string), { facility: 'daemon', timegenerated: '2025-11-21T10:00:01.5+00:00' })
+  const names: Array<[string, string]> = [['emerg', 'fatal'], ['alert', 'fatal'], ['crit', 'fatal'], ['err', 'error'], ['warning', 'warn'], ['notice', 'info'], ['info', 'info'], ['debug', 'debug']]
+  for (const [name, want] of names) t.equal(stored({ priority: name }).level, want, `priority ${name}`)
+  // %syslogpriority% is the severity 0-7 (not the PRI): beyond 7 a priority is no level.
+  const numbers: Array<[unknown, string | null]> = [[0, 'fatal'], [3, 'error'], [4, 'warn'], ['6', 'info'], [7, 'debug'], [8, null], [14, null], [30, null]]
+  for (const [n, want] of numbers) t.equal(stored({ priority: n }).level, want, `priority ${JSON.stringify(n)}`)
+  t.match(stored({ priority: 14 }), { level: null, attrs: '{"priority":14}' }, 'kept in attrs')
+  t.match(stored({ severity: 'info', priority: 'crit' }), { level: 'info' }, 'severity before priority')
 })

@@ -618,6 +618,9 @@ async function setUp (t: Test): Promise<{ server: TestServer, tokens: Tokens }> 
     server: { headersTimeoutMs: 1500, requestTimeoutMs: 8000 },
     ingest: { maxRawBytes, maxDecodedBytes },
     limits: { requestsPerMinute: 1_000_000, concurrentRequests: 64 },
+    // The corpus sends `concurrency` requests at once, reads among them: each read is answered
+    // for what it is, not refused for the org's read slots (that limit has its own test).
+    query: { maxConcurrentPerOrg: concurrency },
   })
   const corpus = await createIngestTarget(server, 'corpus')
   const bombs = await createIngestTarget(server, 'bombs')

@@ -278,6 +278,8 @@ t.test('the shapes shippers send are taken, not declined', async (t) => {
     '{"@timestamp":"2025-11-21T11:59:00.123Z","message":"GET /x","log.level":"info","service.name":"api"}', // ECS, flattened
     '{"time":"2025-11-21T11:59:00+00:00","remote_addr":"10.0.0.1","request_method":"GET","uri":"/x","status":"200","body_bytes_sent":"512","request_time":"0.012","http_user_agent":"curl/8"}', // nginx JSON log_format
     '{"severity_text":"ERROR","severityNumber":17,"body":"boom","timestamp":"1763726340123456789"}', // OpenTelemetry-shaped
+    '{"message":" disk full","fromhost":"web-7","facility":"daemon","priority":"crit","timereported":"2025-11-21T11:59:00.123456+00:00","timegenerated":"2025-11-21T11:59:00.2+00:00"}', // rsyslog StdJSONFmt
+    '{"priority":14,"msg":"a ticket\'s priority, no level"}',
     '{"log":"<html> \\u003cb\\u003e caf\\u00e9","filename":"/var/log/app.log"}',
     '{"message":"hello","level":"info","kubernetes":{"pod_name":"api-1","labels":{"app":"api"}},"tags":["a","b"]}',
     '{"host":"a","path":"/p","extra":null,"n":1.5,"big":1e3,"ok":true}',

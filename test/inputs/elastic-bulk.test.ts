@@ -1,12 +1,14 @@
 // The Elasticsearch bulk API over raw HTTP against a real server and ClickHouse: item statuses for
 // good, invalid, update and delete items, pairing across worker tasks, bodies refused whole, gzip,
-// content types, API keys, 429 with Retry-After, and the stored rows.
+// content types, API keys, per-item 429s (admission, storage) with Retry-After, and the stored rows.
 import t from 'tap'
 import { gzipSync } from 'node:zlib'
 import { request } from 'undici'
 import { startServer } from '../helpers/server.ts'
 import type { TestServer } from '../helpers/server.ts'
 import { createIngestTarget, storedEvents } from '../helpers/ingest.ts'
+import { startTcpProxy } from '../helpers/tcp-proxy.ts'
+import { clickhouseUrl } from '../helpers/clickhouse.ts'
 import type { IngestTarget } from '../helpers/ingest.ts'
 
 let s: TestServer
@@ -28,7 +30,7 @@ async function bulk (tgt: IngestTarget, body: string | Buffer, headers: Record<s
 
 const ndjson = (lines: unknown[]): string => lines.map((l) => typeof l === 'string' ? l : JSON.stringify(l)).join('\n') + '\n'
 
-t.test('index and create items are stored and answered 201 in Elasticsearch\'s shape', async (t) => {
+t.test('index and create items are stored and answered 201, each as compactly as clients read it', async (t) => {
   const tgt = await createIngestTarget(s, 'bulk-ok')
   const now = Date.now()
   const r = await bulk(tgt, ndjson([
@@ -40,20 +42,31 @@ t.test('index and create items are stored and answered 201 in Elasticsearch\'s s
   t.equal(r.headers['x-elastic-product'], 'Elasticsearch')
   t.equal(r.body.errors, false)
   t.type(r.body.took, 'number')
-  t.equal(r.body.items.length, 3)
-  t.same(r.body.items.map((i: any) => Object.keys(i)[0]), ['index', 'create', 'index'])
-  const first = r.body.items[0].index
-  t.match(first, { _index: 'logs-a', _version: 1, result: 'created', status: 201, _shards: { total: 1, successful: 1, failed: 0 }, _seq_no: 0, _primary_term: 1 })
-  t.type(first._id, 'string')
-  t.equal(r.body.items[1].create._id, 'given-id')
-  t.equal(r.body.items[1].create._index, 'logs-b')
-  t.equal(r.body.items[2].index._index, 'url-index', 'an action without _index answers the path\'s index')
-  t.not(r.body.items[0].index._id, r.body.items[2].index._id, 'generated ids differ')
+  // A stored item is its action and status: what Fluent Bit, rsyslog, the Python and JS helpers,
+  // Filebeat and Logstash read of a success (issue 21: the full item overflowed Fluent Bit's buffer).
+  t.same(r.body.items, [{ index: { status: 201 } }, { create: { status: 201 } }, { index: { status: 201 } }])
+  const answerBytes = Number(r.headers['content-length'])
+  t.ok(answerBytes < 40 + 3 * 30, `about 26 bytes per stored item (${answerBytes} bytes for 3)`)
   const rows = await storedEvents(tgt)
   t.same(rows.map((e) => e.path).sort(), ['/a', '/b', '/c'])
   t.equal(rows.find((e) => e.path === '/b')!.status, 404)
   t.equal(rows.find((e) => e.path === '/a')!.host, 'web-1')
   t.notOk(rows.some((e) => e.attrs.includes('"index"') || e.attrs.includes('"create"')), 'no action line is stored')
+})
+
+t.test('the answer to a 13,000-record chunk fits Fluent Bit\'s default 512 KB read buffer (issue 21)', async (t) => {
+  // A tail chunk of 2 MB holds 6,000-13,000 records; the full Elasticsearch item (about 180
+  // bytes) made its answer 2.3 MB, which Fluent Bit could not read and re-sent forever.
+  const tgt = await createIngestTarget(s, 'bulk-chunk')
+  const lines: unknown[] = []
+  for (let i = 0; i < 13_000; i++) lines.push({ create: { _index: 'fluent-bit' } }, { log: `r${i}`, level: 'info' })
+  const r = await bulk(tgt, ndjson(lines))
+  t.equal(r.status, 200)
+  t.equal(r.body.errors, false)
+  t.equal(r.body.items.length, 13_000)
+  const bytes = Number(r.headers['content-length'])
+  t.ok(bytes < 512_000, `${bytes} bytes of answer`)
+  t.comment(`answer to 13,000 stored items: ${bytes} bytes (${(bytes / 13_000).toFixed(1)} per item)`)
 })
 
 t.test('invalid documents get a 400 item with errors true; delete and update are answered without changing anything', async (t) => {
@@ -102,7 +115,7 @@ t.test('actions and documents pair by line order across worker tasks', async (t)
   for (let i = 0; i < 60; i++) {
     const item = r.body.items[i]
     if (i % 7 === 3) t.equal(item.delete._id, `d${i}`)
-    else t.match(item.index, { _id: `id-${i}`, _index: `ix-${i % 3}`, status: 201 })
+    else t.same(item.index, { status: 201 })
   }
   t.equal((await storedEvents(tgt)).length, 60 - 9)
 })
@@ -211,21 +224,81 @@ t.test('a body of more items than its answer may list is a 413 and stores nothin
   t.equal((await storedEvents(tgt)).length, 250)
 })
 
-t.test('a refused request is a 429 with Retry-After and stores nothing', async (t) => {
-  const limited = await startServer(t, { limits: { requestsPerMinute: 1 } })
+t.test('a request refused by admission is answered item by item with 429s, Retry-After, and stores nothing', async (t) => {
+  const limited = await startServer(t, { limits: { requestsPerMinute: 2 } })
   const created = await limited.api('POST', '/api/streams', { body: { name: 'bulk-429' } })
   t.equal(created.status, 201)
   const token = (await limited.api('POST', '/api/streams/bulk-429/ingest-token', { body: {} })).body.token
-  const send = (path: string) => request(limited.url + '/api/elastic/_bulk', {
-    method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/x-ndjson' }, body: ndjson([{ index: {} }, { path }]),
+  const send = (body: string | Buffer, headers: Record<string, string> = {}) => request(limited.url + '/api/elastic/_bulk', {
+    method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/x-ndjson', ...headers }, body,
   })
-  const first = await send('/first')
+  const first = await send(ndjson([{ index: {} }, { path: '/first' }]))
   t.equal(first.statusCode, 200)
   await first.body.text()
-  const second = await send('/second')
-  t.equal(second.statusCode, 429)
-  t.ok(Number(second.headers['retry-after']) >= 1)
-  t.equal((await second.body.json() as any).error, 'rate_limited')
+  const second = await send(ndjson([{ index: {} }, { path: '/second' }]))
+  t.equal(second.statusCode, 200)
+  await second.body.text()
+
+  // Over the rate: a gzip body of every kind of action, blank lines included, one document long.
+  const refused = await send(gzipSync(ndjson([
+    { create: { _index: 'ix', _id: 'a-1' } }, { path: '/third', pad: 'x'.repeat(70_000) },
+    '',
+    { index: { _id: 7 } }, '', { path: '/fourth' },
+    { delete: { _id: 'd-1' } },
+    { update: { _id: 'u-1' } }, { doc: { path: '/u' } },
+  ])), { 'content-encoding': 'gzip' })
+  t.equal(refused.statusCode, 200, 'a 200 with per-item 429s, as Elasticsearch rejects documents')
+  t.ok(Number(refused.headers['retry-after']) >= 1, 'Retry-After')
+  t.equal(refused.headers['x-ratelimit-remaining'], '0')
+  const answer = await refused.body.json() as any
+  t.equal(answer.errors, true)
+  t.same(answer.items.map((i: any) => Object.keys(i)[0]), ['create', 'index', 'delete', 'update'])
+  const inner = answer.items.map((i: any) => Object.values(i)[0])
+  t.same(inner.map((i: any) => [i._index, i._id, i.status, i.error.type, i.error.sluice_code]), [
+    ['ix', 'a-1', 429, 'es_rejected_execution_exception', 'rate_limited'],
+    ['bulk-429', '7', 429, 'es_rejected_execution_exception', 'rate_limited'],
+    ['bulk-429', 'd-1', 429, 'es_rejected_execution_exception', 'rate_limited'],
+    ['bulk-429', 'u-1', 429, 'es_rejected_execution_exception', 'rate_limited'],
+  ])
+  t.same(inner.map((i: any) => i.error.line), [2, 6, 7, 9], 'each item names its document\'s line')
+  t.ok(inner.every((i: any) => i.error.reason.length > 0), 'a reason, which rsyslog\'s retry ruleset requires')
+
+  // A refused body that is no bulk body gets the answer it would get when admitted.
+  const malformed = await send(ndjson([{ path: '/not-an-action' }]))
+  t.equal(malformed.statusCode, 400)
+  t.equal((await malformed.body.json() as any).error, 'bad_request')
+  const orphan = await send(ndjson([{ index: {} }]))
+  t.equal(orphan.statusCode, 400)
+  await orphan.body.text()
+  // A content type the route does not read: the whole-request 429 stands (the retry gets its 400).
+  const plain = await send(ndjson([{ index: {} }, { path: '/x' }]), { 'content-type': 'text/plain' })
+  t.equal(plain.statusCode, 429)
+  t.ok(Number(plain.headers['retry-after']) >= 1)
+  t.equal((await plain.body.json() as any).error, 'rate_limited')
+
   const tgt = { server: limited, stream: 'bulk-429', token }
-  t.same((await storedEvents(tgt)).map((e) => e.path), ['/first'])
+  t.same((await storedEvents(tgt)).map((e) => e.path).sort(), ['/first', '/second'])
+  t.equal(limited.app.metrics.rejected.get({ reason: 'rate_limited' }), 4, 'each refusal counted')
+})
+
+t.test('storage unavailable: the items that would have been stored are 429s, failed ones keep their 400, nothing is stored', async (t) => {
+  const storage = await startTcpProxy(t, clickhouseUrl())
+  const stalled = await startServer(t, { clickhouse: { url: storage.url }, writer: { retryTimeoutMs: 1_000, attemptTimeoutMs: 500 } })
+  const tgt = await createIngestTarget(stalled, 'bulk-503')
+  const body = ndjson([{ index: {} }, { path: '/kept' }, { create: {} }, { status: 'x' }, { index: { _id: 'z' } }, { path: '/kept-2' }])
+  storage.down()
+  const res = await request(stalled.url + '/api/elastic/_bulk', { method: 'POST', headers: { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/x-ndjson' }, body })
+  t.equal(res.statusCode, 200)
+  t.ok(Number(res.headers['retry-after']) >= 1, 'Retry-After')
+  const answer = await res.body.json() as any
+  t.equal(answer.errors, true)
+  t.same(answer.items.map((i: any) => { const v: any = Object.values(i)[0]; return [v.status, v.error.sluice_code] }),
+    [[429, 'storage_unavailable'], [400, 'invalid_field'], [429, 'storage_unavailable']])
+  t.equal(answer.items[2].index._id, 'z')
+  storage.up()
+  t.same(await storedEvents(tgt), [], 'nothing stored')
+  const retried = await request(stalled.url + '/api/elastic/_bulk', { method: 'POST', headers: { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/x-ndjson' }, body })
+  const again = { body: await retried.body.json() as any }
+  t.same(again.body.items.map((i: any) => (Object.values(i)[0] as any).status), [201, 400, 201])
+  t.same((await storedEvents(tgt)).map((e) => e.path).sort(), ['/kept', '/kept-2'])
 })

@@ -56,6 +56,36 @@ t.test('the feature checks and health probes answer in Elasticsearch\'s shapes',
   }
 })
 
+t.test('_cat/health and _cat/nodes answer 2xx as Elasticsearch does: text columns, a header with v, JSON with format=json', async (t) => {
+  const text = async (method: string, path: string, headers: Record<string, string> = {}) => {
+    const res = await request(s.url + path, { method: method as 'GET', headers: { authorization: `Bearer ${tgt.token}`, ...headers } })
+    return { status: res.statusCode, headers: res.headers, body: await res.body.text() }
+  }
+  // rsyslog's omelasticsearch resumes after a 429 or 5xx only once this answers 2xx (issue 21).
+  const health = await text('GET', '/api/elastic/_cat/health')
+  t.equal(health.status, 200)
+  t.equal(health.headers['x-elastic-product'], 'Elasticsearch')
+  t.match(health.headers['content-type'], /^text\/plain/)
+  t.match(health.body, /^\d{10} \d\d:\d\d:\d\d sluice green 1 1 1 1 0 0 0 0 0 - 100\.0%\n$/)
+  const verbose = await text('GET', '/api/elastic/_cat/health?v')
+  const [header, row] = verbose.body.split('\n')
+  t.same(header.split(/ +/), ['epoch', 'timestamp', 'cluster', 'status', 'node.total', 'node.data', 'shards', 'pri', 'relo', 'init', 'unassign', 'unassign.pri', 'pending_tasks', 'max_task_wait_time', 'active_shards_percent'])
+  t.equal(header.indexOf('status'), row.indexOf('green'), 'columns aligned')
+  const json = await call('GET', '/api/elastic/_cat/health?format=json')
+  t.equal(json.status, 200)
+  t.match(json.body, [{ cluster: 'sluice', status: 'green', 'node.total': '1', epoch: /^\d+$/ }])
+  const head = await text('HEAD', '/api/elastic/_cat/health')
+  t.equal(head.status, 200)
+  t.equal(head.body, '', 'HEAD: no body')
+  const nodes = await call('GET', '/api/elastic/_cat/nodes?format=json')
+  t.equal(nodes.status, 200)
+  t.match(nodes.body, [{ name: 'sluice', master: '*', 'node.role': String }])
+  t.match((await text('GET', '/api/elastic/_cat/nodes')).body, /^- .* \* sluice\n$/)
+  const anonymous = await request(s.url + '/api/elastic/_cat/health')
+  t.equal(anonymous.statusCode, 401, 'an ingest token, as every route under /api/elastic')
+  await anonymous.body.text()
+})
+
 t.test('setup objects exist and a PUT is acknowledged', async (t) => {
   const json = { 'content-type': 'application/json' }
   for (const kind of ['_index_template', '_component_template', '_template', '_ilm/policy', '_ingest/pipeline']) {

@@ -187,6 +187,36 @@ t.test('protobuf: a full success is an empty ExportLogsServiceResponse; a partia
   t.ok(Math.abs(now.ts - Date.now()) < 60_000, 'no timestamp at all: the receive time')
 })
 
+t.test('an attribute `host` (Fluent Bit\'s record key) fills host; host.name wins over it; a non-string stays in attrs', async (t) => {
+  const tgt = await createIngestTarget(s, 'otel-host')
+  const ns = String(BigInt(Date.now()) * 1_000_000n)
+  const record = (body: string, attributes: Array<{ key: string, value: unknown }>) => ({ timeUnixNano: ns, body: { stringValue: body }, attributes })
+  const body = {
+    resourceLogs: [{
+      resource: { attributes: [{ key: 'host', value: { stringValue: 'from-resource' } }] },
+      scopeLogs: [{
+        logRecords: [
+          record('plain', [{ key: 'host', value: { stringValue: 'web-3' } }]),
+          record('both', [{ key: 'host', value: { stringValue: 'web-3' } }, { key: 'host.name', value: { stringValue: 'named' } }]),
+          record('resource', []),
+          record('number', [{ key: 'host', value: { intValue: '7' } }]),
+        ],
+      }],
+    }],
+  }
+  const r = await post('/v1/logs', JSON.stringify(body), { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/json' })
+  t.equal(r.status, 200)
+  const events = await storedEvents(tgt)
+  const by = (m: string) => events.find((e) => e.message === m)!
+  t.equal(by('plain').host, 'web-3')
+  t.equal(attrsOf(by('plain'))['attributes.host'], 'from-resource', 'the record\'s used; the resource\'s unused one kept')
+  t.equal(by('both').host, 'named', 'host.name first')
+  t.equal(attrsOf(by('both'))['attributes.host'], 'web-3')
+  t.equal(by('resource').host, 'from-resource', 'a resource attribute host, when the record has none')
+  t.equal(by('number').host, 'from-resource')
+  t.equal(attrsOf(by('number'))['attributes.host'], 7, 'a record host that is no string stays in attrs')
+})
+
 t.test('refusals: undecodable bodies, content types, tokens', async (t) => {
   const tgt = await createIngestTarget(s, 'otel-refusals')
   const auth = { authorization: `Bearer ${tgt.token}` }

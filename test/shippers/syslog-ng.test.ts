@@ -7,41 +7,15 @@ import t from 'tap'
 import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises'
-import { connect, createServer } from 'node:net'
-import type { AddressInfo } from 'node:net'
+import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { docBlock, startShipperRig, until } from './shipper-harness.ts'
 import { storedEvents } from '../helpers/ingest.ts'
+import { freePort, sendTcp, syslogLines } from './syslog-lines.ts'
 
 const binary = '/usr/sbin/syslog-ng'
 const installed = existsSync(binary) && existsSync('/usr/lib/syslog-ng/3.38/libhttp.so')
-
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return port
-}
-
-/** RFC 3164 lines `<14>Mmm dd hh:mm:ss web-7 app[42]: line i` for i in [first, first + count). */
-function syslogLines (first: number, count: number, at: Date): string {
-  const month = at.toLocaleString('en-US', { month: 'short', timeZone: 'UTC' })
-  const day = String(at.getUTCDate()).padStart(2, ' ')
-  const time = at.toISOString().slice(11, 19)
-  let out = ''
-  for (let i = first; i < first + count; i++) out += `<14>${month} ${day} ${time} web-7 app[42]: line ${i}\n`
-  return out
-}
-
-async function sendTcp (port: number, text: string): Promise<void> {
-  await new Promise<void>((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1', () => socket.end(text))
-    socket.on('error', reject)
-    socket.on('close', () => resolve())
-  })
-}
 
 t.test('syslog-ng http() with the documented config: every line once, through 429s, a storage outage and Sluice down', { skip: installed ? false : 'syslog-ng-core and syslog-ng-mod-http are not installed (apt-get install syslog-ng-core syslog-ng-mod-http)' }, async (t) => {
   const rig = await startShipperRig(t, 'syslog')

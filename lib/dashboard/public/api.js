@@ -14,8 +14,9 @@ export class ApiError extends Error {
    * @param {string} message
    * @param {string | null} requestId
    * @param {number | null} retryAfterS
+   * @param {number | null} [position] where a bad `q` goes wrong (invalid_query), a UTF-16 offset
    */
-  constructor (status, code, message, requestId, retryAfterS) {
+  constructor (status, code, message, requestId, retryAfterS, position = null) {
     super(message)
     this.name = 'ApiError'
     this.status = status
@@ -23,6 +24,7 @@ export class ApiError extends Error {
     this.requestId = requestId
     /** Seconds from Retry-After, or null. */
     this.retryAfterS = retryAfterS
+    this.position = position
   }
 
   /** The token is missing, unknown, expired or revoked: the user has to enter another. */
@@ -40,6 +42,9 @@ export class NetworkError extends Error {
   }
 }
 
+/** How many times get() tries a read again after 429 too_many_reads. */
+const busyRetries = 2
+
 /** @param {unknown} err */
 export const isAbort = (err) => typeof err === 'object' && err !== null && 'name' in err && err.name === 'AbortError'
 
@@ -54,6 +59,7 @@ async function toApiError (res) {
     body?.message ?? `${res.status} ${res.statusText}`,
     body?.request_id ?? res.headers.get('x-request-id'),
     Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : null,
+    typeof body?.position === 'number' ? body.position : null,
   )
 }
 
@@ -75,6 +81,8 @@ async function toApiError (res) {
  * @typedef {object} Api
  * @property {(path: string, options?: RequestOptions) => Promise<any>} get GET a JSON resource (the caller states its shape)
  * @property {(path: string, options: StreamOptions) => Promise<void>} stream
+ * @property {(path: string, options?: RequestOptions) => Promise<Blob>} blob GET a body whole (an export)
+ * @property {(path: string, options?: RequestOptions) => Promise<Response>} response GET a body to read as a stream (a big export)
  */
 
 /**
@@ -104,11 +112,40 @@ export function createApi (getToken) {
   }
 
   return {
-    /** GET a JSON resource. */
+    /**
+     * GET a JSON resource. A 429 too_many_reads (the org's reads are all running, often the ones
+     * a click just aborted, which the server counts until ClickHouse has stopped them) is tried
+     * again after Retry-After, twice, before it is the caller's.
+     */
     async get (path, options) {
-      const res = await send(path, options)
+      let res
+      for (let attempt = 0; ; attempt++) {
+        try {
+          res = await send(path, options)
+          break
+        } catch (err) {
+          if (!(err instanceof ApiError && err.code === 'too_many_reads' && attempt < busyRetries)) throw err
+          await sleep(Math.min(2000, (err.retryAfterS ?? 1) * 1000) * (0.5 + Math.random() * 0.5), options?.signal)
+        }
+      }
       try {
         return await res.json()
+      } catch (err) {
+        if (isAbort(err)) throw err
+        throw new NetworkError(err)
+      }
+    },
+
+    /** GET a resource whose body the caller reads (a stream). */
+    async response (path, options) {
+      return await send(path, options)
+    },
+
+    /** GET a body as a Blob (the NDJSON of an export: a download needs the token, so no plain link). */
+    async blob (path, options) {
+      const res = await send(path, options)
+      try {
+        return await res.blob()
       } catch (err) {
         if (isAbort(err)) throw err
         throw new NetworkError(err)

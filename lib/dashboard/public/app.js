@@ -1,8 +1,10 @@
 // @ts-check
 // The Sluice dashboard's wiring. State lives in one object (state.js); every change of stream,
-// range or search starts a new view with its own AbortController: Live (live-view.js) or a
-// historical range (history-view.js). This file connects the controls, the sign-in
-// (sign-in.js), the URL hash (url-state.js) and the one place where failures meet the user.
+// range or search starts a new view with its own AbortController: Explore (explore-view.js), or
+// the access-log panels, Live (live-view.js) or a historical range (history-view.js). Which one a
+// stream opens in follows its newest events (explore-columns.js isMostlyAccessLog) unless the URL
+// or a click says. This file connects the controls, the sign-in (sign-in.js), the URL hash
+// (url-state.js) and the one place where failures meet the user.
 import { ApiError, createApi, isAbort, NetworkError, sleep } from './api.js'
 import { $, $$, el, replaceChildren, show, targetOf } from './dom.js'
 import { addTerms, formatAgo, formatBytes, formatCount, toDateTimeLocal } from './format.js'
@@ -12,6 +14,9 @@ import { forgetToken, keepToken, showNoStreams, showScreen, showSignIn, showSign
 import { state, streamKey } from './state.js'
 import { retryDelayMs, setBanner, setConn, setLoading, showQueryError } from './status-bar.js'
 import { formatRange, readHash, writeHash } from './url-state.js'
+import { Explore, firstPagePath } from './explore-view.js'
+import { isMostlyAccessLog } from './explore-columns.js'
+import { streamPath } from './view-common.js'
 import { HistoryView } from './history-view.js'
 import { LiveView } from './live-view.js'
 
@@ -32,8 +37,11 @@ const topLists = new TopLists($('toplists'), applyFilterTerms)
 const table = new EventsTable($('events-body', HTMLTableSectionElement), (event) => detail.open(event))
 /** What the views may use of the app. @type {ViewHost} */
 const host = { api, state, charts, topLists, table, handleFailure, restart: () => startView(), applySearch, clearPanels }
-/** The running view. @type {LiveView | HistoryView | null} */
+const explore = new Explore({ api, state, handleFailure, restart: () => startView(), applySearch, zoomTo, writeHash: () => writeHash(state) })
+/** The running panels view (null in Explore). @type {LiveView | HistoryView | null} */
 let view = null
+/** The view each stream's newest events called for, this session. @type {Map<string, 'explore' | 'panels'>} */
+const detectedModes = new Map()
 
 // --- start -----------------------------------------------------------------------------------
 
@@ -56,12 +64,17 @@ function wireControls () {
     if (!customRange.hidden && !targetOf(e)?.closest('.range-wrap')) show(customRange, false)
   })
   $('search-form').addEventListener('submit', (e) => { e.preventDefault(); applySearch(qInput.value) })
-  qInput.addEventListener('search', () => { if (qInput.value === '') applySearch('') })
+  // The clear button (and Esc) of a search field: a new view without the search. Enter fires this
+  // event too, before the submit: deferred, it finds the submit has applied the empty search.
+  qInput.addEventListener('search', () => setTimeout(() => { if (qInput.value === '' && state.q !== '') applySearch('') }))
   qInput.addEventListener('input', () => showQueryError(null))
   $('pause').addEventListener('click', () => { if (view instanceof LiveView) view.togglePause() })
   $('load-more').addEventListener('click', () => { if (view instanceof HistoryView) void view.loadMore() })
   $('refresh').addEventListener('click', () => startView())
   $('streams-refresh').addEventListener('click', () => void loadStreams())
+  for (const button of document.querySelectorAll('[data-mode]')) {
+    if (button instanceof HTMLElement) button.addEventListener('click', () => selectMode(button.dataset.mode === 'panels' ? 'panels' : 'explore'))
+  }
   document.addEventListener('keydown', (e) => {
     if (e.key === '/' && !/^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement?.tagName ?? '')) {
       e.preventDefault()
@@ -140,6 +153,11 @@ async function loadStreams ({ fromSignIn = false } = {}) {
 /** @param {string} name */
 function selectStream (name) {
   state.stream = name
+  state.mode = null
+  state.columns = null
+  state.by = 'level'
+  state.event = null
+  state.context = null
   localStorage.setItem(streamKey, name)
   startView()
 }
@@ -186,6 +204,8 @@ function zoomTo (from, to) {
 /** @param {string} q */
 function applySearch (q) {
   state.q = q.trim()
+  state.event = null
+  state.context = null
   qInput.value = state.q
   startView()
 }
@@ -196,7 +216,17 @@ function applyFilterTerms (terms) {
   applySearch(addTerms(qInput.value, terms))
 }
 
+/** @param {'explore' | 'panels'} mode */
+function selectMode (mode) {
+  if (state.mode === mode) return
+  state.mode = mode
+  state.event = null
+  state.context = null
+  startView()
+}
+
 function renderRangeButtons () {
+  for (const button of document.querySelectorAll('[data-mode]')) button.setAttribute('aria-pressed', String(button instanceof HTMLElement && button.dataset.mode === state.mode))
   for (const button of document.querySelectorAll('[data-range]')) {
     if (button instanceof HTMLElement) button.setAttribute('aria-pressed', String(button.dataset.range === state.range))
   }
@@ -225,7 +255,7 @@ function handleFailure (err, retry) {
     if (err.code === 'invalid_query') {
       stopView()
       clearPanels()
-      showQueryError(err.message)
+      showQueryError(err.message, err.position)
       setConn('history', 'Fix the search')
       return
     }
@@ -296,13 +326,60 @@ function startView () {
   setLoading(true)
   showQueryError(null)
   setBanner(null)
+  detail.close()
+  delete $('screen-dashboard').dataset.explore
+  void runView(controller.signal)
+}
+
+/**
+ * Explore or the panels, once it is known which.
+ * @param {AbortSignal} signal
+ */
+async function runView (signal) {
+  /** @type {import('./explore-view.js').Prefetched | null} */
+  let prefetched = null
+  let mode = state.mode ?? detectedModes.get(state.stream ?? '')
+  if (mode === undefined) ({ mode, prefetched } = await detectMode(signal))
+  if (signal.aborted) return
+  state.mode = mode
   writeHash(state)
   renderRangeButtons()
-  detail.close()
-  void loadStreamMeta(controller.signal)
-  show($('scope-note'), state.range === 'live' && state.q !== '')
-  view = state.range === 'live' ? new LiveView(host, controller.signal) : new HistoryView(host, controller.signal)
-  void view.start()
+  show($('explore-view'), mode === 'explore')
+  show($('panels-view'), mode === 'panels')
+  show($('scope-note'), mode === 'panels' && state.range === 'live' && state.q !== '')
+  if (mode === 'explore') {
+    await explore.start(signal, prefetched)
+  } else {
+    view = state.range === 'live' ? new LiveView(host, signal) : new HistoryView(host, signal)
+    await view.start()
+  }
+  // After the view's first reads: on a big stream its stats would take their CPU (2 s over 30 M events).
+  if (!signal.aborted) void loadStreamMeta(signal)
+}
+
+/**
+ * The view a stream's events call for: the panels when most are access logs, else Explore. It
+ * reads the page of events Explore would show first (handed on, so Explore reads it once); when
+ * that is empty, the stream's newest events of the last 7 days. A stream without events (or a
+ * failed read) opens the panels, which show how to send one, and is asked again next time.
+ * @param {AbortSignal} signal
+ * @returns {Promise<{ mode: 'explore' | 'panels', prefetched: import('./explore-view.js').Prefetched | null }>}
+ */
+async function detectMode (signal) {
+  const stream = state.stream ?? ''
+  try {
+    const path = firstPagePath(state)
+    /** @type {import('./types.js').EventsAnswer} */
+    const answer = await api.get(path, { signal })
+    let access = isMostlyAccessLog(answer.events)
+    if (access === null) access = isMostlyAccessLog((await api.get(streamPath(stream, 'events', { from: 'now-7d', to: 'now', limit: 50 }), { signal })).events)
+    if (access === null) return { mode: 'panels', prefetched: null }
+    const mode = access ? 'panels' : 'explore'
+    detectedModes.set(stream, mode)
+    return { mode, prefetched: { path, answer } }
+  } catch {
+    return { mode: 'panels', prefetched: null }
+  }
 }
 
 /**

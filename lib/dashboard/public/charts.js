@@ -59,7 +59,7 @@ const two = (n) => String(n).padStart(2, '0')
  * Time ticks in local 24-hour time: 14:05:30 under a minute apart, 14:05, or Nov 21 for days and midnights.
  * @type {uPlot.Axis.DynamicValues}
  */
-function timeTicks (_u, splits, _axisIdx, _space, incr) {
+export function timeTicks (_u, splits, _axisIdx, _space, incr) {
   return splits.map((s) => {
     const d = new Date(s * 1000)
     const day = `${months[d.getMonth()]} ${d.getDate()}`

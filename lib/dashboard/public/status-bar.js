@@ -35,13 +35,24 @@ export function setConn (conn, text) {
 }
 
 /**
- * The search's error line, or none.
+ * The search's error line, or none. With a position (the 400's `position`), the query is shown
+ * under it with the character where it goes wrong marked, and the caret is put there.
  * @param {string | null} message
+ * @param {number | null} [position] UTF-16 offset into the search box's text
  */
-export function showQueryError (message) {
+export function showQueryError (message, position = null) {
   const q = $('q', HTMLInputElement)
-  $('q-error').textContent = message ?? ''
-  show($('q-error'), message !== null)
+  const line = $('q-error')
+  if (message !== null && position !== null && position >= 0 && position <= q.value.length) {
+    const text = q.value
+    const end = position < text.length ? position + 1 : position
+    replaceChildren(line, el('span', {}, message), el('code', { class: 'q-where', 'aria-hidden': 'true' },
+      text.slice(0, position), el('mark', {}, text.slice(position, end) || ' '), text.slice(end)))
+    q.setSelectionRange(position, end)
+  } else {
+    line.textContent = message ?? ''
+  }
+  show(line, message !== null)
   q.classList.toggle('invalid', message !== null)
   if (message === null) q.removeAttribute('aria-invalid')
   else q.setAttribute('aria-invalid', 'true')

@@ -5,6 +5,7 @@
 /**
  * An event of /events and of the tail (docs/api.md section 7.3).
  * @typedef {object} SluiceEvent
+ * @property {string} [id] `<ts>-<seq>`, what the context route takes (absent from servers before it)
  * @property {number} ts ms
  * @property {string | null} host
  * @property {string | null} path
@@ -17,6 +18,9 @@
  * @property {string | null} message
  * @property {string | null} filename
  * @property {LogLevel | null} [level] absent from servers before the level column
+ * @property {string | null} [service]
+ * @property {string | null} [trace_id]
+ * @property {string | null} [span_id]
  * @property {Record<string, unknown> | string | null} attrs
  * @property {number | null} [received_at] ms
  */
@@ -45,6 +49,7 @@
  * @property {number | null} [rt_p99]
  * @property {boolean} [gap]
  * @property {boolean} [backfill]
+ * @property {Record<string, number>} [groups] with `by`: count per listed value
  */
 
 /** A row of a top list: its key field (path, host, status, level, ...) and numbers. @typedef {Record<string, string | number | null>} TopRow */
@@ -57,6 +62,32 @@
  * @property {StatsPoint[]} series
  * @property {{ count: number, error_rate: number, bytes: number, unique_sources: number }} totals
  * @property {Record<string, TopRow[]>} top
+ * @property {Array<{ value: string, count: number }>} [groups] with `by`: the field's most frequent values
+ */
+
+/**
+ * A field of /fields (docs/api.md section 7.6).
+ * @typedef {object} FieldInfo
+ * @property {string} name
+ * @property {'column' | 'attribute'} kind
+ * @property {'string' | 'number' | 'boolean'} type
+ * @property {number} count events that have it
+ * @property {Array<{ value: string | number, count: number }>} top
+ */
+
+/**
+ * @typedef {object} FieldsAnswer
+ * @property {FieldInfo[]} fields
+ * @property {boolean} sampled
+ * @property {number} total
+ */
+
+/**
+ * /events/{id}/context (docs/api.md section 7.7), both lists in ascending time.
+ * @typedef {object} ContextAnswer
+ * @property {SluiceEvent[]} before
+ * @property {SluiceEvent} event
+ * @property {SluiceEvent[]} after
  */
 
 /**

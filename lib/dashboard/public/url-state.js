@@ -1,6 +1,7 @@
 // @ts-check
-// The view in the URL hash (#stream=web&range=1h&q=status:5xx, or range=custom&from=&to= in ms), so
-// a reload or a shared link shows the same view; and the time parameters a range stands for.
+// The view in the URL hash (#stream=web&range=1h&q=status:5xx, or range=custom&from=&to= in ms;
+// Explore adds view=explore|panels, cols=time,level,message, by=service, ev=<id>, ctx=<id>), so a
+// reload or a shared link shows the same view; and the time parameters a range stands for.
 import { rangeMs } from './state.js'
 import { formatEventTime } from './format.js'
 
@@ -13,7 +14,7 @@ import { formatEventTime } from './format.js'
  */
 export function readHash (state, hash) {
   const params = new URLSearchParams(hash.slice(1))
-  const before = JSON.stringify([state.stream, state.range, state.custom, state.q])
+  const before = snapshot(state)
   const stream = params.get('stream')
   if (stream !== null) state.stream = stream
   const range = params.get('range')
@@ -24,7 +25,19 @@ export function readHash (state, hash) {
     state.range = range
   }
   state.q = params.get('q') ?? ''
-  return JSON.stringify([state.stream, state.range, state.custom, state.q]) !== before
+  const mode = params.get('view')
+  state.mode = mode === 'explore' || mode === 'panels' ? mode : null
+  const cols = params.get('cols')
+  state.columns = cols ? cols.split(',').filter((c) => c !== '') : null
+  state.by = params.get('by') || 'level'
+  state.event = params.get('ev') || null
+  state.context = params.get('ctx') || null
+  return snapshot(state) !== before
+}
+
+/** @param {AppState} state */
+function snapshot (state) {
+  return JSON.stringify([state.stream, state.range, state.custom, state.q, state.mode, state.columns, state.by, state.event, state.context])
 }
 
 /**
@@ -35,6 +48,11 @@ export function writeHash (state) {
   const params = new URLSearchParams({ stream: state.stream ?? '', range: state.range })
   if (state.range === 'custom' && state.custom) { params.set('from', String(state.custom.from)); params.set('to', String(state.custom.to)) }
   if (state.q) params.set('q', state.q)
+  if (state.mode) params.set('view', state.mode)
+  if (state.columns) params.set('cols', state.columns.join(','))
+  if (state.by !== 'level') params.set('by', state.by)
+  if (state.event) params.set('ev', state.event)
+  if (state.context) params.set('ctx', state.context)
   window.history.replaceState(null, '', '#' + params)
 }
 

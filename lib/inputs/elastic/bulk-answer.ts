@@ -8,7 +8,17 @@
 // body Elasticsearch would refuse whole (a document where an action line belongs, an action
 // without its document at the end). It is called before the rows are written, so a refused body
 // stores nothing. renderBulkAnswer() writes the `{"took", "errors", "items"}` text in pieces.
+//
+// A stored item is answered compactly, `{"create":{"status":201}}` (about 26 bytes): what every
+// client reads of a success is its `status` (Fluent Bit's es output, rsyslog's omelasticsearch,
+// the Python and JS helpers, Filebeat, Logstash); Elasticsearch's full item (about 180 bytes) made
+// the answer to a 2,800-record chunk pass Fluent Bit's default 512 KB read buffer, which it then
+// re-sent forever although it was stored (issue 21). A failed item keeps the full shape, with
+// `error`. rejectItems() turns the items of a request that stored nothing into per-item 429s
+// (bulk-rejection.ts): Elasticsearch's own way to say "resend these", which clients retry item
+// by item where a whole-request 429 is dropped (rsyslog 8.2302) or retried without end.
 import { SluiceError } from '../../errors.ts'
+import type { ErrorCode } from '../../errors.ts'
 import { IngestSummary } from '../../ingest/ingest-summary.ts'
 import type { LineFailure, ParseResult } from '../../ingest/parse-task.ts'
 import { actionNames, lineKind } from './bulk-lines.ts'
@@ -43,8 +53,9 @@ export class BulkSummary extends IngestSummary {
 
 /**
  * Bytes of answer counted per item when bounding a request's items: a stored item renders to
- * about 150 bytes, a minimal bulk item (`{"delete":{}}`) is 14 bytes of body, so without a bound a
- * body of tiny items would be answered with ten times its size.
+ * about 26 bytes, a failed or rejected one to 150-250, and a minimal bulk item (`{"delete":{}}`)
+ * is 14 bytes of body, so without a bound a body of tiny items could be answered with ten times
+ * its size.
  */
 export const answerBytesPerItem = 128
 
@@ -173,8 +184,6 @@ export interface AnswerContext {
   took: number
   /** `_index` of items whose action named none: the path's `{index}`, else the stream's name. */
   defaultIndex: string
-  /** Random per request: a stored document without `_id` gets this prefix and its line number (base 36). */
-  idPrefix: string
 }
 
 /** The answer's JSON text, in pieces of about `pieceBytes` characters (so a large answer is never one string). */
@@ -191,21 +200,40 @@ export function * renderBulkAnswer (items: BulkItem[], context: AnswerContext, p
   yield piece + ']}'
 }
 
+/** What a stored item is answered: its action and status, the one thing clients read of it. */
+const storedItems: Record<ActionName, string> = {
+  index: '{"index":{"status":201}}',
+  create: '{"create":{"status":201}}',
+  update: '{"update":{"status":201}}',
+  delete: '{"delete":{"status":201}}',
+}
+
 function renderItem (item: BulkItem, seqNo: number, context: AnswerContext): string {
-  const body: Record<string, unknown> = {
-    _index: item.index ?? context.defaultIndex,
-    _id: item.id ?? (item.status === 201 ? context.idPrefix + item.docLine.toString(36) : null),
-  }
+  if (item.status === 201 && item.error === null) return storedItems[item.action]
+  const body: Record<string, unknown> = { _index: item.index ?? context.defaultIndex, _id: item.id }
   if (item.error !== null) {
     body.status = item.status
     body.error = { type: item.error.type, reason: item.error.reason, sluice_code: item.error.code, line: item.docLine }
   } else {
     body._version = 1
-    body.result = item.status === 201 ? 'created' : 'not_found'
-    body._shards = { total: 1, successful: item.status === 201 ? 1 : 0, failed: 0 }
+    body.result = 'not_found'
+    body._shards = { total: 1, successful: 0, failed: 0 }
     body._seq_no = seqNo
     body._primary_term = 1
     body.status = item.status
   }
   return JSON.stringify({ [item.action]: body })
+}
+
+/** Elasticsearch's error type for a document it did not take for now and that may be sent again. */
+export const rejectedType = 'es_rejected_execution_exception'
+
+/**
+ * The items of a request that stored nothing, answered as Elasticsearch answers documents it
+ * rejected for now: status 429, `es_rejected_execution_exception`, Sluice's code (rate_limited,
+ * server_busy, storage_unavailable, ...) in `sluice_code`. Items that failed on their own (400)
+ * keep their answer: sending them again would fail the same way.
+ */
+export function rejectItems (items: BulkItem[], code: ErrorCode, reason: string): BulkItem[] {
+  return items.map((item) => item.error !== null ? item : { ...item, status: 429, error: { type: rejectedType, reason, code } })
 }

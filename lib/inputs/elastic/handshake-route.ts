@@ -4,7 +4,8 @@
 // - `GET|HEAD /api/elastic/` (and without the slash): the version handshake (Vector's
 //   `api_version: auto`, Filebeat, Logstash, the official clients);
 // - `_license`, `_xpack` (Filebeat's and Logstash's feature checks), `_cluster/health` and
-//   `_nodes` (Vector's healthcheck, Logstash);
+//   `_nodes` (Vector's healthcheck, Logstash); `_cat/health` and `_cat/nodes` (cat-route.ts:
+//   rsyslog's omelasticsearch resumes only once `_cat/health` answers 2xx);
 // - index templates (composable and legacy), component templates, ILM policies, ingest
 //   pipelines, data streams, aliases (Logstash's rollover alias): GET answers that one exists (so a setup step skips it), PUT
 //   acknowledges and stores nothing;
@@ -17,6 +18,7 @@ import { sendJson } from '../../http/reply.ts'
 import { SluiceError } from '../../errors.ts'
 import type { Authenticator } from '../../auth/authenticate.ts'
 import { elasticHandler, elasticVersion } from './elastic-request.ts'
+import { registerElasticCatRoutes } from './cat-route.ts'
 
 export interface HandshakeDeps {
   auth: Authenticator
@@ -56,6 +58,7 @@ export function registerElasticHandshakeRoutes (router: Router, deps: HandshakeD
   for (const path of ['/api/elastic/_nodes', '/api/elastic/_nodes/:a', '/api/elastic/_nodes/:a/:b', '/api/elastic/_nodes/:a/:b/:c']) {
     answer('GET', path, (_ctx, uuid) => nodes(uuid))
   }
+  registerElasticCatRoutes(router, { auth: deps.auth, clusterName })
 
   // Setup objects: each exists, with an empty definition; a PUT (or POST) is acknowledged and kept nowhere.
   answer('GET', '/api/elastic/_index_template/:name', (ctx) => ({

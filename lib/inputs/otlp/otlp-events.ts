@@ -13,7 +13,7 @@
 //   service.name (record attribute, else resource attribute) -> service (the field table's alias)
 //   eventName                                              -> attrs event_name
 //   scope name                                             -> attrs scope.name
-//   host.name (record attribute, else resource attribute)  -> host
+//   host.name, else host (record attribute, else resource) -> host (Fluent Bit's record key `host`)
 //   http.response.status_code | http.status_code (100-599) -> status
 //   http.request.method | http.method                      -> method
 //   url.path | http.target                                 -> path
@@ -38,7 +38,7 @@ const eventKeys = new Set(['log', 'event_name', 'scope.name', ...eventFields.fla
 
 /** Attribute keys that fill a column, and the column; the first key of a column that is valid wins. */
 const columnAttributes: Array<[string, string]> = [
-  ['host.name', 'host'],
+  ['host.name', 'host'], ['host', 'host'],
   ['http.response.status_code', 'status'], ['http.status_code', 'status'],
   ['http.request.method', 'method'], ['http.method', 'method'],
   ['url.path', 'path'], ['http.target', 'path'],

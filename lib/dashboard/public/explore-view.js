@@ -1,0 +1,453 @@
+// @ts-check
+// The Explore view: search any field, see the hits over time, the fields of the matching events,
+// the events themselves, one event in its context, and follow the same search live.
+//
+// Contract: the parts (histogram, sidebar, table, context panel, search suggestions) are made
+// once; each start() reads one view (stream, range, q, columns, grouping, open event) under the
+// signal app.js aborts when anything changes. The first render is three parallel reads, whatever
+// the range: /fields (sampled by the server past 200,000 events), /stats?by=<grouping> and one
+// page of /events, each part drawn as its read answers (bench/README.md, "Explore: first
+// render", has their times over 30 M events). Live mode (range "live") reads the
+// last 15 minutes the same way, then prepends the tail's events (same q) once per animation frame
+// and counts them into the histogram. Column, grouping and open-event changes touch only what they
+// change and go into the URL hash at once.
+import { ApiError, isAbort } from './api.js'
+import { $, el, replaceChildren, show } from './dom.js'
+import { formatCount, formatEventTime } from './format.js'
+import { defaultColumns, fieldValue, valueText } from './explore-columns.js'
+import { ContextView } from './explore-context.js'
+import { createHistogram } from './explore-histogram.js'
+import { followTail, LiveFeed } from './explore-live.js'
+import { toggleFilter } from './explore-query.js'
+import { FieldSidebar } from './explore-sidebar.js'
+import { SearchSuggestions } from './explore-suggest.js'
+import { ExploreTable } from './explore-table.js'
+import { maxTailRows } from './panels.js'
+import { setBanner, setConn, setLoading } from './status-bar.js'
+import { rangeParams, rangeSpanMs } from './url-state.js'
+import { streamPath } from './view-common.js'
+
+/** @typedef {import('./types.js').SluiceEvent} SluiceEvent */
+/** @typedef {import('./types.js').StatsAnswer} StatsAnswer */
+/** @typedef {import('./types.js').EventsAnswer} EventsAnswer */
+/** @typedef {import('./types.js').FieldsAnswer} FieldsAnswer */
+/** @typedef {import('./types.js').ContextAnswer} ContextAnswer */
+
+/** Events per /events page. */
+const pageSize = 100
+/** Top values per field in the sidebar and the suggestions. */
+const topValues = 10
+/**
+ * Events /fields counts exactly; past it, evenly spread slices of the range holding about this
+ * many: the sidebar needs shares and top values, and a quarter of the server's default reads a
+ * quarter of the rows (bench/README.md, "Explore: first render").
+ */
+const fieldsSample = 50_000
+/**
+ * Past this many events an export is streamed to a file instead of held in memory as a Blob
+ * (about 50 MB of NDJSON at 500 bytes an event).
+ */
+const blobMaxEvents = 100_000
+/** Live mode's histogram, sidebar and backfill cover this much time before the tail (ms). */
+const liveSpan = '15m'
+
+/**
+ * The range Explore reads for a state: live mode's last 15 minutes, else the chosen range.
+ * @param {import('./state.js').AppState} state
+ */
+function readRange (state) {
+  return state.range === 'live' ? { from: `now-${liveSpan}`, to: 'now' } : rangeParams(state)
+}
+
+/**
+ * The first /events page Explore reads for a state; app.js reads the same one to choose the view
+ * and hands the answer on (a read saved).
+ * @param {import('./state.js').AppState} state
+ */
+export function firstPagePath (state) {
+  return streamPath(state.stream, 'events', { ...readRange(state), q: state.q, limit: pageSize })
+}
+
+/** @typedef {{ path: string, answer: EventsAnswer }} Prefetched an /events answer read already */
+
+/**
+ * What Explore needs of the app.
+ * @typedef {object} ExploreHost
+ * @property {import('./api.js').Api} api
+ * @property {import('./state.js').AppState} state
+ * @property {(err: unknown, retry: () => void) => void} handleFailure
+ * @property {() => void} restart
+ * @property {(q: string) => void} applySearch
+ * @property {(from: number, to: number) => void} zoomTo
+ * @property {() => void} writeHash the state changed without a new view (columns, grouping, open event)
+ */
+
+export class Explore {
+  /** @type {ExploreHost} */
+  #host
+  #histogram
+  #sidebar
+  #table
+  #context
+  #suggestions
+  /** The running view's signal. @type {AbortSignal | null} */
+  #signal = null
+  /** @type {{ from: string | number, to: string | number }} */
+  #range = { from: 'now-15m', to: 'now' }
+  /** @type {string | null} */
+  #cursor = null
+  #live = false
+  /** Matching events over the range (/stats totals), for the export. */
+  #hits = 0
+  /** Live mode's events (null in a range). @type {LiveFeed | null} */
+  #feed = null
+
+  /** @param {ExploreHost} host */
+  constructor (host) {
+    this.#host = host
+    this.#histogram = createHistogram($('x-hist'), { onZoom: (from, to) => host.zoomTo(from, to) })
+    this.#sidebar = new FieldSidebar($('x-fields'), $('x-fields-summary'), {
+      onValue: (name, value, exclude) => this.#filter(name, value, exclude),
+      onColumn: (name) => this.#toggleColumn(name),
+      onGroup: (name) => this.#groupBy(name),
+    })
+    this.#table = new ExploreTable($('x-table', HTMLTableElement), {
+      onFilter: (name, value, exclude) => this.#filter(name, value, exclude),
+      onContext: (event) => { if (event.id) this.#openContext(event.id) },
+      onColumn: (name) => this.#toggleColumn(name),
+      onOpen: (event) => { host.state.event = event?.id ?? null; host.writeHash() },
+    })
+    this.#context = new ContextView($('x-context'), {
+      load: (id, before, after, signal) => host.api.get(streamPath(host.state.stream, `events/${encodeURIComponent(id)}/context`, { before, after }), { signal }),
+      onError: (err) => { if (!isAbort(err)) host.handleFailure(err, () => {}) },
+      onClose: () => { host.state.context = null; host.writeHash() },
+      onFilter: (name, value, exclude) => { this.#context.close(); this.#filter(name, value, exclude) },
+    })
+    // Suggestions come from Explore's last /fields answer: in the panels there is none to offer.
+    this.#suggestions = new SearchSuggestions($('q', HTMLInputElement), $('q-suggest'), () => ($('explore-view').hidden ? [] : this.#sidebar.fields))
+    $('x-load-more').addEventListener('click', () => void this.loadMore())
+    $('x-pause').addEventListener('click', () => this.togglePause())
+    $('x-export').addEventListener('click', () => void this.export())
+    $('search-form').addEventListener('submit', () => this.#suggestions.close())
+    document.addEventListener('keydown', (e) => this.#onKey(e))
+  }
+
+  /**
+   * @param {AbortSignal} signal aborted when the view is left
+   * @param {Prefetched | null} [prefetched] the first page, when app.js read it to choose the view
+   */
+  async start (signal, prefetched = null) {
+    const { api, state } = this.#host
+    this.#signal = signal
+    this.#live = state.range === 'live'
+    this.#feed = this.#live ? new LiveFeed(signal, {
+      onArrival: (event) => {
+        const value = fieldValue(event, state.by)
+        this.#histogram.count(event.ts, value === undefined ? null : valueText(value))
+      },
+      onShow: (events) => { this.#table.prepend(events); this.#showEmpty(null) },
+      onChange: () => { this.#renderCount(); this.#renderPause() },
+    }) : null
+    this.#cursor = null
+    this.#range = readRange(state)
+    this.#hits = 0
+    const withDate = !this.#live && rangeSpanMs(state) >= 86_400_000
+    const q = state.q
+    this.#table.reset(state.columns ?? this.#table.columns, { withDate })
+    this.#context.close()
+    $('x-events-title').textContent = this.#live ? 'Live' : 'Events'
+    $('x-events-count').textContent = ''
+    $('x-hits').textContent = ''
+    $('x-grouped').textContent = `by ${state.by}`
+    show($('x-pause'), this.#live)
+    show($('x-load-more'), false)
+    this.#renderPause()
+    this.#showEmpty(null)
+    setConn(this.#live ? 'connecting' : 'history', this.#live ? undefined : 'Loading…')
+
+    // Each part is drawn as its read answers (the events page first: it is the cheapest read),
+    // so a slow /fields or /stats over a long range holds back only its own part.
+    /** @param {string} name */
+    const mark = (name) => { if (!signal.aborted) performance.mark(`explore:${name}`) }
+    for (const name of ['fields', 'histogram', 'events', 'rendered']) performance.clearMarks(`explore:${name}`)
+    const [fields, stats, events] = await Promise.allSettled([
+      api.get(streamPath(state.stream, 'fields', { ...this.#range, q, top: topValues, sample: fieldsSample }), { signal })
+        .then((/** @type {FieldsAnswer} */ answer) => { if (!signal.aborted) { this.#sidebar.update(answer, this.#sidebarContext()); mark('fields') } }),
+      api.get(streamPath(state.stream, 'stats', { ...this.#range, q, by: state.by }), { signal })
+        .then((/** @type {StatsAnswer} */ answer) => { if (!signal.aborted) { this.#showStats(answer); mark('histogram') } }),
+      (prefetched?.path === firstPagePath(state) ? Promise.resolve(prefetched.answer) : api.get(firstPagePath(state), { signal }))
+        .then((/** @type {EventsAnswer} */ answer) => {
+          if (signal.aborted) return
+          this.#showFirstPage(answer, withDate)
+          this.#sidebar.refresh(this.#sidebarContext()) // the columns may have changed
+          mark('events')
+        }),
+    ])
+    if (signal.aborted) return
+    if (stats.status === 'rejected') this.#histogram.clear()
+    if (fields.status === 'rejected') this.#sidebar.update(null, this.#sidebarContext())
+    const failed = [fields, stats, events].flatMap((r) => (r.status === 'rejected' ? [r.reason] : []))
+    if (failed.length > 0) {
+      /** @param {unknown} e */
+      const rank = (e) => (e instanceof ApiError ? (e.isTokenProblem ? 0 : e.code === 'invalid_query' ? 1 : 2) : 3)
+      this.#host.handleFailure(failed.sort((a, b) => rank(a) - rank(b))[0], this.#host.restart)
+      return
+    }
+    state.failures = 0
+    setLoading(false)
+    $('screen-dashboard').dataset.explore = 'ready'
+    // For bench/explore.bench.ts: the first render is done once the frame after it is drawn.
+    requestAnimationFrame(() => setTimeout(() => { if (!signal.aborted) performance.mark('explore:rendered') }))
+    if (state.event) await this.#restoreEvent(state.event, signal)
+    if (state.context && !signal.aborted) this.#openContext(state.context)
+    if (this.#live) void this.#follow(signal)
+    else setConn('history', `Updated ${formatEventTime(Date.now()).slice(0, 8)}`)
+  }
+
+  /** The next page of events, if there is one. */
+  async loadMore () {
+    const signal = this.#signal
+    if (signal === null || signal.aborted || this.#cursor === null) return
+    const { api, state } = this.#host
+    const button = $('x-load-more', HTMLButtonElement)
+    button.disabled = true
+    try {
+      /** @type {EventsAnswer} */
+      const answer = await api.get(streamPath(state.stream, 'events', { ...this.#range, q: state.q, limit: pageSize, cursor: this.#cursor }), { signal })
+      this.#table.append(answer.events)
+      this.#setCursor(answer.next_cursor ?? null)
+      this.#renderCount()
+    } catch (err) {
+      this.#host.handleFailure(err, () => void this.loadMore())
+    } finally {
+      button.disabled = false
+    }
+  }
+
+  togglePause () {
+    const feed = this.#feed
+    if (feed === null || this.#signal?.aborted) return
+    const lost = feed.togglePause()
+    if (lost > 0) setBanner(`${formatCount(lost)} events that arrived while paused are not shown (only the last ${maxTailRows} are kept).`, 'warn')
+    setConn(feed.paused ? 'paused' : 'live')
+  }
+
+  /**
+   * Downloads every event of the current search over the range as NDJSON (/export). The API
+   * wants the token in a header, so the page fetches the body and saves it from a blob: URL; past
+   * blobMaxEvents it streams the body into a file the user picks (File System Access API), or,
+   * where the browser has none, says how to fetch it with curl.
+   */
+  async export () {
+    const { api, state } = this.#host
+    const button = $('x-export', HTMLButtonElement)
+    const path = streamPath(state.stream, 'export', { ...this.#range, q: state.q })
+    const stamp = new Date().toISOString().slice(0, 19).replace(/[:T]/g, '-')
+    const name = `${state.stream}-${stamp}.ndjson`
+    /** @type {((options: object) => Promise<any>) | undefined} the File System Access API (Chromium) */
+    const savePicker = /** @type {any} */ (window).showSaveFilePicker
+    const big = this.#hits > blobMaxEvents
+    if (big && savePicker === undefined) {
+      setBanner(`${formatCount(this.#hits)} events are too many to export in this browser: narrow the search or the range, or run ` +
+        `curl -H "Authorization: Bearer $SLUICE_TOKEN" "${location.origin}${path}" > ${name}`, 'warn')
+      return
+    }
+    button.disabled = true
+    const label = button.textContent
+    button.textContent = 'Exporting…'
+    try {
+      if (big && savePicker !== undefined) {
+        // Streamed to a file the user picks: memory stays flat however many events there are.
+        const file = await savePicker.call(window, { suggestedName: name, types: [{ description: 'NDJSON', accept: { 'application/x-ndjson': ['.ndjson'] } }] })
+        const res = await api.response(path, { accept: 'application/x-ndjson' })
+        if (res.body !== null) await res.body.pipeTo(await file.createWritable())
+        return
+      }
+      const blob = await api.blob(path, { accept: 'application/x-ndjson' })
+      const url = URL.createObjectURL(blob)
+      const link = el('a', { href: url, download: name, hidden: true })
+      document.body.append(link)
+      link.click()
+      link.remove()
+      setTimeout(() => URL.revokeObjectURL(url), 60_000)
+    } catch (err) {
+      if (!(err instanceof DOMException && err.name === 'AbortError')) this.#host.handleFailure(err, () => void this.export())
+    } finally {
+      button.disabled = false
+      button.textContent = label
+    }
+  }
+
+  /** The fields the suggestions offer (the last /fields answer). */
+  get fields () { return this.#sidebar.fields }
+
+  // --- rendering -----------------------------------------------------------------------------
+
+  /**
+   * @param {EventsAnswer} answer
+   * @param {boolean} withDate
+   */
+  #showFirstPage (answer, withDate) {
+    const columns = this.#host.state.columns ?? defaultColumns(answer.events)
+    this.#table.reset(columns, { withDate })
+    this.#table.append(answer.events)
+    this.#setCursor(answer.next_cursor ?? null)
+    this.#renderCount()
+    this.#showEmpty(answer.events.length === 0 ? (this.#live ? 'live' : 'history') : null)
+  }
+
+  /** @param {StatsAnswer} stats */
+  #showStats (stats) {
+    this.#histogram.update(stats, this.#host.state.by)
+    const grouped = this.#host.state.by
+    this.#hits = stats.totals.count
+    $('x-hits').textContent = `${formatCount(stats.totals.count)} hits`
+    $('x-grouped').textContent = `by ${grouped}`
+  }
+
+  /** @param {string | null} cursor */
+  #setCursor (cursor) {
+    this.#cursor = cursor
+    show($('x-load-more'), cursor !== null && !this.#live)
+  }
+
+  #renderCount () {
+    const size = this.#table.size
+    $('x-events-count').textContent = this.#feed
+      ? `${formatCount(this.#feed.received)} received · newest on top`
+      : `${formatCount(size)} shown · newest first`
+  }
+
+  #renderPause () {
+    const button = $('x-pause')
+    const paused = this.#feed?.paused ?? false
+    const waiting = this.#feed?.waiting ?? 0
+    button.setAttribute('aria-pressed', String(paused))
+    button.textContent = !paused ? 'Pause' : waiting > 0 ? `Resume · ${formatCount(waiting)} new` : 'Resume'
+  }
+
+  /** @param {'live' | 'history' | null} kind */
+  #showEmpty (kind) {
+    const box = $('x-empty')
+    if (kind === null) { show(box, false); return }
+    const q = this.#host.state.q
+    replaceChildren(box,
+      el('p', { class: 'empty-title' }, q ? `No events match “${q}”${kind === 'live' ? ' yet' : ' in this range'}.` : kind === 'live' ? 'Waiting for events…' : 'No events in this range.'),
+      q ? el('button', { type: 'button', class: 'btn', onclick: () => this.#host.applySearch('') }, 'Clear the search') : null)
+    show(box)
+  }
+
+  #sidebarContext () {
+    const { state } = this.#host
+    return { q: state.q, columns: this.#table.columns, by: state.by }
+  }
+
+  // --- actions -------------------------------------------------------------------------------
+
+  /**
+   * @param {string} name
+   * @param {string} value
+   * @param {boolean} exclude
+   */
+  #filter (name, value, exclude) {
+    this.#host.state.event = null
+    this.#host.applySearch(toggleFilter(this.#host.state.q, name, value, { exclude }))
+  }
+
+  /** @param {string} name */
+  #toggleColumn (name) {
+    const current = this.#table.columns
+    const columns = current.includes(name) ? current.filter((c) => c !== name) : [...current, name]
+    if (columns.length === 0) return
+    this.#host.state.columns = columns
+    this.#host.writeHash()
+    this.#table.setColumns(columns)
+    this.#sidebar.refresh(this.#sidebarContext())
+  }
+
+  /**
+   * Groups the histogram by another field: only /stats is read again.
+   * @param {string} name
+   */
+  async #groupBy (name) {
+    const { api, state } = this.#host
+    const signal = this.#signal
+    if (signal === null || state.by === name) return
+    state.by = name
+    this.#host.writeHash()
+    this.#sidebar.refresh(this.#sidebarContext())
+    $('x-grouped').textContent = `by ${name}`
+    try {
+      this.#showStats(await api.get(streamPath(state.stream, 'stats', { ...this.#range, q: state.q, by: name }), { signal }))
+    } catch (err) {
+      this.#host.handleFailure(err, () => {})
+    }
+  }
+
+  /** @param {string} id */
+  #openContext (id) {
+    this.#host.state.context = id
+    this.#host.writeHash()
+    void this.#context.open(id, this.#table.columns)
+  }
+
+  /**
+   * A link's open event: its row when it is on the first page, else read alone and pinned on top.
+   * @param {string} id
+   * @param {AbortSignal} signal
+   */
+  async #restoreEvent (id, signal) {
+    if (this.#table.openById(id)) return
+    const { api, state } = this.#host
+    try {
+      /** @type {ContextAnswer} */
+      const answer = await api.get(streamPath(state.stream, `events/${encodeURIComponent(id)}/context`, { before: 0, after: 0 }), { signal })
+      if (!signal.aborted) this.#table.pin(answer.event)
+    } catch (err) {
+      if (signal.aborted) return
+      if (err instanceof ApiError && err.code === 'not_found') { state.event = null; this.#host.writeHash(); return }
+      this.#host.handleFailure(err, () => {})
+    }
+  }
+
+  // --- live ----------------------------------------------------------------------------------
+
+  /** @param {AbortSignal} signal */
+  async #follow (signal) {
+    const { api, state } = this.#host
+    const feed = this.#feed
+    if (feed === null) return
+    await followTail(api, streamPath(state.stream, 'tail', { q: state.q }), signal, {
+      onEvent: (event) => feed.add(event),
+      onDropped: (count) => feed.dropped(count),
+      onState: (conn, delayMs) => setConn(conn === 'live' && feed.paused ? 'paused' : conn, conn === 'reconnecting' ? `Reconnecting in ${Math.round((delayMs ?? 0) / 1000)} s` : undefined),
+      onFatal: (err) => this.#host.handleFailure(err, this.#host.restart),
+    })
+  }
+
+  // --- keyboard ------------------------------------------------------------------------------
+
+  /**
+   * j/k move the cursor row, Enter opens it, Esc closes the context, then the open row.
+   * (`/` focuses the search: app.js.)
+   * @param {KeyboardEvent} e
+   */
+  #onKey (e) {
+    if ($('explore-view').hidden || $('screen-dashboard').hidden || e.ctrlKey || e.metaKey || e.altKey) return
+    const active = document.activeElement
+    const typing = active !== null && /^(INPUT|TEXTAREA|SELECT)$/.test(active.tagName)
+    if (e.key === 'Escape') {
+      if (this.#context.isOpen) { this.#context.close(); e.preventDefault(); return }
+      if (!typing && this.#table.close()) e.preventDefault()
+      return
+    }
+    if (typing || this.#context.isOpen) return
+    if (e.key === 'j' || e.key === 'k') {
+      e.preventDefault()
+      this.#table.move(e.key === 'j' ? 1 : -1)
+    } else if (e.key === 'Enter' && (active === null || active === document.body || active.matches('tr.event'))) {
+      e.preventDefault()
+      this.#table.openCursor()
+    }
+  }
+}

@@ -1,0 +1,413 @@
+// The Explore view in a real browser (Debian's Chromium through playwright-core) against a real
+// Sluice and ClickHouse, on application logs sent through the OpenTelemetry SDK and exporter:
+// an app-log stream opens in Explore and an access-log one in the panels; suggestions, a search by
+// an attribute, sidebar values that filter and exclude, the histogram grouped by service, an
+// event's context, the keyboard, a bad query's position, the URL round trip, live mode with
+// pause, and the NDJSON export. No page errors, console errors or CSP violations. Saves
+// test/artifacts/explore.png. Skipped (with the reason) where /usr/bin/chromium is missing.
+import t from 'tap'
+import type { Test } from 'tap'
+import { existsSync, mkdirSync, readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { chromium } from 'playwright-core'
+import type { Browser, Page } from 'playwright-core'
+import { SeverityNumber } from '@opentelemetry/api-logs'
+import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs'
+import { resourceFromAttributes } from '@opentelemetry/resources'
+import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-proto'
+import { startServer } from '../helpers/server.ts'
+import type { TestServer } from '../helpers/server.ts'
+import { createIngestTarget, postIngest } from '../helpers/ingest.ts'
+import type { IngestTarget } from '../helpers/ingest.ts'
+import { createRandom as random } from '../../bench/payload.ts' // seeded: the screenshot looks the same each run
+import { eventFields } from '../../lib/events/fields.ts'
+
+const chromiumPath = '/usr/bin/chromium'
+const artifacts = fileURLToPath(new URL('../artifacts/', import.meta.url))
+/** ms to wait for something the page should show: a tail event arrives within a second. */
+const waitMs = 15_000
+
+// --- data: application logs through the OpenTelemetry SDK ---------------------------------------
+
+interface AppLog { service: string, host: string, ts: number, level: SeverityNumber, body: string, attributes: Record<string, string | number | boolean> }
+
+const services = [
+  { service: 'checkout', hosts: ['web-1', 'web-2'] },
+  { service: 'cart', hosts: ['web-3'] },
+  { service: 'auth', hosts: ['web-1'] },
+]
+const messages: Record<string, string[]> = {
+  checkout: ['payment accepted', 'card declined', 'order placed', 'retrying payment provider', 'payment provider timeout'],
+  cart: ['item added', 'item removed', 'cart loaded', 'cache miss for cart'],
+  auth: ['login ok', 'token refreshed', 'login failed: bad password', 'session expired'],
+}
+
+/** count application logs over the last spanMs, seeded. */
+function appLogs (count: number, spanMs: number, seed: number): AppLog[] {
+  const rnd = random(seed)
+  const now = Date.now()
+  const out: AppLog[] = []
+  for (let i = 0; i < count; i++) {
+    const s = services[Math.floor(rnd() ** 1.3 * services.length)]
+    const body = messages[s.service][Math.floor(rnd() * messages[s.service].length)]
+    const failing = /declined|timeout|failed|expired/.test(body)
+    const level = failing ? (body.includes('timeout') ? SeverityNumber.ERROR : SeverityNumber.WARN) : rnd() < 0.15 ? SeverityNumber.DEBUG : SeverityNumber.INFO
+    out.push({
+      service: s.service,
+      host: s.hosts[Math.floor(rnd() * s.hosts.length)],
+      ts: now - 60_000 - Math.floor(rnd() * spanMs),
+      level,
+      body,
+      attributes: {
+        'order.id': `o-${Math.floor(rnd() * 40)}`,
+        'user.id': Math.floor(rnd() * 500),
+        region: rnd() < 0.6 ? 'eu-west-1' : 'us-east-1',
+        'http.route': s.service === 'cart' ? '/cart/:id' : s.service === 'auth' ? '/login' : '/checkout',
+        ...(failing ? { 'error.type': body.includes('timeout') ? 'Timeout' : 'Declined' } : {}),
+      },
+    })
+  }
+  return out
+}
+
+/** Sends logs through the SDK's protobuf exporter to /v1/logs, one provider per service and host. */
+async function sendWithSdk (logs: AppLog[]): Promise<void> {
+  const groups = new Map<string, AppLog[]>()
+  for (const log of logs) groups.set(`${log.service}\n${log.host}`, [...(groups.get(`${log.service}\n${log.host}`) ?? []), log])
+  for (const [key, group] of groups) {
+    const [service, host] = key.split('\n')
+    const exporter = new OTLPLogExporter({ url: `${s.url}/v1/logs`, headers: { authorization: `Bearer ${app.token}` } })
+    const provider = new LoggerProvider({
+      resource: resourceFromAttributes({ 'service.name': service, 'host.name': host, 'deployment.environment': 'prod' }),
+      processors: [new BatchLogRecordProcessor({ exporter, maxExportBatchSize: 500, scheduledDelayMillis: 50 })],
+    })
+    const logger = provider.getLogger(`${service}-logger`)
+    for (const log of group) logger.emit({ body: log.body, severityNumber: log.level, timestamp: log.ts, attributes: log.attributes })
+    await provider.forceFlush()
+    await provider.shutdown()
+  }
+}
+
+// --- the page -----------------------------------------------------------------------------------
+
+let s: TestServer
+let app: IngestTarget
+let browser: Browser
+let page: Page
+let logs: AppLog[]
+const pageProblems: string[] = []
+/** A console message the current step expects (the 400 of a bad query), else none. */
+let expectedConsole: RegExp | null = null
+
+// Functions run in the page are passed as functions (the CSP forbids eval); no DOM types here.
+declare const document: { querySelector (s: string): any, querySelectorAll (s: string): { length: number } }
+
+async function waitReady (): Promise<void> {
+  await page.locator('#screen-dashboard[data-explore="ready"]').waitFor({ timeout: waitMs })
+}
+
+async function search (q: string): Promise<void> {
+  await page.fill('#q', q)
+  await page.press('#q', 'Enter')
+  await waitReady()
+}
+
+async function columnTexts (name: string): Promise<string[]> {
+  return page.locator(`#x-table tbody tr.event td.c-${name}`).allTextContents()
+}
+
+const hashOf = () => new URLSearchParams(new URL(page.url()).hash.slice(1))
+
+t.setTimeout(240_000)
+
+const skip = existsSync(chromiumPath) ? false : `no Chromium at ${chromiumPath} (apt-get install -y chromium)`
+
+t.test('Explore in Chromium', { skip }, async (t: Test) => {
+  s = await startServer(t)
+  app = await createIngestTarget(s, 'app')
+  logs = appLogs(400, 56 * 60_000, 23)
+  await sendWithSdk(logs)
+  const web = await createIngestTarget(s, 'web')
+  const access = Array.from({ length: 60 }, (_, i) => ({ ts: Date.now() - 120_000 + i * 1000, host: 'web-1', method: 'GET', path: `/p/${i % 5}`, status: i % 10 === 0 ? 500 : 200, rt: 0.01 }))
+  t.equal((await postIngest(web, access.map((e) => JSON.stringify(e)).join('\n'))).status, 200)
+
+  browser = await chromium.launch({
+    executablePath: chromiumPath,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+  })
+  t.teardown(() => browser.close())
+  const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, acceptDownloads: true })
+  page = await context.newPage()
+  page.on('pageerror', (err) => pageProblems.push(`page error: ${err.message}`))
+  page.on('console', (msg) => {
+    if (msg.type() !== 'error' && !/Content Security Policy|Refused to/i.test(msg.text())) return
+    if (expectedConsole?.test(msg.text())) return
+    pageProblems.push(`console ${msg.type()}: ${msg.text()} (${msg.location().url})`)
+  })
+  t.afterEach(async (t) => {
+    if (t.passing()) return
+    mkdirSync(artifacts, { recursive: true })
+    await page.screenshot({ path: artifacts + 'explore-failure.png', fullPage: true }).catch(() => {})
+  })
+
+  await t.test('the dashboard lists Explore\'s columns as the field table does', async (t) => {
+    const columns = await import('../../lib/dashboard/public/' + 'explore-columns.js')
+    t.same([...columns.eventColumns], eventFields.map((f) => f.name), 'explore-columns.js eventColumns = lib/events/fields.ts')
+  })
+
+  await t.test('an application-log stream opens in Explore', async (t) => {
+    await page.goto(`${s.url}/#stream=app&range=1h`)
+    await page.fill('#token-input', s.adminToken)
+    await page.click('#signin-submit')
+    await waitReady()
+    t.equal(await page.getAttribute('[data-mode="explore"]', 'aria-pressed'), 'true')
+    t.ok(await page.locator('#panels-view').isHidden(), 'the panels are hidden')
+    t.equal(hashOf().get('view'), 'explore', 'the view is in the URL')
+    t.same(await page.locator('#x-table thead th').evaluateAll((ths) => ths.map((th) => th.dataset.column)), ['ts', 'level', 'service', 'message'], 'the default columns')
+    t.equal(await page.locator('#x-table tbody tr.event').count(), 100, 'the first page')
+    t.equal(await page.textContent('#x-hits'), '400 hits')
+    t.match(await page.textContent('#x-fields-summary'), /^400 events/)
+    const levels = await page.locator('#x-hist .u-legend th').allTextContents()
+    t.ok(['debug', 'info', 'warn', 'error'].every((l) => levels.some((x) => x.includes(l))), `the histogram is stacked by level: ${levels.join(', ')}`)
+    t.same((await columnTexts('ts')).length, 100)
+  })
+
+  await t.test('an access-log stream opens in the panels; either view is one click away', async (t) => {
+    const panelsLoaded = () => page.locator('#conn[data-state="history"]', { hasText: 'Updated' }).waitFor({ timeout: waitMs })
+    await page.selectOption('#stream-select', 'web')
+    await page.locator('#panels-view').waitFor({ timeout: waitMs })
+    await panelsLoaded()
+    t.equal(await page.getAttribute('[data-mode="panels"]', 'aria-pressed'), 'true')
+    await page.click('[data-mode="explore"]')
+    await waitReady()
+    t.same(await page.locator('#x-table thead th').evaluateAll((ths) => ths.map((th) => th.dataset.column)), ['ts', 'level', 'status', 'method', 'host', 'path', 'rt', 'message'], 'access-log columns for access-log events')
+    await page.click('[data-mode="panels"]')
+    await page.locator('#panels-view').waitFor({ timeout: waitMs })
+    await panelsLoaded()
+    await page.selectOption('#stream-select', 'app')
+    await waitReady()
+    t.pass('back to app in Explore')
+  })
+
+  await t.test('the search box suggests field names, then their values', async (t) => {
+    await page.fill('#q', '')
+    await page.click('#q')
+    await page.keyboard.type('order.')
+    const suggestion = page.locator('#q-suggest li', { hasText: 'order.id' })
+    await suggestion.waitFor({ timeout: waitMs })
+    await page.keyboard.press('ArrowDown')
+    await page.keyboard.press('Enter')
+    t.equal(await page.inputValue('#q'), 'order.id:', 'a field name taken with Enter')
+    const values = await page.locator('#q-suggest li .q-suggest-label').allTextContents()
+    t.ok(values.length > 0 && values.every((v) => /^o-\d+$/.test(v)), `its top values: ${values.join(', ')}`)
+    await page.locator('#q-suggest li').first().click()
+    t.match(await page.inputValue('#q'), /^order\.id:o-\d+ $/, 'a value taken with a click')
+    t.ok(await page.locator('#q-suggest').isHidden(), 'and the list closed')
+  })
+
+  await t.test('search by an attribute', async (t) => {
+    const wanted = logs.filter((l) => l.attributes['order.id'] === 'o-7')
+    await search('order.id:o-7')
+    t.equal(await page.textContent('#x-hits'), `${wanted.length} hits`)
+    t.equal(await page.locator('#x-table tbody tr.event').count(), wanted.length)
+    t.same((await columnTexts('message')).sort(), wanted.map((l) => l.body).sort(), 'exactly those events')
+    await search('user.id:>=490 region:eu-west-1')
+    const big = logs.filter((l) => Number(l.attributes['user.id']) >= 490 && l.attributes.region === 'eu-west-1')
+    t.equal(await page.locator('#x-table tbody tr.event').count(), big.length, 'a numeric comparison on an attribute')
+  })
+
+  await t.test('markup in events is shown as text', async (t) => {
+    const hostile: AppLog = { service: 'checkout', host: '<b>web-9</b>', ts: Date.now() - 30_000, level: SeverityNumber.ERROR, body: '<img src=x id=pwned onerror="document.title=1">', attributes: { '<i>key</i>': '<script>alert(1)</script>' } }
+    logs.push(hostile)
+    await sendWithSdk([hostile])
+    await search('"img src=x"')
+    const row = page.locator('#x-table tbody tr.event').first()
+    t.equal(await row.locator('td.c-message').textContent(), hostile.body, 'the message as text')
+    await row.click()
+    await page.locator('#x-table .x-pair[data-field="<i>key</i>"]').waitFor()
+    await page.click('.x-field[data-field="host"] .x-field-name')
+    t.equal(await page.locator('.x-field[data-field="host"] .x-value .x-value-text').first().textContent(), '<b>web-9</b>', 'a value in the sidebar as text')
+    t.equal(await page.locator('#pwned, #x-table img, #x-table script, #x-fields i, #x-fields b').count(), 0, 'no element made from the data')
+    t.not(await page.title(), '1', 'no handler ran')
+  })
+
+  await t.test('a sidebar value filters for it; another click excludes it', async (t) => {
+    await search('')
+    const cart = page.locator('.x-field[data-field="service"] .x-value[data-value="cart"]')
+    await cart.click()
+    await waitReady()
+    t.equal(await page.inputValue('#q'), 'service:cart')
+    const shown = await columnTexts('service')
+    t.ok(shown.length > 0 && shown.every((x) => x === 'cart'), 'only cart')
+    t.equal(await page.textContent('#x-hits'), `${logs.filter((l) => l.service === 'cart').length} hits`)
+    await page.locator('.x-field[data-field="service"] .x-value[data-value="cart"]').click()
+    await waitReady()
+    t.equal(await page.inputValue('#q'), '-service:cart')
+    const rest = await columnTexts('service')
+    t.ok(rest.length > 0 && !rest.includes('cart'), 'no cart')
+    await page.locator('.x-field[data-field="service"] .x-value[data-value="auth"]').click({ modifiers: ['Alt'] })
+    await waitReady()
+    t.equal(await page.inputValue('#q'), '-service:cart -service:auth', 'Alt-click excludes at once')
+    t.same([...new Set(await columnTexts('service'))], ['checkout'])
+  })
+
+  await t.test('the histogram groups by service', async (t) => {
+    await search('')
+    const statsBy = page.waitForRequest((r) => r.url().includes('/stats?') && r.url().includes('by=service'))
+    await page.click('.x-field[data-field="service"] .x-group')
+    await statsBy
+    await page.locator('#x-hist .u-legend th', { hasText: 'checkout' }).waitFor({ timeout: waitMs })
+    const series = (await page.locator('#x-hist .u-legend .u-series:not(:first-child) th').allTextContents()).map((x) => x.trim())
+    t.same(series.sort(), ['auth', 'cart', 'checkout'], 'one series per service')
+    t.equal(await page.textContent('#x-grouped'), 'by service')
+    t.equal(hashOf().get('by'), 'service')
+    t.equal(await page.getAttribute('.x-field[data-field="service"] .x-group', 'aria-pressed'), 'true')
+  })
+
+  await t.test('a row opens with every field and attribute; context shows its neighbours', async (t) => {
+    await search('service:checkout host:web-2')
+    const row = page.locator('#x-table tbody tr.event').nth(10)
+    const id = await row.getAttribute('data-id')
+    await row.click()
+    const detail = page.locator('#x-table tr.x-detail')
+    await detail.waitFor()
+    for (const name of ['host', 'service', 'level', 'order.id', 'user.id', 'region', 'deployment.environment', 'scope.name']) {
+      t.equal(await detail.locator(`.x-pair[data-field="${name}"]`).count(), 1, `shows ${name}`)
+    }
+    t.equal(hashOf().get('ev'), id, 'the open event is in the URL')
+    await detail.locator('.x-show-context').click()
+    await page.locator('#x-context tr.event.x-focus').waitFor({ timeout: waitMs })
+    t.equal(await page.getAttribute('#x-context tr.event.x-focus', 'data-id'), id, 'the event highlighted')
+    t.match(await page.textContent('#x-context-title'), /host web-2 · service checkout/)
+    const sameHost = logs.filter((l) => l.service === 'checkout' && l.host === 'web-2').map((l) => l.ts).sort((a, b) => a - b)
+    const at = sameHost.indexOf(Number.parseInt(id!, 10))
+    const rows = page.locator('#x-context tbody tr.event')
+    t.equal(await rows.count(), Math.min(at, 20) + 1 + Math.min(sameHost.length - at - 1, 20), 'up to 20 before and 20 after')
+    t.same([...new Set(await page.locator('#x-context tbody td.c-service').allTextContents())], ['checkout'])
+    const times = await rows.evaluateAll((trs) => trs.map((tr) => tr.querySelector('td.c-ts').title))
+    t.same(times, [...times].sort(), 'in time order')
+    t.equal(hashOf().get('ctx'), id)
+    if (at > 20) {
+      const shown = await rows.count()
+      await page.click('#x-more-before')
+      await page.waitForFunction((n) => document.querySelectorAll('#x-context tbody tr.event').length > n, shown, { timeout: waitMs })
+      t.pass('more before reads further back')
+    }
+    await page.keyboard.press('Escape')
+    await page.locator('#x-context').waitFor({ state: 'hidden' })
+    t.equal(hashOf().get('ctx'), null, 'closed: gone from the URL')
+  })
+
+  await t.test('keyboard: j/k move, Enter opens, Esc closes, / searches', async (t) => {
+    await search('service:cart')
+    await page.locator('#x-body').click({ position: { x: 1, y: 1 } }) // a row: the cursor starts there
+    await page.keyboard.press('Escape')
+    await page.keyboard.press('j')
+    await page.keyboard.press('j')
+    await page.keyboard.press('k')
+    const cursor = await page.locator('#x-table tr.event.cursor').getAttribute('data-id')
+    const second = await page.locator('#x-table tbody tr.event').nth(1).getAttribute('data-id')
+    t.equal(cursor, second, 'the cursor on the second row')
+    await page.keyboard.press('Enter')
+    await page.locator('#x-table tr.x-detail').waitFor()
+    t.equal(hashOf().get('ev'), second)
+    await page.keyboard.press('Escape')
+    await page.locator('#x-table tr.x-detail').waitFor({ state: 'detached' })
+    await page.keyboard.press('/')
+    t.ok(await page.evaluate(() => document.querySelector('#q') === (globalThis as any).document.activeElement), '/ focuses the search')
+  })
+
+  await t.test('a bad query shows where it is wrong', async (t) => {
+    expectedConsole = /status of 400/
+    await page.fill('#q', 'service:checkout (level:error')
+    await page.press('#q', 'Enter')
+    await page.locator('#q-error mark').waitFor({ timeout: waitMs })
+    t.equal(await page.textContent('#q-error mark'), '(', 'the unclosed parenthesis marked')
+    t.equal(await page.getAttribute('#q', 'aria-invalid'), 'true')
+    t.equal(await page.evaluate(() => document.querySelector('#q').selectionStart), 17, 'the caret put there')
+  })
+
+  await t.test('the URL reproduces the view', async (t) => {
+    await search('-level:debug')
+    expectedConsole = null // the bad query's 400s are reported by now
+    await page.click('.x-field[data-field="region"] .x-col')
+    await page.locator('#x-table th[data-column="region"]').waitFor()
+    const row = page.locator('#x-table tbody tr.event').nth(3)
+    const id = await row.getAttribute('data-id')
+    await row.click()
+    const url = page.url()
+    const hash = hashOf()
+    t.same([hash.get('q'), hash.get('cols'), hash.get('by'), hash.get('ev'), hash.get('view')], ['-level:debug', 'ts,level,service,message,region', 'service', id, 'explore'])
+    const again = await page.context().newPage()
+    again.on('pageerror', (err) => pageProblems.push(`page error: ${err.message}`))
+    await again.goto(url) // sessionStorage is per tab: sign in again
+    await again.fill('#token-input', s.adminToken)
+    await again.click('#signin-submit')
+    await again.locator('#screen-dashboard[data-explore="ready"]').waitFor({ timeout: waitMs })
+    await again.locator('#x-table tr.event.open').waitFor({ timeout: waitMs })
+    t.equal(await again.inputValue('#q'), '-level:debug')
+    t.same(await again.locator('#x-table thead th').evaluateAll((ths) => ths.map((th) => th.dataset.column)), ['ts', 'level', 'service', 'message', 'region'])
+    t.equal(await again.getAttribute('#x-table tr.event.open', 'data-id'), id, 'the same event open')
+    t.equal(await again.getAttribute('.x-field[data-field="service"] .x-group', 'aria-pressed'), 'true', 'grouped by service')
+    t.equal(await again.getAttribute('[data-range="1h"]', 'aria-pressed'), 'true')
+    t.equal(again.url(), url, 'and the same URL')
+    await again.close()
+  })
+
+  await t.test('live mode follows the same search; pause holds new events', async (t) => {
+    await search('service:auth')
+    await page.click('[data-range="live"]')
+    await page.locator('#conn[data-state="live"]').waitFor({ timeout: waitMs })
+    t.equal(await page.textContent('#x-events-title'), 'Live')
+    const live: AppLog[] = [
+      { service: 'auth', host: 'web-1', ts: Date.now(), level: SeverityNumber.WARN, body: 'live: login failed for mallory', attributes: { 'order.id': 'o-1', 'user.id': 666 } },
+      { service: 'cart', host: 'web-3', ts: Date.now(), level: SeverityNumber.INFO, body: 'live: not for this search', attributes: { 'order.id': 'o-2' } },
+    ]
+    logs.push(...live)
+    await sendWithSdk(live)
+    const arrived = page.locator('#x-table tbody tr.event', { hasText: 'live: login failed for mallory' })
+    await arrived.waitFor({ timeout: waitMs })
+    t.equal(await page.locator('#x-table tbody tr.event', { hasText: 'live: not for this search' }).count(), 0, 'the filter applies to the tail')
+    t.equal(await page.locator('#x-table tbody tr.event').first().textContent().then((x) => x?.includes('mallory')), true, 'newest on top')
+    await page.click('#x-pause')
+    const paused: AppLog = { service: 'auth', host: 'web-1', ts: Date.now(), level: SeverityNumber.INFO, body: 'live: while paused', attributes: { 'order.id': 'o-3' } }
+    logs.push(paused)
+    await sendWithSdk([paused])
+    await page.locator('#x-pause', { hasText: '1 new' }).waitFor({ timeout: waitMs })
+    t.equal(await page.locator('#x-table tbody tr.event', { hasText: 'live: while paused' }).count(), 0, 'held while paused')
+    await page.click('#x-pause')
+    await page.locator('#x-table tbody tr.event', { hasText: 'live: while paused' }).waitFor({ timeout: waitMs })
+    t.pass('shown on resume')
+  })
+
+  await t.test('export downloads the search as NDJSON', async (t) => {
+    await page.click('[data-range="1h"]')
+    await waitReady()
+    await search('service:cart level:>=info')
+    const hits = Number((await page.textContent('#x-hits'))!.replace(/\D/g, ''))
+    const download = page.waitForEvent('download')
+    await page.click('#x-export')
+    const file = await download
+    t.match(file.suggestedFilename(), /^app-.*\.ndjson$/)
+    const lines = readFileSync((await file.path())!, 'utf8').trim().split('\n').map((l) => JSON.parse(l))
+    t.equal(lines.length, hits, 'every hit')
+    t.equal(lines.length, logs.filter((l) => l.service === 'cart' && l.level >= SeverityNumber.INFO).length)
+    t.ok(lines.every((e) => e.service === 'cart' && typeof e.id === 'string' && e.attrs['order.id']), 'events in the API shape')
+    t.ok(lines.every((e, i) => i === 0 || lines[i - 1].ts <= e.ts), 'ascending time')
+  })
+
+  await t.test('screenshot', async (t) => {
+    await search('')
+    await page.click('[data-range="1h"]')
+    await waitReady()
+    await page.click('.x-field[data-field="level"] .x-group')
+    await page.locator('#x-hist .u-legend th', { hasText: 'warn' }).waitFor({ timeout: waitMs })
+    await page.locator('#x-table tbody tr.event', { has: page.locator('.lvl-error') }).first().click()
+    await page.locator('#x-table tr.x-detail').waitFor()
+    mkdirSync(artifacts, { recursive: true })
+    await page.screenshot({ path: artifacts + 'explore.png' })
+    t.pass(`saved ${artifacts}explore.png`)
+  })
+
+  t.same(pageProblems, [], 'no page errors, console errors or CSP violations')
+})
