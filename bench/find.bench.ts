@@ -159,6 +159,7 @@ async function measureFind (token: string): Promise<void> {
     { key: 'b', name: `\`service:${hotService} level:error\`, first page`, targetMs: 100, path: () => `/api/streams/${stream}/events?${range}&${q(`service:${hotService} level:error`)}` },
     { key: 'c', name: `rare phrase \`"${needlePhrase.text}"\`, first page`, targetMs: 500, path: () => `/api/streams/${stream}/events?${range}&${q(`"${needlePhrase.text}"`)}` },
     { key: 'd', name: '/fields over 24 h', targetMs: 500, path: () => `/api/streams/${stream}/fields?${range}` },
+    { key: 'd2', name: '/fields over 24 h, `sample=50000` (the dashboard\'s sidebar)', targetMs: 500, path: () => `/api/streams/${stream}/fields?${range}&sample=50000` },
     { key: 'e1', name: 'stats?by=region (attribute, 8 values) over 24 h', targetMs: 1000, path: () => `/api/streams/${stream}/stats?${range}&by=region` },
     { key: 'e2', name: 'stats?by=route (attribute, ~20 values) over 24 h', targetMs: 1000, path: () => `/api/streams/${stream}/stats?${range}&by=route` },
     { key: 'e3', name: 'stats?by=user_id (attribute, ~1 M values) over 24 h', targetMs: 1000, path: () => `/api/streams/${stream}/stats?${range}&by=user_id` },
