@@ -115,6 +115,8 @@ export interface Config {
   query: {
     /** Reads running at once per org (429 too_many_reads past it). */
     maxConcurrentPerOrg: number
+    /** Of those, reads scanning raw rows over more than an hour (429 too_many_reads past it). */
+    maxScansPerOrg: number
     /** ms one ClickHouse query of a read may run (max_execution_time); past it 504 query_timeout. */
     timeoutMs: number
     /** Bytes one ClickHouse query of a read may use (max_memory_usage); past it 422 query_too_expensive. */

@@ -64,8 +64,11 @@ async function side (clickhouse: ClickHouse, params: ContextParams, anchor: { ts
     const span = direction === 'before'
       ? sql`ts >= ${far} AND ts ${rawSql(first ? '<=' : '<')} ${near}`
       : sql`ts ${rawSql(first ? '>=' : '>')} ${near} AND ts < ${far}`
+    // The shared fields in PREWHERE: ClickHouse reads the other columns only where they match
+    // (a rare host and service in a busy stream: 3.1 M rows read for a side without it).
     const got = await clickhouse.query<EventRowOut>(sql`SELECT ${eventSelectList} FROM events
-      WHERE ${streamIs(params)} AND ${span} AND ${beyond} AND ${sameSql}
+      PREWHERE ${sameSql}
+      WHERE ${streamIs(params)} AND ${span} AND ${beyond}
       ORDER BY ${order} LIMIT ${limit - rows.length}`)
     for (const row of got) rows.push(row)
     if (direction === 'before' && far === 0) break

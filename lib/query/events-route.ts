@@ -10,6 +10,7 @@ import { integerParam } from '../http/query-params.ts'
 import { defaultEventsLimit, maxEventsLimit, queryEventsJson } from './events-query.ts'
 import { defaultContextLines, defaultContextSame, maxContextLines, queryContextJson } from './context-query.ts'
 import { resolveField } from './field-ref.ts'
+import { isScan } from './read-limits.ts'
 
 /** Fields `same=` may list at most. */
 const maxSameFields = 8
@@ -29,7 +30,7 @@ export function registerEventsRoute (router: Router, deps: ReadDeps): void {
       limit,
       cursor: read.params.get('cursor'),
       hiddenBefore: read.hiddenBefore,
-    }))
+    }), isScan(read.range.from, read.range.to, read.where !== undefined))
     sendJsonBytes(ctx, 200, page)
   })
 

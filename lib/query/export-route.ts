@@ -10,6 +10,7 @@ import type { Router } from '../http/router.ts'
 import { readRequest } from './read-request.ts'
 import type { ReadDeps } from './read-request.ts'
 import { exportEvents } from './export-query.ts'
+import { isScan } from './read-limits.ts'
 
 export function registerExportRoute (router: Router, deps: ReadDeps): void {
   const { clickhouse, reads } = deps
@@ -47,7 +48,7 @@ export function registerExportRoute (router: Router, deps: ReadDeps): void {
         }
       }
       res.end()
-    })
+    }, isScan(read.range.from, read.range.to, true))
   })
 }
 

@@ -23,8 +23,13 @@ import type { AttrScope } from './attr-sql.ts'
 const minuteMs = 60_000
 /** An unfiltered count over this much or more (ms) reads the minute rollup (countMatching). */
 const rollupCountMinRangeMs = 3_600_000
-/** Events counted exactly; more are sampled (the default and the most of `sample`). */
-export const sampleRows = 200_000
+/**
+ * Events counted exactly when `sample` is not given; more are sampled. 50,000 answers a day of
+ * 30 M events in about 250 ms (bench/README.md, "Find anything", d2) where 200,000 took 1.8 s.
+ */
+export const sampleRows = 50_000
+/** The most a caller may ask for (`sample`). */
+export const maxSampleRows = 200_000
 /**
  * The least a caller may ask for (`sample`): the dashboard's sidebar asks for 50,000, which reads
  * a quarter of the rows (bench/README.md, "Explore: first render").

@@ -5,7 +5,8 @@ import { sendSerialized, serializeFields } from '../http/serializers.ts'
 import { readRequest } from './read-request.ts'
 import type { ReadDeps } from './read-request.ts'
 import { integerParam } from '../http/query-params.ts'
-import { defaultFieldsTop, maxFieldsTop, minSampleRows, queryFields, sampleRows } from './fields-query.ts'
+import { defaultFieldsTop, maxFieldsTop, maxSampleRows, minSampleRows, queryFields, sampleRows } from './fields-query.ts'
+import { isScan } from './read-limits.ts'
 
 export function registerFieldsRoute (router: Router, deps: ReadDeps): void {
   const { clickhouse, reads } = deps
@@ -21,8 +22,8 @@ export function registerFieldsRoute (router: Router, deps: ReadDeps): void {
       hiddenBefore: read.hiddenBefore,
       top: integerParam(read.params, 'top', 1, maxFieldsTop, defaultFieldsTop),
       rollupsPurged: deps.accounts.store.rollupsPurged(read.orgId, read.stream.name),
-      sampleRows: integerParam(read.params, 'sample', minSampleRows, sampleRows, sampleRows),
-    }))
+      sampleRows: integerParam(read.params, 'sample', minSampleRows, maxSampleRows, sampleRows),
+    }), isScan(read.range.from, read.range.to, read.where !== undefined))
     sendSerialized(ctx, 200, serializeFields, result)
   })
 }

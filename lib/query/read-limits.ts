@@ -3,6 +3,11 @@
 // other readers:
 // - at most `query.maxConcurrentPerOrg` reads of one org at once; one more answers
 //   `429 too_many_reads` with Retry-After at once (a read never queues: a dashboard retries);
+// - of those, at most `query.maxScansPerOrg` scans: reads that go through the raw rows of more
+//   than an hour (a filter, a grouping, an export: isScan). max_threads bounds one statement, not
+//   an org: four concurrent single-threaded scans took 77% of both cores and cut ingest to 46%,
+//   one at a time left it 79% (bench/README.md, "Reads against ingest"). Reads a rollup or a
+//   sample answers (a dashboard's first render) keep the other slots;
 // - each ClickHouse query of a read carries limits ClickHouse enforces itself: max_execution_time,
 //   max_memory_usage, max_rows_to_group_by (overflow: throw), and max_threads (1 by default: a
 //   read takes one core, inserts and their merges keep the other; measured in bench/README.md,
@@ -30,6 +35,7 @@ const tooExpensiveCodes: ReadonlySet<number> = new Set([
 export class ReadLimits {
   readonly #limits: Config['query']
   readonly #running = new Map<string, number>()
+  readonly #scans = new Map<string, number>()
   /** The ClickHouse settings of every read query. */
   readonly settings: Readonly<Record<string, number | string>>
 
@@ -55,8 +61,8 @@ export class ReadLimits {
    * read settings and stop when the client goes away. Throws too_many_reads when the org is at
    * its limit; a query past a limit throws query_timeout or query_too_expensive.
    */
-  async run<T> (ctx: RequestContext, orgId: string, clickhouse: ClickHouse, fn: (clickhouse: ClickHouse) => Promise<T>): Promise<T> {
-    const release = this.acquire(orgId)
+  async run<T> (ctx: RequestContext, orgId: string, clickhouse: ClickHouse, fn: (clickhouse: ClickHouse) => Promise<T>, scan = false): Promise<T> {
+    const release = this.acquire(orgId, scan)
     const aborter = new AbortController()
     const onClose = (): void => { if (!ctx.res.writableFinished) aborter.abort() }
     ctx.res.once('close', onClose)
@@ -70,10 +76,32 @@ export class ReadLimits {
     }
   }
 
-  /** Takes one of the org's read slots (429 too_many_reads when none is free); returns its release. */
-  acquire (orgId: string): () => void {
+  #acquireScan (orgId: string): () => void {
+    const scans = this.#scans.get(orgId) ?? 0
+    if (scans >= this.#limits.maxScansPerOrg) {
+      throw new SluiceError('too_many_reads', `${scans} reads of this organization are scanning raw events over more than an hour; at most ${this.#limits.maxScansPerOrg} at once`,
+        { retryAfter: busyRetryAfterS })
+    }
+    this.#scans.set(orgId, scans + 1)
+    let released = false
+    return () => {
+      if (released) return
+      released = true
+      const left = (this.#scans.get(orgId) ?? 1) - 1
+      if (left === 0) this.#scans.delete(orgId)
+      else this.#scans.set(orgId, left)
+    }
+  }
+
+  /**
+   * Takes one of the org's read slots, and one of its scan slots for a scan (429 too_many_reads
+   * when none is free); returns the release of both.
+   */
+  acquire (orgId: string, scan = false): () => void {
+    const releaseScan = scan ? this.#acquireScan(orgId) : undefined
     const running = this.running(orgId)
     if (running >= this.#limits.maxConcurrentPerOrg) {
+      releaseScan?.()
       throw new SluiceError('too_many_reads', `${running} reads of this organization are running; at most ${this.#limits.maxConcurrentPerOrg} at once`,
         { retryAfter: busyRetryAfterS })
     }
@@ -85,6 +113,7 @@ export class ReadLimits {
       const left = this.running(orgId) - 1
       if (left === 0) this.#running.delete(orgId)
       else this.#running.set(orgId, left)
+      releaseScan?.()
     }
   }
 }
@@ -104,4 +133,12 @@ function withOptions (clickhouse: ClickHouse, options: RequestOptions): ClickHou
     query: async (statement, own) => await clickhouse.query(statement, { ...options, ...own }),
     queryRows: (statement, own) => clickhouse.queryRows(statement, { ...options, ...own }),
   }
+}
+
+/** Ranges up to this long (ms) are no scan: an hour of raw rows reads quickly. */
+export const scanRangeMs = 3_600_000
+
+/** Whether a read over [from, to) that reads raw rows (`rawRows`) counts as a scan (query.maxScansPerOrg). */
+export function isScan (from: number, to: number, rawRows: boolean): boolean {
+  return rawRows && to - from > scanRangeMs
 }

@@ -7,7 +7,8 @@ import { readRequest } from './read-request.ts'
 import type { ReadDeps } from './read-request.ts'
 import { integerParam } from '../http/query-params.ts'
 import { queryStats } from './stats-query.ts'
-import { defaultTopN, maxTopN, parseStep } from './stats-plan.ts'
+import { defaultTopN, levelRollupMinRangeMs, maxTopN, parseStep } from './stats-plan.ts'
+import { isScan } from './read-limits.ts'
 import { fieldPresentSql, fieldTextSql, resolveField } from './field-ref.ts'
 
 export function registerStatsRoute (router: Router, deps: ReadDeps): void {
@@ -17,6 +18,9 @@ export function registerStatsRoute (router: Router, deps: ReadDeps): void {
     const step = read.params.get('step')
     const byName = read.params.get('by')
     const by = byName === null ? undefined : resolveField(byName, 'by')
+    const isLevel = by !== undefined && by.kind === 'column' && by.name === 'level'
+    // Raw rows: a q, or groups of a field no rollup holds (level's over a day or more is one).
+    const rawRows = read.where !== undefined || (by !== undefined && !(isLevel && read.range.to - read.range.from >= levelRollupMinRangeMs))
     const result = await reads.run(ctx, read.orgId, clickhouse, async (ch) => await queryStats(ch, {
       orgId: read.orgId,
       stream: read.stream.name,
@@ -27,8 +31,8 @@ export function registerStatsRoute (router: Router, deps: ReadDeps): void {
       topN: integerParam(read.params, 'top', 1, maxTopN, defaultTopN),
       hiddenBefore: read.hiddenBefore,
       rollupsPurged: deps.accounts.store.rollupsPurged(read.orgId, read.stream.name),
-      by: by === undefined ? undefined : { text: fieldTextSql(by, read.scope), present: fieldPresentSql(by, read.scope), isLevel: by.kind === 'column' && by.name === 'level' },
-    }))
+      by: by === undefined ? undefined : { text: fieldTextSql(by, read.scope), present: fieldPresentSql(by, read.scope), isLevel },
+    }), isScan(read.range.from, read.range.to, rawRows))
     sendSerialized(ctx, 200, serializeStats, result)
   })
 }

@@ -112,6 +112,20 @@ t.test('reads past a limit: 429 too_many_reads with Retry-After; a bad by is 400
   t.equal((await s.api('GET', `/api/streams/app/events?${range}&limit=1`)).status, 200, 'a freed slot serves the next read')
   releases[1]()
   t.equal(s.app.reads.running(org.id), 0, 'every read gave its slot back')
+  // Scans: one per org (query.maxScansPerOrg); a read of rollups, a sample or an hour is none.
+  const scan = s.app.reads.acquire(org.id, true)
+  const day = `from=${base - 86_400_000}&to=${base + 300_000}`
+  for (const path of [`stats?${day}&by=user_id`, `events?${day}&q=user_id:1`, `export?${day}`, `fields?${day}&q=level:error`]) {
+    const r = await s.api('GET', `/api/streams/app/${path}`)
+    t.equal(r.status, 429, `${path.split('?')[0]} over a day is a scan`)
+    t.equal(r.body.error, 'too_many_reads')
+  }
+  for (const path of [`events?${day}`, `fields?${day}`, `stats?${range}&by=user_id`, `events?${range}&q=user_id:1`]) {
+    t.equal((await s.api('GET', `/api/streams/app/${path}`)).status, 200, `${path} is no scan`)
+  }
+  scan()
+  t.equal((await s.api('GET', `/api/streams/app/stats?${day}&by=user_id`)).status, 200, 'the freed scan slot serves the next scan')
+  t.equal(s.app.reads.running(org.id), 0)
   const bad = await s.api('GET', `/api/streams/app/stats?${range}&by=`)
   t.equal(bad.status, 400)
   t.equal(bad.body.error, 'invalid_query')
