@@ -27,24 +27,38 @@ const CLOSE_BRACKET = 0x5d
 const COMMA = 0x2c
 const DOT = 0x2e
 
-/** The pairs of one attrs text: keys and values as UTF-8, each list concatenated with end offsets. */
+/**
+ * The pairs of one attrs text: each key and value a span of UTF-8, in the attrs text itself when
+ * it can be (a top-level key, a value without escapes: most of them), else in `scratch` (a dotted
+ * path, a decoded string). The RowBinary writer copies each span once, straight from where it is.
+ */
 export class AttrPairs {
   count = 0
-  keyBytes: Buffer = Buffer.allocUnsafeSlow(1024)
-  keyLength = 0
-  keyEnds = new Int32Array(64)
-  valueBytes: Buffer = Buffer.allocUnsafeSlow(4096)
-  valueLength = 0
-  valueEnds = new Int32Array(64)
+  /** Per pair: the span of its key and of its value; `*InScratch` 1 when it lies in `scratch`, else in the text. */
+  keyStart = new Int32Array(64)
+  keyEnd = new Int32Array(64)
+  keyInScratch = new Uint8Array(64)
+  valueStart = new Int32Array(64)
+  valueEnd = new Int32Array(64)
+  valueInScratch = new Uint8Array(64)
+  /** The attrs text of the last flatten(). */
+  text: Uint8Array = new Uint8Array(0)
+  scratch: Buffer = Buffer.allocUnsafeSlow(4096)
+  scratchLength = 0
+  /** Bytes of all keys and values. */
+  bytes = 0
   // The current path (the prefix of the keys inside a nested object).
   #path: Buffer = Buffer.allocUnsafeSlow(256)
   #end = 0
+  // Whether the last string stringEnd() read had a backslash.
+  #escaped = false
 
   /** Flattens attrs' JSON object text src[0, length); replaces the previous pairs. */
   flatten (src: Uint8Array, length: number): void {
     this.count = 0
-    this.keyLength = 0
-    this.valueLength = 0
+    this.scratchLength = 0
+    this.bytes = 0
+    this.text = src
     // '{}': most access-log lines have no attrs.
     if (length <= 2 || src[0] !== OPEN_BRACE) return
     this.#end = length
@@ -53,17 +67,17 @@ export class AttrPairs {
 
   /** Bytes of the pairs' text: keys, values and at most 5 bytes of length per string. */
   bytesAtMost (): number {
-    return this.keyLength + this.valueLength + 10 * (this.count + 1)
+    return this.bytes + 10 * (this.count + 1)
   }
 
   /** Key i as a string (tests, the tail's matcher). */
   key (i: number): string {
-    return this.keyBytes.toString('utf8', i === 0 ? 0 : this.keyEnds[i - 1], this.keyEnds[i])
+    return decoder.decode((this.keyInScratch[i] === 1 ? this.scratch : this.text).subarray(this.keyStart[i], this.keyEnd[i]))
   }
 
   /** Value i as a string. */
   value (i: number): string {
-    return this.valueBytes.toString('utf8', i === 0 ? 0 : this.valueEnds[i - 1], this.valueEnds[i])
+    return decoder.decode((this.valueInScratch[i] === 1 ? this.scratch : this.text).subarray(this.valueStart[i], this.valueEnd[i]))
   }
 
   // The object whose '{' is at src[i], its keys under the path's first `prefix` bytes; returns
@@ -73,29 +87,49 @@ export class AttrPairs {
     i++
     if (src[i] === CLOSE_BRACE) return i + 1
     while (i < end && src[i] === QUOTE) {
-      // The key: the path, a dot, the key's text.
-      let at = prefix
-      if (prefix > 0) {
-        this.#pathRoom(at + 1)
-        this.#path[at++] = DOT
-      }
-      const keyEnd = stringEnd(src, i, end)
-      this.#pathRoom(at + (keyEnd - i) * 3)
-      at = decodeString(src, i + 1, keyEnd - 1, this.#path, at)
+      const keyEnd = this.#stringEnd(src, i, end)
+      const keyEscaped = this.#escaped
+      const keyStart = i + 1
       i = keyEnd + 1 // past ':'
       if (i >= end) return end
       const c = src[i]
       if (c === OPEN_BRACE) {
-        i = this.#object(src, i, at)
+        i = this.#object(src, i, this.#pathOf(src, prefix, keyStart, keyEnd - 1, keyEscaped))
       } else {
-        const start = c === QUOTE ? i + 1 : i
-        const valueEnd = c === QUOTE ? stringEnd(src, i, end) : c === OPEN_BRACKET ? arrayEnd(src, i, end) : scalarEnd(src, i, end)
-        this.#pair(at)
-        this.#valueRoom((valueEnd - start) * 3)
-        this.valueLength = c === QUOTE
-          ? decodeString(src, start, valueEnd - 1, this.valueBytes, this.valueLength)
-          : this.valueLength + copy(src, start, valueEnd, this.valueBytes, this.valueLength)
-        this.valueEnds[this.count - 1] = this.valueLength
+        const n = this.#pair()
+        if (prefix === 0 && !keyEscaped) {
+          this.keyStart[n] = keyStart
+          this.keyEnd[n] = keyEnd - 1
+          this.keyInScratch[n] = 0
+        } else {
+          const length = this.#pathOf(src, prefix, keyStart, keyEnd - 1, keyEscaped)
+          this.#scratchRoom(length)
+          this.keyStart[n] = this.scratchLength
+          this.scratchLength += copy(this.#path, 0, length, this.scratch, this.scratchLength)
+          this.keyEnd[n] = this.scratchLength
+          this.keyInScratch[n] = 1
+        }
+        let valueEnd: number
+        if (c === QUOTE) {
+          valueEnd = this.#stringEnd(src, i, end)
+          if (this.#escaped) {
+            this.#scratchRoom((valueEnd - i) * 3)
+            this.valueStart[n] = this.scratchLength
+            this.scratchLength = decodeString(src, i + 1, valueEnd - 1, this.scratch, this.scratchLength)
+            this.valueEnd[n] = this.scratchLength
+            this.valueInScratch[n] = 1
+          } else {
+            this.valueStart[n] = i + 1
+            this.valueEnd[n] = valueEnd - 1
+            this.valueInScratch[n] = 0
+          }
+        } else {
+          valueEnd = c === OPEN_BRACKET ? arrayEnd(src, i, end) : scalarEnd(src, i, end)
+          this.valueStart[n] = i
+          this.valueEnd[n] = valueEnd
+          this.valueInScratch[n] = 0
+        }
+        this.bytes += this.keyEnd[n] - this.keyStart[n] + this.valueEnd[n] - this.valueStart[n]
         i = valueEnd
       }
       if (src[i] !== COMMA) return i + 1 // '}'
@@ -104,28 +138,64 @@ export class AttrPairs {
     return end
   }
 
-  // Appends a pair whose key is the path's first `pathLength` bytes (its value follows).
-  #pair (pathLength: number): void {
-    if (this.count === this.keyEnds.length) {
-      const keyEnds = new Int32Array(this.count * 2)
-      keyEnds.set(this.keyEnds)
-      this.keyEnds = keyEnds
-      const valueEnds = new Int32Array(this.count * 2)
-      valueEnds.set(this.valueEnds)
-      this.valueEnds = valueEnds
+  /** Writes prefix + '.' + the key src[start, end) (decoded when escaped) into the path; returns its length. */
+  #pathOf (src: Uint8Array, prefix: number, start: number, end: number, escaped: boolean): number {
+    let at = prefix
+    this.#pathRoom(at + 1 + (end - start) * 3)
+    if (prefix > 0) this.#path[at++] = DOT
+    return escaped ? decodeString(src, start, end, this.#path, at) : at + copy(src, start, end, this.#path, at)
+  }
+
+  /** The index after the closing quote of the string whose opening quote is at src[i] (at most `end`); sets #escaped. */
+  #stringEnd (src: Uint8Array, i: number, end: number): number {
+    this.#escaped = false
+    i++
+    while (i < end) {
+      const c = src[i]
+      if (c === QUOTE) return i + 1
+      if (c === BACKSLASH) {
+        this.#escaped = true
+        i += 2
+      } else {
+        i++
+      }
     }
-    if (this.keyLength + pathLength > this.keyBytes.length) this.keyBytes = grow(this.keyBytes, this.keyLength, this.keyLength + pathLength)
-    this.keyLength += copy(this.#path, 0, pathLength, this.keyBytes, this.keyLength)
-    this.keyEnds[this.count++] = this.keyLength
+    return end
+  }
+
+  // A new pair's number (its spans follow).
+  #pair (): number {
+    if (this.count === this.keyStart.length) {
+      const size = this.count * 2
+      this.keyStart = growInts(this.keyStart, size)
+      this.keyEnd = growInts(this.keyEnd, size)
+      this.valueStart = growInts(this.valueStart, size)
+      this.valueEnd = growInts(this.valueEnd, size)
+      const keyIn = new Uint8Array(size)
+      keyIn.set(this.keyInScratch)
+      this.keyInScratch = keyIn
+      const valueIn = new Uint8Array(size)
+      valueIn.set(this.valueInScratch)
+      this.valueInScratch = valueIn
+    }
+    return this.count++
   }
 
   #pathRoom (bytes: number): void {
     if (bytes > this.#path.length) this.#path = grow(this.#path, this.#path.length, bytes)
   }
 
-  #valueRoom (bytes: number): void {
-    if (this.valueLength + bytes > this.valueBytes.length) this.valueBytes = grow(this.valueBytes, this.valueLength, this.valueLength + bytes)
+  #scratchRoom (bytes: number): void {
+    if (this.scratchLength + bytes > this.scratch.length) this.scratch = grow(this.scratch, this.scratchLength, this.scratchLength + bytes)
   }
+}
+
+const decoder = new TextDecoder()
+
+function growInts (ints: Int32Array<ArrayBuffer>, size: number): Int32Array<ArrayBuffer> {
+  const grown = new Int32Array(size)
+  grown.set(ints)
+  return grown
 }
 
 function grow (bytes: Buffer, used: number, wanted: number): Buffer {

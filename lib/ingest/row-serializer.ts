@@ -133,10 +133,13 @@ export class EventRowWriter {
     at = writeUInt64(view, at, seq)
     view.setUint32(at, size, true)
     at += 4
-    at = writeVarUInt(bytes, at, pairs.count)
-    at = writeStrings(bytes, at, pairs.keyBytes, pairs.keyEnds, pairs.count)
-    at = writeVarUInt(bytes, at, pairs.count)
-    at = writeStrings(bytes, at, pairs.valueBytes, pairs.valueEnds, pairs.count)
+    const count = pairs.count
+    const text = row.attrsBytes
+    const scratch = pairs.scratch
+    at = writeVarUInt(bytes, at, count)
+    for (let k = 0; k < count; k++) at = writeSpan(bytes, at, pairs.keyInScratch[k] === 1 ? scratch : text, pairs.keyStart[k], pairs.keyEnd[k])
+    at = writeVarUInt(bytes, at, count)
+    for (let k = 0; k < count; k++) at = writeSpan(bytes, at, pairs.valueInScratch[k] === 1 ? scratch : text, pairs.valueStart[k], pairs.valueEnd[k])
     this.#length = at
   }
 
@@ -177,16 +180,6 @@ function writeVarUInt (bytes: Buffer, at: number, value: number): number {
     value = Math.floor(value / 0x80)
   }
   bytes[at++] = value
-  return at
-}
-
-/** `count` Strings whose UTF-8 is source[0, ends[count - 1]), string i ending at ends[i]. */
-function writeStrings (bytes: Buffer, at: number, source: Buffer, ends: Int32Array, count: number): number {
-  let start = 0
-  for (let i = 0; i < count; i++) {
-    at = writeSpan(bytes, at, source, start, ends[i])
-    start = ends[i]
-  }
   return at
 }
 
