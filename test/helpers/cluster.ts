@@ -42,11 +42,12 @@ export async function startTestCluster (t: Test, options: Partial<LocalClusterOp
     dir,
     // Short refresh: a stream or token made on one node is known on the other within 500 ms.
     // Writer deadlines shortened (3 s + 2 s instead of 10 s + 5 s) so fault tests wait less for their 503s.
-    // ClickHouse requests get 60 s instead of 30: a stream deletion's ALTER ... ON CLUSTER waits for
-    // all four hosts, which took over 30 s on a loaded 2-core box running other tests beside it.
+    // ClickHouse requests get 180 s (ClickHouse's own distributed_ddl_task_timeout) instead of 30:
+    // a stream deletion's ALTER ... ON CLUSTER waits for all four hosts, which took over 30 s, and
+    // once past 60 s, on a loaded 2-core box running other tests beside it.
     sluiceConfig: {
       metadata: { refreshIntervalMs: 500 }, ingest: { workers: 1 }, writer: { retryTimeoutMs: 3000, attemptTimeoutMs: 2000 },
-      clickhouse: { requestTimeoutMs: 60_000 },
+      clickhouse: { requestTimeoutMs: 180_000 },
       log: { level: process.env.SLUICE_TEST_LOG ?? 'warn' },
     },
     startTimeoutMs: 90_000, // four ClickHouse servers starting at once on a loaded 2-core CI box
