@@ -1,16 +1,11 @@
 // @ts-check
-// Explore's live mode: the tail (/tail?q= read with fetch, as the token goes in Authorization),
-// reconnecting with backoff, a watchdog on silence (the server sends a heartbeat every 15 s); and
+// Explore's live mode: the tail's events (followed by tail-follow.js, as the panels' live view does); and
 // the feed that hands its events to the page once per animation frame however fast they come,
 // holding them while paused (the newest maxTailRows, the rest counted).
-import { ApiError, sleep } from './api.js'
 import { maxTailRows } from './panels.js'
-import { retryDelayMs } from './status-bar.js'
+import { followTail } from './tail-follow.js'
 
 /** @typedef {import('./types.js').SluiceEvent} SluiceEvent */
-
-/** Silence this long means a dead connection (ms): three missed heartbeats. */
-const tailStallMs = 45_000
 
 /**
  * @typedef {object} TailHandlers
@@ -21,53 +16,25 @@ const tailStallMs = 45_000
  */
 
 /**
- * Follows the tail until signal aborts.
+ * Follows the tail until signal aborts, handing on its events and drop counts (tail-follow.js).
  * @param {import('./api.js').Api} api
  * @param {string} path /api/streams/{s}/tail?q=
  * @param {AbortSignal} signal
  * @param {TailHandlers} handlers
  */
-export async function followTail (api, path, signal, handlers) {
-  let failures = 0
-  /** @type {unknown} */
-  let lastError = null
-  while (!signal.aborted) {
-    const connection = new AbortController()
-    const abort = () => connection.abort()
-    signal.addEventListener('abort', abort, { once: true })
-    /** @type {ReturnType<typeof setTimeout> | undefined} */
-    let stall
-    const watch = () => {
-      clearTimeout(stall)
-      stall = setTimeout(() => connection.abort(new DOMException('No data from the tail', 'TimeoutError')), tailStallMs)
-    }
-    try {
-      await api.stream(path, {
-        signal: connection.signal,
-        onOpen: () => { failures = 0; handlers.onState('live'); watch() },
-        onActivity: watch,
-        onMessage: (type, data) => {
-          if (signal.aborted || (type !== 'event' && type !== 'dropped')) return
-          let payload
-          try { payload = JSON.parse(data) } catch { return }
-          if (type === 'event') handlers.onEvent(payload)
-          else handlers.onDropped(Number(payload.count) || 0)
-        },
-      })
-      lastError = null
-    } catch (err) {
-      if (signal.aborted) return
-      if (err instanceof ApiError && err.status < 500 && err.status !== 429) { handlers.onFatal(err); return }
-      lastError = err
-    } finally {
-      clearTimeout(stall)
-      signal.removeEventListener('abort', abort)
-    }
-    failures++
-    const delay = retryDelayMs(failures, lastError instanceof ApiError ? lastError.retryAfterS : null)
-    handlers.onState('reconnecting', delay)
-    try { await sleep(delay, signal) } catch { return }
-  }
+export async function followEvents (api, path, signal, handlers) {
+  await followTail(api, path, signal, {
+    onOpen: () => handlers.onState('live'),
+    onMessage: (type, data) => {
+      if (type !== 'event' && type !== 'dropped') return
+      let payload
+      try { payload = JSON.parse(data) } catch { return }
+      if (type === 'event') handlers.onEvent(payload)
+      else handlers.onDropped(Number(payload.count) || 0)
+    },
+    onRetry: (delayMs) => handlers.onState('reconnecting', delayMs),
+    onFatal: handlers.onFatal,
+  })
 }
 
 /**

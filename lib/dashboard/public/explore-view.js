@@ -17,7 +17,7 @@ import { formatCount, formatEventTime } from './format.js'
 import { defaultColumns, fieldValue, valueText } from './explore-columns.js'
 import { ContextView } from './explore-context.js'
 import { createHistogram } from './explore-histogram.js'
-import { followTail, LiveFeed } from './explore-live.js'
+import { followEvents, LiveFeed } from './explore-live.js'
 import { toggleFilter } from './explore-query.js'
 import { FieldSidebar } from './explore-sidebar.js'
 import { SearchSuggestions } from './explore-suggest.js'
@@ -417,7 +417,7 @@ export class Explore {
     const { api, state } = this.#host
     const feed = this.#feed
     if (feed === null) return
-    await followTail(api, streamPath(state.stream, 'tail', { q: state.q }), signal, {
+    await followEvents(api, streamPath(state.stream, 'tail', { q: state.q }), signal, {
       onEvent: (event) => feed.add(event),
       onDropped: (count) => feed.dropped(count),
       onState: (conn, delayMs) => setConn(conn === 'live' && feed.paused ? 'paused' : conn, conn === 'reconnecting' ? `Reconnecting in ${Math.round((delayMs ?? 0) / 1000)} s` : undefined),

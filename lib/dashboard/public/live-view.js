@@ -7,7 +7,8 @@ import { ApiError, sleep } from './api.js'
 import { $, show } from './dom.js'
 import { formatBytes, formatCount, formatRate } from './format.js'
 import { maxTailRows, renderTotals } from './panels.js'
-import { retryDelayMs, setBanner, setConn, setLoading } from './status-bar.js'
+import { setBanner, setConn, setLoading } from './status-bar.js'
+import { followTail } from './tail-follow.js'
 import { fillSeries, showEventsEmpty, streamPath } from './view-common.js'
 
 /** @typedef {import('./types.js').SluiceEvent} SluiceEvent */
@@ -19,8 +20,6 @@ import { fillSeries, showEventsEmpty, streamPath } from './view-common.js'
 const liveWindowMs = 5 * 60_000
 /** Top lists and unique sources in Live mode come from /stats, refreshed this often (ms). */
 const liveTopRefreshMs = 10_000
-/** The server sends stats every second and a heartbeat every 15 s; silence this long means a dead connection (ms). */
-const tailStallMs = 45_000
 
 export class LiveView {
   /** @type {ViewHost} */
@@ -104,50 +103,21 @@ export class LiveView {
   }
 
   async #runTail () {
-    const signal = this.#signal
     const { api, state, table } = this.#host
-    let failures = 0
-    /** @type {unknown} */
-    let lastError = null
-    while (!signal.aborted) {
-      const connection = new AbortController()
-      const abort = () => connection.abort()
-      signal.addEventListener('abort', abort, { once: true })
-      /** @type {ReturnType<typeof setTimeout> | undefined} */
-      let stall
-      const watch = () => {
-        clearTimeout(stall)
-        stall = setTimeout(() => connection.abort(new DOMException('No data from the tail', 'TimeoutError')), tailStallMs)
-      }
-      try {
-        await api.stream(streamPath(state.stream, 'tail', { q: state.q }), {
-          signal: connection.signal,
-          onOpen: () => {
-            if (failures > 0) table.notice('Reconnected. Events sent while the tail was away are not shown here; pick a time range to see them.')
-            failures = 0
-            setBanner(null)
-            setConn(this.#paused ? 'paused' : 'live')
-            watch()
-          },
-          onActivity: watch,
-          onMessage: (type, data) => this.#onMessage(type, data),
-        })
-        lastError = null
-      } catch (err) {
-        if (signal.aborted) return
-        if (err instanceof ApiError && err.status < 500 && err.status !== 429) { this.#host.handleFailure(err, this.#host.restart); return }
-        lastError = err
-      } finally {
-        clearTimeout(stall)
-        signal.removeEventListener('abort', abort)
-      }
-      failures++
-      const delay = retryDelayMs(failures, lastError instanceof ApiError ? lastError.retryAfterS : null)
-      const why = lastError instanceof ApiError ? lastError.message : lastError ? 'Cannot reach Sluice' : 'The tail ended'
-      setConn('reconnecting', `Reconnecting in ${Math.round(delay / 1000)} s`)
-      if (failures >= 2) setBanner(`${why}. Retrying in ${Math.round(delay / 1000)} s…`, 'warn')
-      try { await sleep(delay, signal) } catch { return }
-    }
+    await followTail(api, streamPath(state.stream, 'tail', { q: state.q }), this.#signal, {
+      onOpen: (reconnected) => {
+        if (reconnected) table.notice('Reconnected. Events sent while the tail was away are not shown here; pick a time range to see them.')
+        setBanner(null)
+        setConn(this.#paused ? 'paused' : 'live')
+      },
+      onMessage: (type, data) => this.#onMessage(type, data),
+      onRetry: (delay, failures, err) => {
+        const why = err instanceof ApiError ? err.message : err ? 'Cannot reach Sluice' : 'The tail ended'
+        setConn('reconnecting', `Reconnecting in ${Math.round(delay / 1000)} s`)
+        if (failures >= 2) setBanner(`${why}. Retrying in ${Math.round(delay / 1000)} s…`, 'warn')
+      },
+      onFatal: (err) => this.#host.handleFailure(err, this.#host.restart),
+    })
   }
 
   /**
