@@ -93,6 +93,22 @@ const fromZero = (_u, _min, max) => [0, max > 0 ? max * 1.12 : 1]
  */
 
 /**
+ * A uPlot setSelect hook: a drag across a chart (5 px or more) is a time range, handed to
+ * onZoom in ms, and the selection box is cleared.
+ * @param {(from: number, to: number) => void} onZoom
+ * @returns {(u: uPlot) => void}
+ */
+export function zoomOnSelect (onZoom) {
+  return (u) => {
+    if (u.select.width < 5) return
+    const from = u.posToVal(u.select.left, 'x') * 1000
+    const to = u.posToVal(u.select.left + u.select.width, 'x') * 1000
+    u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false)
+    onZoom(Math.round(from), Math.round(to))
+  }
+}
+
+/**
  * @param {ChartTargets} targets
  * @param {{ onZoom: (from: number, to: number) => void }} options onZoom gets a dragged range, ms
  * @returns {Charts}
@@ -139,18 +155,10 @@ export function createCharts (targets, { onZoom }) {
       axes: axes(colors, formatValue),
       cursor: { sync: { key: 'sluice' }, drag: { x: true, y: false, setScale: false }, points: { size: 6 } },
       legend: { live: true },
-      hooks: { setSelect: [onSelect] },
+      hooks: { setSelect: [zoomOnSelect(onZoom)] },
     }
   }
 
-  /** @param {uPlot} u */
-  function onSelect (u) {
-    if (u.select.width < 5) return
-    const from = u.posToVal(u.select.left, 'x') * 1000
-    const to = u.posToVal(u.select.left + u.select.width, 'x') * 1000
-    u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false)
-    onZoom(Math.round(from), Math.round(to))
-  }
 
   function build () {
     for (const c of charts) c.destroy()

@@ -3,7 +3,7 @@
 // 7.4), stacked by the group values (levels in their order and colours, other fields in the
 // Okabe-Ito palette), plus "other" for events outside the listed values or without the field.
 // Dragging across it selects a time range (onZoom). uPlot is the global of /assets/uplot.js.
-import { timeTicks } from './charts.js'
+import { timeTicks, zoomOnSelect } from './charts.js'
 import { formatCount, formatEventTime } from './format.js'
 
 /** @typedef {import('./types.js').StatsAnswer} StatsAnswer */
@@ -72,7 +72,7 @@ export function createHistogram (target, { onZoom }) {
       ],
       cursor: { drag: { x: true, y: false, setScale: false }, points: { show: false } },
       legend: { live: true },
-      hooks: { setSelect: [onSelect] },
+      hooks: { setSelect: [zoomOnSelect(onZoom)] },
       series: [
         { value: (_u, v) => (v == null ? '' : formatEventTime(v * 1000).slice(0, 8)) },
         ...order.map((k) => ({
@@ -91,14 +91,6 @@ export function createHistogram (target, { onZoom }) {
     chart = new uPlot(options, [current.xs, ...order.map((k) => stacked[k])], target)
   }
 
-  /** @param {uPlot} u */
-  function onSelect (u) {
-    if (u.select.width < 5) return
-    const from = u.posToVal(u.select.left, 'x') * 1000
-    const to = u.posToVal(u.select.left + u.select.width, 'x') * 1000
-    u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false)
-    onZoom(Math.round(from), Math.round(to))
-  }
 
   let lastBy = 'level'
   const resize = new ResizeObserver(() => {
