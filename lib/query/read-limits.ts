@@ -76,45 +76,39 @@ export class ReadLimits {
     }
   }
 
-  #acquireScan (orgId: string): () => void {
-    const scans = this.#scans.get(orgId) ?? 0
-    if (scans >= this.#limits.maxScansPerOrg) {
-      throw new SluiceError('too_many_reads', `${scans} reads of this organization are scanning raw events over more than an hour; at most ${this.#limits.maxScansPerOrg} at once`,
-        { retryAfter: busyRetryAfterS })
-    }
-    this.#scans.set(orgId, scans + 1)
-    let released = false
-    return () => {
-      if (released) return
-      released = true
-      const left = (this.#scans.get(orgId) ?? 1) - 1
-      if (left === 0) this.#scans.delete(orgId)
-      else this.#scans.set(orgId, left)
-    }
-  }
-
   /**
    * Takes one of the org's read slots, and one of its scan slots for a scan (429 too_many_reads
    * when none is free); returns the release of both.
    */
   acquire (orgId: string, scan = false): () => void {
-    const releaseScan = scan ? this.#acquireScan(orgId) : undefined
-    const running = this.running(orgId)
-    if (running >= this.#limits.maxConcurrentPerOrg) {
+    const limits = this.#limits
+    const releaseScan = scan
+      ? takeSlot(this.#scans, orgId, limits.maxScansPerOrg, 'reads of this organization are scanning raw events over more than an hour')
+      : undefined
+    try {
+      const release = takeSlot(this.#running, orgId, limits.maxConcurrentPerOrg, 'reads of this organization are running')
+      return () => { release(); releaseScan?.() }
+    } catch (err) {
       releaseScan?.()
-      throw new SluiceError('too_many_reads', `${running} reads of this organization are running; at most ${this.#limits.maxConcurrentPerOrg} at once`,
-        { retryAfter: busyRetryAfterS })
+      throw err
     }
-    this.#running.set(orgId, running + 1)
-    let released = false
-    return () => {
-      if (released) return
-      released = true
-      const left = this.running(orgId) - 1
-      if (left === 0) this.#running.delete(orgId)
-      else this.#running.set(orgId, left)
-      releaseScan?.()
-    }
+  }
+}
+
+/** Counts one more in `counts` for orgId, or throws too_many_reads at `limit`; returns its release (once). */
+function takeSlot (counts: Map<string, number>, orgId: string, limit: number, what: string): () => void {
+  const taken = counts.get(orgId) ?? 0
+  if (taken >= limit) {
+    throw new SluiceError('too_many_reads', `${taken} ${what}; at most ${limit} at once`, { retryAfter: busyRetryAfterS })
+  }
+  counts.set(orgId, taken + 1)
+  let released = false
+  return () => {
+    if (released) return
+    released = true
+    const left = (counts.get(orgId) ?? 1) - 1
+    if (left === 0) counts.delete(orgId)
+    else counts.set(orgId, left)
   }
 }
 
