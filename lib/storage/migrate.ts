@@ -8,11 +8,17 @@
 // ADD COLUMN IF NOT EXISTS), which counts as applied; schema_migrations may then hold a
 // migration twice, and readers count distinct ids. A node finding every migration recorded runs
 // no DDL at all, so nodes (re)start while a ClickHouse host is down.
+// After the migrations, on one node, the schema is reconciled with what the server's version
+// supports (lib/storage/schema-reconcile.ts, docs/schema-versions.md): state-based, so a database
+// migrated on 18.16 gets the features after a server upgrade. Cluster mode stays portable.
 import type { ClickHouse } from './clickhouse.ts'
 import type { Logger } from '../logger.ts'
 import { quoteIdentifier, sql } from './sql.ts'
 import { ClickHouseError, clickhouseCodes } from './clickhouse.ts'
 import { clusterStatements } from './cluster-ddl.ts'
+import { noFeatures, serverFeatures } from './server-features.ts'
+import type { ServerFeatures } from './server-features.ts'
+import { reconcileSchema } from './schema-reconcile.ts'
 import { migration as metadata } from './migrations/001_metadata.ts'
 import { migration as events } from './migrations/002_events.ts'
 import { migration as rollups } from './migrations/003_rollups.ts'
@@ -42,6 +48,8 @@ export const eventsTableStatements: readonly string[] = [events, eventsLevel, ev
 export interface MigrateResult {
   applied: number[]
   current: number
+  /** What the server supports and the schema now uses (noFeatures in cluster mode). */
+  features: ServerFeatures
 }
 
 export interface MigrateOptions {
@@ -91,7 +99,7 @@ export async function migrate (clickhouse: ClickHouse, log: Logger, list: readon
       WHERE database = ${target.database} AND name = 'schema_migrations'`)
     const recorded = Number(exists.n) === 0 ? [] : await clickhouse.query<{ id: number }>('SELECT DISTINCT id FROM schema_migrations')
     const known = new Set(recorded.map((r) => r.id))
-    if (list.every((m) => known.has(m.id))) return { applied: [], current: Math.max(0, ...list.map((m) => m.id)) }
+    if (list.every((m) => known.has(m.id))) return { applied: [], current: Math.max(0, ...list.map((m) => m.id)), features: noFeatures }
     await clickhouse.command(`CREATE DATABASE IF NOT EXISTS ${quoteIdentifier(target.database)} ON CLUSTER ${quoteIdentifier(target.cluster)}`)
   }
   await apply(`CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -106,7 +114,12 @@ export async function migrate (clickhouse: ClickHouse, log: Logger, list: readon
     applied.push(m.id)
     log.info('migration applied', { migration: m.id, name: m.name })
   }
-  return { applied, current: Math.max(0, ...list.map((m) => m.id)) }
+  let features = noFeatures
+  if (target === null && list.some((m) => m.id === 2)) {
+    features = serverFeatures(await clickhouse.version())
+    await reconcileSchema(clickhouse, features, log)
+  }
+  return { applied, current: Math.max(0, ...list.map((m) => m.id)), features }
 }
 
 /** True when every known migration is recorded (readiness). */
