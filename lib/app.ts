@@ -151,7 +151,8 @@ export async function createApp (config: Config, log: Logger, options: AppOption
     const pool = new Piscina({
       // NDJSON tasks and the protocol inputs' whole-body tasks (lib/parse-worker-entry.ts).
       filename: new URL('./parse-worker-entry.ts', import.meta.url).href,
-      workerData: { maxDecodedBytes: config.ingest.maxDecodedBytes } satisfies ParseWorkerData,
+      // rowFormat: the rows as the storage engine takes them (RowBinary; chdb: JSONCompactEachRow).
+      workerData: { maxDecodedBytes: config.ingest.maxDecodedBytes, rowFormat: clickhouse.insertFormat } satisfies ParseWorkerData,
       minThreads: config.ingest.workers,
       maxThreads: config.ingest.workers,
       // No maxQueue: a full queue would reject tasks (500s). The queue is bounded instead by
@@ -168,7 +169,7 @@ export async function createApp (config: Config, log: Logger, options: AppOption
     })
     await shards?.start()
     const writer = createBatchWriter({
-      clickhouse, table: shards === undefined ? 'events' : 'events_local', columns: eventColumns, format: 'RowBinary', log: log.child({ component: 'writer' }),
+      clickhouse, table: shards === undefined ? 'events' : 'events_local', columns: eventColumns, format: clickhouse.insertFormat, log: log.child({ component: 'writer' }),
       ...writerSettings(config), shards, insertQuorum: config.clickhouse.insertQuorum,
       onInsert: (stats) => {
         admission.writerProgressed() // declared below; inserts start only once requests arrive

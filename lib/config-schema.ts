@@ -12,6 +12,7 @@ import { logLevels } from './logger.ts'
  * - port: integer 0-65535; positiveInt: integer >= 1; nonNegativeInt: integer >= 0;
  * - enum: one of `values`;
  * - httpUrl: null / '' for none, or an http: or https: URL;
+ * - clickhouseUrl: an httpUrl, or `chdb:<directory>` (the embedded engine, lib/storage/chdb-engine.ts);
  * - identifier: a plain SQL identifier ([A-Za-z_][A-Za-z0-9_]*); nullableIdentifier: one, or null / '' for none;
  * - httpUrlList: null / '' for none, or http(s) URLs separated by commas (kept as that string);
  * - slpToken: null / '' for none, or slp_ then 36 base62 characters;
@@ -19,7 +20,7 @@ import { logLevels } from './logger.ts'
  */
 export type SettingType =
   | 'string' | 'nullableString' | 'port' | 'positiveInt' | 'nonNegativeInt' | 'enum'
-  | 'httpUrl' | 'identifier' | 'slpToken' | 'orgLimits' | 'nullableIdentifier' | 'httpUrlList'
+  | 'httpUrl' | 'identifier' | 'slpToken' | 'orgLimits' | 'nullableIdentifier' | 'httpUrlList' | 'clickhouseUrl'
 
 /** Units of numeric settings; the README's default column shows them after the value. */
 export type Unit = 'ms' | 's' | 'bytes' | 'bytes/s' | 'rows' | 'events/s' | 'requests/min' | 'requests' | 'threads' | 'tails' | 'replicas'
@@ -52,7 +53,7 @@ const table = [
   { path: 'server.requestTimeoutMs', type: 'positiveInt', env: 'SLUICE_REQUEST_TIMEOUT_MS', default: 60000, unit: 'ms', description: 'ms to receive a whole request' },
   { path: 'server.keepAliveTimeoutMs', type: 'positiveInt', env: 'SLUICE_KEEP_ALIVE_TIMEOUT_MS', default: 5000, unit: 'ms', description: 'ms an idle keep-alive connection stays open' },
   { path: 'server.shutdownTimeoutMs', type: 'positiveInt', env: 'SLUICE_SHUTDOWN_TIMEOUT_MS', default: 30000, unit: 'ms', description: 'ms shutdown waits for requests in flight' },
-  { path: 'clickhouse.url', type: 'httpUrl', env: 'CLICKHOUSE_URL', default: null, description: 'ClickHouse HTTP URL; unset: Sluice runs its own' },
+  { path: 'clickhouse.url', type: 'clickhouseUrl', env: 'CLICKHOUSE_URL', default: null, description: 'ClickHouse HTTP URL, or `chdb:<directory>` for the embedded engine (ClickHouse 26.x in-process, single node, data in that directory); unset: Sluice runs its own' },
   { path: 'clickhouse.user', type: 'string', env: 'CLICKHOUSE_USER', default: 'default', description: 'ClickHouse user' },
   { path: 'clickhouse.password', type: 'string', env: 'CLICKHOUSE_PASSWORD', default: '', secret: true, description: 'ClickHouse password' },
   { path: 'clickhouse.database', type: 'identifier', env: 'CLICKHOUSE_DATABASE', default: 'sluice', description: 'Database (created if missing)' },

@@ -273,6 +273,12 @@ function parseValue (setting: Setting, raw: unknown, fromEnv: boolean): { value?
       } catch { /* not a URL: reported below */ }
       return ok ? { value: raw } : { problem: 'must be an http(s) URL' }
     }
+    case 'clickhouseUrl': {
+      if (typeof raw === 'string' && raw.startsWith('chdb:')) {
+        return raw.length > 'chdb:'.length ? { value: raw } : { problem: 'must name a data directory after chdb: (chdb:./data/chdb)' }
+      }
+      return parseValue({ ...setting, type: 'httpUrl' }, raw, fromEnv)
+    }
     case 'nullableIdentifier':
       if (raw === null || raw === '') return { value: null }
       return typeof raw === 'string' && identifierPattern.test(raw) ? { value: raw } : { problem: 'must be a plain identifier or null' }
@@ -421,11 +427,16 @@ export function loadConfig (options: LoadConfigOptions = {}): Config {
   if (cfg.clickhouse.cluster !== null && cfg.clickhouse.url === null) {
     problems.push('clickhouse.cluster needs clickhouse.url: cluster mode runs on a ClickHouse cluster, never the managed one')
   }
+  if (cfg.clickhouse.cluster !== null && cfg.clickhouse.url?.startsWith('chdb:') === true) {
+    problems.push('clickhouse.cluster cannot run on the embedded engine (chdb:): cluster mode needs ClickHouse servers, set clickhouse.url to one of their HTTP URLs')
+  }
   if (cfg.cluster.nodeUrl !== null && cfg.cluster.secret === null) {
     problems.push('cluster.nodeUrl needs cluster.secret: the nodes authenticate the frames they forward each other with it')
   }
   if (problems.length > 0) throw new ConfigError(problems)
 
   cfg.dataDir = resolve(options.cwd ?? process.cwd(), cfg.dataDir)
+  // chdb:<relative directory>, like dataDir, is the working directory's.
+  if (cfg.clickhouse.url?.startsWith('chdb:') === true) cfg.clickhouse.url = 'chdb:' + resolve(options.cwd ?? process.cwd(), cfg.clickhouse.url.slice('chdb:'.length))
   return deepFreeze(cfg)
 }

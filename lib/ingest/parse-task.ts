@@ -51,7 +51,17 @@ export interface ParseTask {
    * here and its branch in parse-worker.ts.
    */
   inputKind?: InputKind
+  /**
+   * How the rows come out: RowBinary (row-serializer.ts), the default, or JSONCompactEachRow
+   * (row-json-serializer.ts) for an engine that takes text formats only (chdb). Set by the
+   * worker entry from its workerData: the engine decides, not the request.
+   */
+  rowFormat?: EventRowFormat
 }
+
+/** The formats a worker writes event rows in (ClickHouse#insertFormat picks one). */
+export const eventRowFormats = ['RowBinary', 'JSONCompactEachRow'] as const
+export type EventRowFormat = typeof eventRowFormats[number]
 
 /**
  * The kinds of worker task (ParseTask.inputKind). Besides NDJSON, whole-body inputs decoded by
@@ -78,7 +88,7 @@ export interface RecordSink {
 }
 
 export interface ParseResult {
-  /** RowBinary rows for the events table (row-serializer.ts), columns in `eventColumns` order. Transferred. */
+  /** Rows for the events table in the task's rowFormat (RowBinary by default), columns in `eventColumns` order. Transferred. */
   rows: ArrayBuffer
   ingested: number
   failed: number

@@ -21,6 +21,7 @@ import { normalizeEvent } from '../events/normalize.ts'
 import type { TimeBounds } from '../events/normalize.ts'
 import type { EventRejection } from '../events/rejection.ts'
 import { EventRowWriter } from './row-serializer.ts'
+import { EventRowJsonWriter } from './row-json-serializer.ts'
 import { LineScanner, blankLine, scannedRow } from './line-scanner.ts'
 import { wrappedBodyMessage } from './wrapped-body.ts'
 import { LiveCollector } from '../live/live-collector.ts'
@@ -61,7 +62,7 @@ class MovableParseResult implements ParseResult {
 
 /** Accumulates one task's rows, counts and failures. */
 export class TaskOutput implements LineSink {
-  readonly #rows: EventRowWriter
+  readonly #rows: EventRowWriter | EventRowJsonWriter
   readonly bounds: TimeBounds
   readonly #seqBase: number
   readonly #live: LiveCollector | null
@@ -73,7 +74,11 @@ export class TaskOutput implements LineSink {
   constructor (task: ParseTask) {
     // RowBinary rows come out about the size of the JSON lines (1.04x on bench/payload.ts); 1/8
     // more spares most tasks a regrowth.
-    this.#rows = new EventRowWriter(task.orgId, task.stream, task.receivedAt, Math.ceil(task.input.byteLength * 1.125))
+    // JSONCompactEachRow (the embedded engine's text format) comes out about the same size plus
+    // the quotes and commas.
+    this.#rows = task.rowFormat === 'JSONCompactEachRow'
+      ? new EventRowJsonWriter(task.orgId, task.stream, task.receivedAt, Math.ceil(task.input.byteLength * 1.25))
+      : new EventRowWriter(task.orgId, task.stream, task.receivedAt, Math.ceil(task.input.byteLength * 1.125))
     // ts is a UInt64 column: a negative bound would let a negative ts fail the whole insert.
     this.bounds = { receivedAt: task.receivedAt, minTs: Math.max(task.minTs, 0), maxTs: task.maxTs }
     this.#seqBase = task.seqBase

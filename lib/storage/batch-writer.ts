@@ -202,8 +202,12 @@ export function writerSettings (config: Pick<Config, 'writer' | 'limits'>): Pick
   }
 }
 
-/** Formats whose rows a writer can concatenate from many writes into one insert body. */
-export type RowFormat = 'TabSeparated' | 'RowBinary'
+/**
+ * Formats whose rows a writer can concatenate from many writes into one insert body
+ * (JSONCompactEachRow: the embedded engine's, ClickHouse#insertFormat).
+ */
+export type RowFormat = 'TabSeparated' | 'RowBinary' | 'JSONCompactEachRow'
+const rowFormats: ReadonlySet<string> = new Set<RowFormat>(['TabSeparated', 'RowBinary', 'JSONCompactEachRow'])
 
 /** ClickHouse's own max_insert_block_size default; never ask for less. */
 const serverInsertBlockRows = 1_048_576
@@ -390,7 +394,7 @@ export class BatchWriter {
     this.#log = options.log
     if (options.columns.length === 0) throw new TypeError('columns must not be empty')
     this.#format = options.format ?? 'TabSeparated'
-    if (this.#format !== 'TabSeparated' && this.#format !== 'RowBinary') throw new TypeError(`format must be TabSeparated or RowBinary (got ${String(this.#format)})`)
+    if (!rowFormats.has(this.#format)) throw new TypeError(`format must be one of ${[...rowFormats].join(', ')} (got ${String(this.#format)})`)
     this.#statement = `INSERT INTO ${quoteIdentifier(options.table)} (${options.columns.map(quoteIdentifier).join(', ')}) FORMAT ${this.#format}`
     this.#maxBatchRows = positiveInteger('maxBatchRows', options.maxBatchRows)
     this.#maxBatchBytes = positiveInteger('maxBatchBytes', options.maxBatchBytes ?? defaults.maxBatchBytes)
@@ -436,8 +440,8 @@ export class BatchWriter {
       if (chunk.byteLength > 0) last = chunk
     }
     // A missing final newline would glue this write's last row to the next write's first row.
-    if (last === undefined || (this.#format === 'TabSeparated' && last[last.byteLength - 1] !== 0x0a)) {
-      return Promise.reject(new TypeError(last === undefined ? `${rows} rows in no bytes` : 'rows must be TabSeparated lines, each ending in \\n'))
+    if (last === undefined || (this.#format !== 'RowBinary' && last[last.byteLength - 1] !== 0x0a)) {
+      return Promise.reject(new TypeError(last === undefined ? `${rows} rows in no bytes` : `rows must be ${this.#format} lines, each ending in \\n`))
     }
     const identity = options.identity
     if (identity !== undefined && !(Number.isSafeInteger(identity.seqBase) && identity.seqBase >= 0 && rows <= seqLineSpace)) {

@@ -1,14 +1,20 @@
 // The one gateway to ClickHouse over HTTP, built on @clickhouse/client. It fixes the settings
 // every query needs (64-bit integers as JSON numbers), turns server errors into ClickHouseError
 // with the numeric code ClickHouse sent (matched by code, never by message text), and offers a
-// raw insert for bytes that workers already serialized.
+// raw insert for bytes that workers already serialized. A `chdb:<directory>` URL gives the same
+// interface on the embedded engine instead (chdb-clickhouse.ts).
 import { Readable } from 'node:stream'
 import { createClient, ClickHouseLogLevel } from '@clickhouse/client'
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client'
 import { SqlFragment } from './sql.ts'
+import { createChdbClickHouse } from './chdb-clickhouse.ts'
+import { isChdbUrl } from './chdb-engine.ts'
 
 export interface ClickHouseOptions {
-  /** Base URL of the HTTP interface, e.g. http://127.0.0.1:8123 */
+  /**
+   * Base URL of the HTTP interface, e.g. http://127.0.0.1:8123; or `chdb:<directory>` for the
+   * embedded engine with its data in that directory (user and password are then unused).
+   */
   url: string
   user: string
   password: string
@@ -88,9 +94,17 @@ function wrapError (err: unknown, sqlText: string): Error {
   return wrapped
 }
 
+/**
+ * The format event rows are inserted in, which the parse workers write (lib/ingest/parse-task.ts
+ * EventRowFormat): RowBinary over HTTP; JSONCompactEachRow on chdb, which takes text formats only.
+ */
+export type EventInsertFormat = 'RowBinary' | 'JSONCompactEachRow'
+
 export interface ClickHouse {
   readonly database: string
   readonly url: string
+  /** The format this engine takes event rows in (the batch writer's and the workers' format). */
+  readonly insertFormat: EventInsertFormat
   /** Runs a SELECT and returns its rows as objects (JSONEachRow, 64-bit integers as numbers). */
   query<T = Record<string, unknown>>(statement: SqlFragment | string, options?: RequestOptions): Promise<T[]>
   /**
@@ -136,6 +150,7 @@ const querySettings = {
 } as const
 
 export function createClickHouse (options: ClickHouseOptions): ClickHouse {
+  if (isChdbUrl(options.url)) return createChdbClickHouse({ url: options.url, database: options.database })
   const common = {
     url: options.url,
     username: options.user,
@@ -159,6 +174,7 @@ export function createClickHouse (options: ClickHouseOptions): ClickHouse {
   return {
     database: options.database,
     url: options.url,
+    insertFormat: 'RowBinary',
 
     async query<T> (statement: SqlFragment | string, opts: RequestOptions = {}): Promise<T[]> {
       const text = String(statement)

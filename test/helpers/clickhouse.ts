@@ -1,7 +1,12 @@
 // A real ClickHouse for tests. `npm test` starts one for the whole run (test/helpers/global-setup.ts
 // writes its URL to .tap/clickhouse-url); CLICKHOUSE_URL points tests at an existing server instead.
+// SLUICE_TEST_ENGINE=chdb (`npm run test:chdb`) runs them on the embedded engine instead: chdb
+// holds one data directory per process, and each test file is a process of its own, so each gets
+// a fresh `chdb:` directory of its own, removed when the process exits.
 // Each test file gets its own database, dropped at teardown.
-import { readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import type { Test } from 'tap'
@@ -10,7 +15,20 @@ import type { ClickHouse } from '../../lib/storage/clickhouse.ts'
 
 export const urlFile = fileURLToPath(new URL('../../.tap/clickhouse-url', import.meta.url))
 
+/** True when the tests run on the embedded engine (SLUICE_TEST_ENGINE=chdb). */
+export const onChdb = process.env.SLUICE_TEST_ENGINE === 'chdb'
+
+let chdbUrl: string | undefined
+
 export function clickhouseUrl (): string {
+  if (onChdb) {
+    if (chdbUrl === undefined) {
+      const dir = mkdtempSync(join(tmpdir(), 'sluice-chdb-test-'))
+      process.once('exit', () => rmSync(dir, { recursive: true, force: true }))
+      chdbUrl = `chdb:${dir}`
+    }
+    return chdbUrl
+  }
   if (process.env.CLICKHOUSE_URL) return process.env.CLICKHOUSE_URL
   try {
     return readFileSync(urlFile, 'utf8').trim()

@@ -1,4 +1,5 @@
-// tap `before`: gives the whole test run one ClickHouse, unless CLICKHOUSE_URL names one already.
+// tap `before`: gives the whole test run one ClickHouse, unless CLICKHOUSE_URL names one already or
+// the run is on the embedded engine (SLUICE_TEST_ENGINE=chdb).
 // The server is detached so it outlives this script (tap waits for the script to exit); its URL
 // goes to .tap/clickhouse-url for ./clickhouse.ts and its pid to .tap/clickhouse-pid for
 // ./global-teardown.ts.
@@ -21,7 +22,8 @@ await terminateClickHouse(leftoverPid, dataDir, 15_000)
 rmSync(urlFile, { force: true })
 rmSync(pidFile, { force: true })
 
-if (!process.env.CLICKHOUSE_URL) {
+// SLUICE_TEST_ENGINE=chdb: every test file runs its own embedded engine (./clickhouse.ts).
+if (!process.env.CLICKHOUSE_URL && process.env.SLUICE_TEST_ENGINE !== 'chdb') {
   rmSync(dataDir, { recursive: true, force: true })
   mkdirSync(tapDir, { recursive: true })
   const clickhouse = await startManagedClickHouse({

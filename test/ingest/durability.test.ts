@@ -4,7 +4,7 @@
 import t from 'tap'
 import { connect } from 'node:net'
 import { startServer } from '../helpers/server.ts'
-import { clickhouseUrl } from '../helpers/clickhouse.ts'
+import { clickhouseUrl, onChdb } from '../helpers/clickhouse.ts'
 import { startTcpProxy } from '../helpers/tcp-proxy.ts'
 import { countEvents, createIngestTarget, postIngest } from '../helpers/ingest.ts'
 import { waitFor } from '../helpers/wait-for.ts'
@@ -42,7 +42,9 @@ t.test('a request cut off mid-body stores nothing', async (t) => {
   t.equal(s.app.metrics.requests.get({ ...route, status: 503 }), 0, 'not as a storage failure')
 })
 
-t.test('ClickHouse down: 503 with Retry-After; nothing acknowledged is missing once it is back', async (t) => {
+t.test('ClickHouse down: 503 with Retry-After; nothing acknowledged is missing once it is back', {
+  skip: onChdb && 'takes ClickHouse down through a TCP proxy: the embedded engine (chdb) runs in this process and has no connection to cut',
+}, async (t) => {
   const proxy = await startTcpProxy(t, clickhouseUrl())
   const s = await startServer(t, { clickhouse: { url: proxy.url, requestTimeoutMs: 2000 }, writer: { retryTimeoutMs: 1500 } })
   const tgt = await createIngestTarget(s, 'outage')

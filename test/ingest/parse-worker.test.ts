@@ -140,8 +140,9 @@ t.test('no input makes it throw', async (t) => {
   t.ok(codes.has('invalid_json') && codes.has('invalid_utf8'), 'both kinds of noise were met')
 })
 
-t.test('rows round-trip through ClickHouse RowBinary', async (t) => {
+t.test('rows round-trip through ClickHouse in the engine\'s format (RowBinary; chdb: JSONCompactEachRow)', async (t) => {
   const db = await createTestDatabase(t)
+  const format = db.clickhouse.insertFormat
   for (const statement of eventsTableStatements) await db.clickhouse.command(statement)
   const tricky = 'tab\there new\nline cr\r back\\slash \\N quote\' dq" nul\0 bell\b ff\f ctl\u0001 é 日本 😀🚀 \ud800'
   const lines = [
@@ -151,9 +152,9 @@ t.test('rows round-trip through ClickHouse RowBinary', async (t) => {
     { ts: receivedAt - 4, log: JSON.stringify({ host: 'inner', status: 'bad\t', rt: 0.000123 }), stream: 'stdout' },
     { ts: receivedAt - 5, host: '\\N', path: '' },
   ]
-  const result = parse(lines.map((line) => JSON.stringify(line)).join('\n') + '\n')
+  const result = parseTask({ ...makeTask(lines.map((line) => JSON.stringify(line)).join('\n') + '\n'), rowFormat: format })
   t.equal(result.ingested, lines.length)
-  await db.clickhouse.insertRaw(`INSERT INTO events (${eventColumns.join(', ')}) FORMAT RowBinary`, Buffer.from(result.rows))
+  await db.clickhouse.insertRaw(`INSERT INTO events (${eventColumns.join(', ')}) FORMAT ${format}`, Buffer.from(result.rows))
   const stored = await db.clickhouse.query<Record<string, unknown>>(`SELECT ${eventColumns.join(', ')} FROM events ORDER BY ts DESC`)
   t.equal(stored.length, lines.length)
   const expectedTricky = tricky.replace('\ud800', '\ufffd') // a lone surrogate is stored as U+FFFD

@@ -3,6 +3,7 @@
 import t from 'tap'
 import { eventsTableStatements } from '../../lib/storage/migrate.ts'
 import { EventRowWriter, readEventRows } from '../../lib/ingest/row-serializer.ts'
+import { EventRowJsonWriter } from '../../lib/ingest/row-json-serializer.ts'
 import { eventColumns } from '../../lib/events/fields.ts'
 import { eventRow } from '../helpers/events.ts'
 import { createTestDatabase } from '../helpers/clickhouse.ts'
@@ -32,6 +33,18 @@ function serialize (rows: EventRow[], orgId = 'org_1', stream = 'web'): ArrayBuf
   const writer = new EventRowWriter(orgId, stream, receivedAt, 64)
   rows.forEach((row, i) => { writer.write(eventRow(row), 1000 + i, 200 + i) })
   return writer.finish()
+}
+
+/**
+ * The rows as the engine behind `db` takes them (RowBinary; the embedded engine, which takes text
+ * formats only: JSONCompactEachRow, row-json-serializer.ts), with their INSERT.
+ */
+function insertFor (db: { clickhouse: { insertFormat: string } }, rows: EventRow[]): [string, Buffer] {
+  const format = db.clickhouse.insertFormat
+  if (format === 'RowBinary') return [`INSERT INTO events (${eventColumns.join(', ')}) FORMAT RowBinary`, Buffer.from(serialize(rows))]
+  const writer = new EventRowJsonWriter('org_1', 'web', receivedAt, 64)
+  rows.forEach((row, i) => { writer.write(eventRow(row), 1000 + i, 200 + i) })
+  return [`INSERT INTO events (${eventColumns.join(', ')}) FORMAT ${format}`, Buffer.from(writer.finish())]
 }
 
 // The reference encoding, built the slow and obvious way: minimal VarUInt lengths.
@@ -181,7 +194,7 @@ t.test('ClickHouse reads the rows, long strings included', async (t) => {
   for (const statement of eventsTableStatements) await db.clickhouse.command(statement)
   const strings = ['', 'short', 'x'.repeat(42), 'x'.repeat(43), '日'.repeat(43), 'x'.repeat(5462), '😀'.repeat(3000), 'tab\tnew\nline\\ \0 \ud800']
   const rows = strings.map((text, i) => ({ ...baseRow, ts: (baseRow.ts as number) + i, host: text, message: text, attrs: text, rt: i === 0 ? null : 0.1 * i, bytes: 2 ** 53 - 1 - i }))
-  await db.clickhouse.insertRaw(`INSERT INTO events (${eventColumns.join(', ')}) FORMAT RowBinary`, Buffer.from(serialize(rows)))
+  await db.clickhouse.insertRaw(...insertFor(db, rows))
   const stored = await db.clickhouse.query<Record<string, unknown>>(`SELECT host, message, attrs, ts, rt, bytes, seq, size, status FROM events ORDER BY ts`)
   t.equal(stored.length, strings.length)
   strings.forEach((text, i) => {
@@ -197,7 +210,7 @@ t.test('ClickHouse reads the attribute pairs: dotted paths, value texts', async 
   const db = await createTestDatabase(t)
   for (const statement of eventsTableStatements) await db.clickhouse.command(statement)
   const attrs = '{"user":{"id":42,"name":"ann \\"a\\" é"},"order.total":129.5,"tags":["x"],"ok":false}'
-  await db.clickhouse.insertRaw(`INSERT INTO events (${eventColumns.join(', ')}) FORMAT RowBinary`, Buffer.from(serialize([{ ...baseRow, attrs }, baseRow])))
+  await db.clickhouse.insertRaw(...insertFor(db, [{ ...baseRow, attrs }, baseRow]))
   const stored = await db.clickhouse.query<{ attr_keys: string[], attr_values: string[] }>('SELECT attr_keys, attr_values FROM events ORDER BY length(attr_keys) DESC')
   t.strictSame(stored, [
     { attr_keys: ['user.id', 'user.name', 'order.total', 'tags', 'ok'], attr_values: ['42', 'ann "a" é', '129.5', '["x"]', 'false'] },

@@ -1,0 +1,75 @@
+// Where the embedded engine comes from. `CLICKHOUSE_URL=chdb:<directory>` runs Sluice on the npm
+// package `chdb` (ClickHouse 26.x in-process, about 550 MB). It is not one of Sluice's own
+// dependencies, so that a normal `npm ci` does not download it: engines/chdb/package.json pins
+// it with its lockfile, `.ci/ensure-deps.sh` (run by `npm start` and `npm test`) installs it
+// there when CLICKHOUSE_URL starts with chdb:, and this module loads it from that directory.
+import { createRequire } from 'node:module'
+import { fileURLToPath } from 'node:url'
+
+/** The directory of the engine's own package.json and node_modules. */
+export const chdbEngineDir = fileURLToPath(new URL('../../engines/chdb/', import.meta.url))
+
+/** The one command that installs the engine (also what .ci/ensure-deps.sh runs). */
+export const chdbInstallCommand = 'npm install --prefix engines/chdb --no-save --no-audit --no-fund'
+
+const scheme = 'chdb:'
+
+/** True when `url` names the embedded engine (`chdb:<directory>`). */
+export function isChdbUrl (url: string | null): url is string {
+  return url !== null && url.startsWith(scheme)
+}
+
+/** The data directory of a `chdb:<directory>` URL, as written (relative or absolute). */
+export function chdbDirectory (url: string): string {
+  return url.slice(scheme.length)
+}
+
+export class ChdbMissingError extends Error {
+  constructor (cause: unknown) {
+    super(`CLICKHOUSE_URL=chdb:... needs the embedded engine, which is not installed. Run: ${chdbInstallCommand}`, { cause })
+    this.name = 'ChdbMissingError'
+  }
+}
+
+/** What Sluice uses of chdb 3.x (its index.d.ts, narrowed). */
+export interface ChdbResult {
+  bytes (): Uint8Array
+  text (): string
+}
+
+export interface ChdbStreamChunk {
+  raw (): Uint8Array
+}
+
+export interface ChdbSession {
+  queryAsync (sql: string, options?: { format?: string, signal?: AbortSignal }): Promise<ChdbResult>
+  queryStream (sql: string, options?: { format?: string, signal?: AbortSignal }): AsyncIterable<ChdbStreamChunk> & { cancel (): void }
+  insert (params: {
+    table: string
+    columns?: readonly string[]
+    format: string
+    values: Buffer
+    settings?: Record<string, string | number>
+  }): Promise<{ rowsWritten: number }>
+  close (): void
+}
+
+export interface ChdbModule {
+  Session: new (path: string) => ChdbSession
+  version (): { libchdb?: string, chdb?: string }
+}
+
+let loaded: ChdbModule | undefined
+
+/** Loads chdb from engines/chdb; throws ChdbMissingError (with the command to run) when it is not installed. */
+export function loadChdb (): ChdbModule {
+  if (loaded !== undefined) return loaded
+  const require = createRequire(chdbEngineDir + 'package.json')
+  try {
+    loaded = require('chdb') as ChdbModule
+  } catch (err) {
+    if ((err as { code?: string }).code === 'MODULE_NOT_FOUND') throw new ChdbMissingError(err)
+    throw err
+  }
+  return loaded
+}
