@@ -115,8 +115,12 @@ export async function createApp (config: Config, log: Logger, options: AppOption
   let store: MetadataStore | undefined
   let registry: NodeRegistry | undefined
   try {
-    await migrate(clickhouse, log, undefined, { cluster: config.clickhouse.cluster })
-    store = new MetadataStore({ clickhouse, log, refreshIntervalMs: config.metadata.refreshIntervalMs, cluster: config.clickhouse.cluster })
+    // features: what this server version gave the schema (docs/schema-versions.md); none in cluster mode.
+    const { features } = await migrate(clickhouse, log, undefined, { cluster: config.clickhouse.cluster })
+    store = new MetadataStore({
+      clickhouse, log, refreshIntervalMs: config.metadata.refreshIntervalMs, cluster: config.clickhouse.cluster,
+      lightweightDelete: features.has('lightweightDelete'),
+    })
     await store.start()
     // Cluster mode: the live nodes share the per-org limits (lib/storage/node-registry.ts).
     if (config.clickhouse.cluster !== null) {
@@ -226,7 +230,7 @@ export async function createApp (config: Config, log: Logger, options: AppOption
     registerElasticHandshakeRoutes(router, { auth })
     registerTailRoute(router, { auth, accounts, hub: tailHub })
     const reads = new ReadLimits(config.query)
-    const readDeps = { auth, accounts, clickhouse, reads, legacyAttrsBefore: await legacyAttrsBefore(clickhouse) }
+    const readDeps = { auth, accounts, clickhouse, reads, legacyAttrsBefore: await legacyAttrsBefore(clickhouse), indexes: features.has('skipIndexes') }
     registerEventsRoute(router, readDeps)
     registerStatsRoute(router, readDeps)
     registerFieldsRoute(router, readDeps)
@@ -242,7 +246,8 @@ export async function createApp (config: Config, log: Logger, options: AppOption
     registerDashboardRoutes(router)
     registerOpenApiRoute(router)
 
-    const janitor = startRetentionJanitor(clickhouse, store, log.child({ component: 'retention' }), undefined, config.clickhouse.cluster)
+    const janitor = startRetentionJanitor(clickhouse, store, log.child({ component: 'retention' }), undefined, config.clickhouse.cluster,
+      features.has('lightweightDelete'))
     const http = createHttpServer({
       config: config.server, router, log,
       onResponse: (route, method, status, ms) => {

@@ -22,6 +22,14 @@
 //   ifNull(col, '') around the string instead copies every string of the column first, a quarter
 //   of the search's time (bench/README.md, "Events API").
 // startsWith (checked on 18.16) needs no LIKE escaping of % and _.
+//
+// Pre-filters (indexes: true, on servers with skip indexes; docs/schema-versions.md): beside the
+// exact fragment, a conjunct that every matching row satisfies and that a skip index of `events`
+// can answer (lib/storage/event-schema.ts): a word or phrase as LIKE over the folded search text
+// (search_text), an attribute equality as has() over the key=value pairs (attr_pairs). The exact
+// fragment stays, so results are the same with or without them; they only let ClickHouse skip
+// granules. Only positive positions get one: a term under NOT, or an OR with a branch that has
+// none, adds nothing. Not over ranges holding rows from before migration 11 (their pairs are empty).
 import { joinSql, rawSql, sql } from '../storage/sql.ts'
 import type { SqlFragment } from '../storage/sql.ts'
 import { foldCase } from './case-fold.ts'
@@ -31,6 +39,7 @@ import type { FilterNumber } from './filter-number.ts'
 import type { FieldRef, FilterNode, FilterTerm } from './filter-parser.ts'
 import { attrPresentSql, attrValueSql, noLegacyRows } from './attr-sql.ts'
 import type { AttrScope } from './attr-sql.ts'
+import { attrPairPrefilter, searchTextPrefilter } from '../storage/event-schema.ts'
 
 const searchedColumns = [rawSql('message'), rawSql('path'), rawSql('user_agent')]
 
@@ -113,12 +122,39 @@ function compileNode (node: FilterNode, scope: AttrScope): SqlFragment {
   }
 }
 
+/** A condition every row the node accepts satisfies, that a skip index can answer; null: none. */
+function prefilterOf (node: FilterNode): SqlFragment | null {
+  switch (node.kind) {
+    case 'and': {
+      const parts = node.children.map(prefilterOf).filter((p) => p !== null)
+      return parts.length === 0 ? null : sql`(${joinSql(parts, ' AND ')})`
+    }
+    case 'or': {
+      const parts = node.children.map(prefilterOf)
+      return parts.some((p) => p === null) ? null : sql`(${joinSql(parts as SqlFragment[], ' OR ')})`
+    }
+    case 'text':
+      return node.text === '' ? null : searchTextPrefilter(foldCase(node.text))
+    case 'equals':
+      return node.field.kind === 'attribute' ? attrPairPrefilter(node.field.path, node.value) : null
+    default:
+      return null
+  }
+}
+
+export interface FilterSqlOptions {
+  /** The server has event-schema.ts's skip indexes: add their pre-filters (docs/schema-versions.md). */
+  indexes?: boolean
+}
+
 /**
  * The WHERE fragment that holds for the events the tree accepts; `1` for no filter. `scope`
  * says whether the read's range can hold rows stored before attributes had their arrays
  * (attr-sql.ts attrScopeFor); the default reads the arrays only.
  */
-export function filterToSql (node: FilterNode | null, scope: AttrScope = noLegacyRows): SqlFragment {
+export function filterToSql (node: FilterNode | null, scope: AttrScope = noLegacyRows, options: FilterSqlOptions = {}): SqlFragment {
   if (node === null) return rawSql('1')
-  return sql`(${compileNode(node, scope)})`
+  const exact = compileNode(node, scope)
+  const prefilter = options.indexes === true && scope.before === 0 ? prefilterOf(node) : null
+  return prefilter === null ? sql`(${exact})` : sql`(${prefilter} AND ${exact})`
 }

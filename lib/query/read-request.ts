@@ -26,6 +26,8 @@ export interface ReadDeps {
   reads: ReadLimits
   /** received_at bound of rows stored before migration 11 (lib/storage/legacy-attrs.ts); 0: none. */
   legacyAttrsBefore: number
+  /** The events table has the skip indexes `q` pre-filters use (lib/storage/event-schema.ts; docs/schema-versions.md). */
+  indexes?: boolean
 }
 
 export interface ReadRequest {
@@ -43,7 +45,7 @@ export interface ReadRequest {
   params: URLSearchParams
 }
 
-export function readRequest (ctx: RequestContext, deps: Pick<ReadDeps, 'auth' | 'accounts' | 'legacyAttrsBefore'>): ReadRequest {
+export function readRequest (ctx: RequestContext, deps: Pick<ReadDeps, 'auth' | 'accounts' | 'legacyAttrsBefore' | 'indexes'>): ReadRequest {
   const { org } = deps.auth.requirePat(ctx.req, 'data:read')
   const stream = findStream(deps.accounts.store, org.id, ctx.params.stream)
   const params = ctx.url.searchParams
@@ -55,7 +57,7 @@ export function readRequest (ctx: RequestContext, deps: Pick<ReadDeps, 'auth' | 
     stream,
     range,
     filter,
-    where: filter === null ? undefined : filterToSql(filter, scope),
+    where: filter === null ? undefined : filterToSql(filter, scope, { indexes: deps.indexes }),
     scope,
     hiddenBefore: deps.accounts.store.hiddenBefore(org.id, stream.name),
     params,

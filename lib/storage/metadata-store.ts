@@ -22,7 +22,7 @@
 //   read before the write's INSERT): the writes' cache changes are applied again on top of it.
 import type { ClickHouse } from './clickhouse.ts'
 import type { Logger } from '../logger.ts'
-import { rawSql, sql } from './sql.ts'
+import { quoteIdentifier, rawSql, sql } from './sql.ts'
 import { randomUUID } from 'node:crypto'
 import { countDims, dimTable } from './migrations/003_rollups.ts'
 import { localTableName, mutationTarget } from './cluster-ddl.ts'
@@ -107,6 +107,12 @@ export interface MetadataStoreOptions {
   refreshIntervalMs: number
   /** Cluster name (clickhouse.cluster): deletions then run ON CLUSTER on the local tables; null: one node. */
   cluster?: string | null
+  /**
+   * Delete a stream's rows with lightweight `DELETE FROM` (the server has it, one node;
+   * docs/schema-versions.md): the rows are hidden when it returns and their parts are rewritten
+   * by merges later, instead of a mutation rewriting every part now. Default false: ALTER DELETE.
+   */
+  lightweightDelete?: boolean
 }
 
 export class MetadataStore {
@@ -114,6 +120,7 @@ export class MetadataStore {
   #log: Logger
   #refreshIntervalMs: number
   #cluster: ClusterTarget | null
+  #lightweightDelete: boolean
   #timer: NodeJS.Timeout | null = null
   #version = createVersionClock()
 
@@ -137,6 +144,7 @@ export class MetadataStore {
     this.#log = options.log
     this.#refreshIntervalMs = options.refreshIntervalMs
     this.#cluster = options.cluster ? { cluster: options.cluster, database: options.clickhouse.database } : null
+    this.#lightweightDelete = options.lightweightDelete === true && this.#cluster === null
   }
 
   /** Loads everything, then refreshes on a timer until stop(). */
@@ -369,7 +377,9 @@ export class MetadataStore {
     // Mutations apply to the parts that exist now, so a stream created again under the same name
     // keeps its new events.
     for (const table of streamDataTables) {
-      await this.#ch.command(sql`ALTER TABLE ${rawSql(mutationTarget(table, this.#cluster))} DELETE WHERE org_id = ${s.orgId} AND stream = ${s.name}`)
+      await this.#ch.command(this.#lightweightDelete
+        ? sql`DELETE FROM ${rawSql(quoteIdentifier(table))} WHERE org_id = ${s.orgId} AND stream = ${s.name}`
+        : sql`ALTER TABLE ${rawSql(mutationTarget(table, this.#cluster))} DELETE WHERE org_id = ${s.orgId} AND stream = ${s.name}`)
     }
     this.#watchPurge(s.orgId, s.name)
   }

@@ -55,6 +55,8 @@ export interface MigrateResult {
 export interface MigrateOptions {
   /** Cluster name in remote_servers (clickhouse.cluster); null or absent: one ClickHouse. */
   cluster?: string | null
+  /** Keep the portable schema whatever the server (benchmarks and upgrade tests: "before"); default false. */
+  portable?: boolean
 }
 
 /**
@@ -115,7 +117,7 @@ export async function migrate (clickhouse: ClickHouse, log: Logger, list: readon
     log.info('migration applied', { migration: m.id, name: m.name })
   }
   let features = noFeatures
-  if (target === null && list.some((m) => m.id === 2)) {
+  if (target === null && options.portable !== true && list.some((m) => m.id === 2)) {
     features = serverFeatures(await clickhouse.version())
     await reconcileSchema(clickhouse, features, log)
   }

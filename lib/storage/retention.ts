@@ -2,7 +2,10 @@
 // data (events and its rollups) is partitioned by UTC day number, so the janitor:
 // - drops whole day partitions once every stream's retention has passed them (cheap: files go);
 // - for streams that keep less than the longest retention, deletes their older rows with a
-//   mutation, issued only when such rows exist, so an idle janitor costs a few small queries.
+//   mutation (lightweight `DELETE FROM` where the server has it, one node: docs/schema-versions.md),
+//   issued only when such rows exist, so an idle janitor costs a few small queries.
+// Retention stays here on every version rather than in a table TTL: it is per stream and changes
+// after rows are written, which one TTL expression per table cannot say (docs/schema-versions.md).
 // It runs shortly after start and then every `intervalMs`; each run also drops the expired hours
 // of idempotency keys (lib/storage/idempotency-store.ts). Several nodes may run it at once: a
 // dropped partition is dropped once, and a repeated mutation deletes nothing more.
@@ -12,7 +15,7 @@
 import type { ClickHouse } from './clickhouse.ts'
 import type { MetadataStore } from './metadata-store.ts'
 import type { Logger } from '../logger.ts'
-import { rawSql, sql } from './sql.ts'
+import { quoteIdentifier, rawSql, sql } from './sql.ts'
 import { localTableName, mutationTarget } from './cluster-ddl.ts'
 import type { ClusterTarget } from './cluster-ddl.ts'
 import { dropExpiredKeys } from './idempotency-store.ts'
@@ -35,7 +38,7 @@ async function dailyTables (clickhouse: ClickHouse, target: ClusterTarget | null
 }
 
 export async function enforceRetention (clickhouse: ClickHouse, store: MetadataStore, now: number, log: Logger,
-  cluster: string | null = null): Promise<RetentionResult> {
+  cluster: string | null = null, lightweightDelete = false): Promise<RetentionResult> {
   const target = cluster === null ? null : { cluster, database: clickhouse.database }
   const streams = store.allStreams()
   // With no stream left, nothing is anyone's: keep the default retention's worth all the same.
@@ -69,8 +72,10 @@ export async function enforceRetention (clickhouse: ClickHouse, store: MetadataS
     // buckets go and the rollups stay equal to the raw rows.
     for (const table of tables) {
       const timeColumn = table === 'events' ? 'ts' : table.endsWith('_1m') ? 'minute_ts' : 'hour_ts'
-      await clickhouse.command(sql`ALTER TABLE ${rawSql(mutationTarget(table, target))}
-        DELETE WHERE org_id = ${s.orgId} AND stream = ${s.name} AND ${rawSql(timeColumn)} < ${cutoff}`)
+      const where = sql`org_id = ${s.orgId} AND stream = ${s.name} AND ${rawSql(timeColumn)} < ${cutoff}`
+      await clickhouse.command(lightweightDelete && target === null
+        ? sql`DELETE FROM ${rawSql(quoteIdentifier(table))} WHERE ${where}`
+        : sql`ALTER TABLE ${rawSql(mutationTarget(table, target))} DELETE WHERE ${where}`)
     }
     deletedStreams++
   }
@@ -82,9 +87,9 @@ export interface RetentionJanitor { stop (): void }
 
 /** Runs enforceRetention soon after start and then every intervalMs (default hourly). */
 export function startRetentionJanitor (clickhouse: ClickHouse, store: MetadataStore, log: Logger, intervalMs = 3_600_000,
-  cluster: string | null = null): RetentionJanitor {
+  cluster: string | null = null, lightweightDelete = false): RetentionJanitor {
   const run = (): void => {
-    enforceRetention(clickhouse, store, Date.now(), log, cluster).catch((err: unknown) => log.warn('retention run failed', { err }))
+    enforceRetention(clickhouse, store, Date.now(), log, cluster, lightweightDelete).catch((err: unknown) => log.warn('retention run failed', { err }))
     // Expired idempotency keys go too (no table TTL on ClickHouse 18.16).
     dropExpiredKeys(clickhouse, Date.now()).catch((err: unknown) => log.warn('dropping expired idempotency keys failed', { err }))
   }
