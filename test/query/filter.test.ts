@@ -183,10 +183,21 @@ async function insertEvents (clickhouse: ClickHouse, stream: string, events: rea
     src, user_agent, message, filename, level, service, trace_id, span_id, attrs, attr_keys, attr_values) VALUES ${joinSql(rows, ', ')}`)
 }
 
+/**
+ * The events q selects in ClickHouse; each query runs twice, with and without the skip-index
+ * pre-filters of current versions (filter-sql.ts, docs/schema-versions.md), which must not
+ * change a result: their SQL is portable, so 18.16 checks them too (without the indexes).
+ */
 async function selectIds (clickhouse: ClickHouse, stream: string, q: string): Promise<number[]> {
-  const selected = await clickhouse.query<{ ts: number }>(
-    sql`SELECT ts FROM events WHERE org_id = 'org' AND stream = ${stream} AND ${filterToSql(parseFilter(q))} ORDER BY ts`)
-  return selected.map((r) => Number(r.ts))
+  const run = async (indexes: boolean): Promise<number[]> => (await clickhouse.query<{ ts: number }>(
+    sql`SELECT ts FROM events WHERE org_id = 'org' AND stream = ${stream} AND ${filterToSql(parseFilter(q), undefined, { indexes })} ORDER BY ts`))
+    .map((r) => Number(r.ts))
+  const exact = await run(false)
+  const prefiltered = await run(true)
+  if (JSON.stringify(exact) !== JSON.stringify(prefiltered)) {
+    throw new Error(`${JSON.stringify(q)}: with pre-filters ${JSON.stringify(prefiltered)}, without ${JSON.stringify(exact)}`)
+  }
+  return exact
 }
 
 function matchIds (events: readonly Fixture[], q: string): number[] {
