@@ -52,6 +52,7 @@ import { registerFieldsRoute } from './query/fields-route.ts'
 import { registerExportRoute } from './query/export-route.ts'
 import { ReadLimits } from './query/read-limits.ts'
 import { legacyAttrsBefore } from './storage/legacy-attrs.ts'
+import { detectFold } from './query/filter-sql.ts'
 import { startRetentionJanitor } from './storage/retention.ts'
 import { AuditLog } from './audit/audit-log.ts'
 import { registerAuditRoute } from './audit/audit-route.ts'
@@ -230,7 +231,8 @@ export async function createApp (config: Config, log: Logger, options: AppOption
     registerElasticHandshakeRoutes(router, { auth })
     registerTailRoute(router, { auth, accounts, hub: tailHub })
     const reads = new ReadLimits(config.query)
-    const readDeps = { auth, accounts, clickhouse, reads, legacyAttrsBefore: await legacyAttrsBefore(clickhouse), indexes: features.has('skipIndexes') }
+    const readDeps = { auth, accounts, clickhouse, reads, legacyAttrsBefore: await legacyAttrsBefore(clickhouse),
+      indexes: features.has('skipIndexes'), fold: await detectFold(clickhouse) }
     registerEventsRoute(router, readDeps)
     registerStatsRoute(router, readDeps)
     registerFieldsRoute(router, readDeps)

@@ -42,6 +42,19 @@ for (const [first, last] of [[0x41, 0x5A], [0xC0, 0x24F], [0x370, 0x52F], [0x531
 
 const nonAscii = /[^\x00-\x7F]/
 
+/**
+ * The fold table as translateUTF8's two arguments: the letters that lower, and their lower-case
+ * letters, code point for code point. On servers whose lowerUTF8 is not 18.16's (26.x lowers with
+ * ICU), the SQL filter folds with translateUTF8(col, from, to) instead (filter-sql.ts), which is
+ * exactly foldCase.
+ */
+export function foldTable (): { from: string, to: string } {
+  return { from: [...folds.keys()].join(''), to: [...folds.values()].join('') }
+}
+
+/** Text whose lowerUTF8 tells 18.16's folding from ICU's (İ, ẞ, ǅ, the Kelvin sign). */
+export const foldProbe = '\u0130\u1E9E\u01C5\u212A'
+
 function foldChar (ch: string): string {
   return folds.get(ch) ?? ch
 }

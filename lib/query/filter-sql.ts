@@ -25,14 +25,15 @@
 //
 // Pre-filters (indexes: true, on servers with skip indexes; docs/schema-versions.md): beside the
 // exact fragment, a conjunct that every matching row satisfies and that a skip index of `events`
-// can answer (lib/storage/event-schema.ts): a word or phrase as LIKE over the folded search text
-// (search_text), an attribute equality as has() over the key=value pairs (attr_pairs). The exact
+// can answer (lib/storage/event-schema.ts): an ASCII word or phrase as LIKE over the folded search
+// text (search_text), an attribute equality as has() over the key=value pairs (attr_pairs). The exact
 // fragment stays, so results are the same with or without them; they only let ClickHouse skip
 // granules. Only positive positions get one: a term under NOT, or an OR with a branch that has
 // none, adds nothing. Not over ranges holding rows from before migration 11 (their pairs are empty).
 import { joinSql, rawSql, sql } from '../storage/sql.ts'
 import type { SqlFragment } from '../storage/sql.ts'
-import { foldCase } from './case-fold.ts'
+import { foldCase, foldProbe, foldTable } from './case-fold.ts'
+import type { ClickHouse } from '../storage/clickhouse.ts'
 import { levelNames } from '../events/level.ts'
 import { maxNumberDigits, maxNumberScale, powersOfTen } from './filter-number.ts'
 import type { FilterNumber } from './filter-number.ts'
@@ -82,11 +83,49 @@ function numberLiteral (n: FilterNumber): SqlFragment {
   return n.negative ? sql`(-${magnitude})` : magnitude
 }
 
-function compileTerm (node: FilterTerm, scope: AttrScope): SqlFragment {
+/**
+ * How the server folds text like case-fold.ts: 'lowerUTF8' where its lowerUTF8 is 18.16's (Poco's
+ * tables), 'table' where it is not (26.x lowers with ICU: İ, ẞ, title case, the Kelvin sign...),
+ * then translateUTF8 with case-fold.ts's own table, so SQL and the tail's matcher fold alike.
+ */
+export type FoldMode = 'lowerUTF8' | 'table'
+
+/** Asks the server how its lowerUTF8 folds (once, at start). */
+export async function detectFold (clickhouse: ClickHouse): Promise<FoldMode> {
+  const [row] = await clickhouse.query<{ folded: string }>(sql`SELECT lowerUTF8(${foldProbe}) AS folded`)
+  return row.folded === foldCase(foldProbe) ? 'lowerUTF8' : 'table'
+}
+
+let foldTableSql: { from: SqlFragment, to: SqlFragment } | undefined
+
+/** translateUTF8 with case-fold.ts's table: exactly foldCase, on servers that have translateUTF8 (22.x on). */
+function tableFoldSql (col: SqlFragment): SqlFragment {
+  if (foldTableSql === undefined) {
+    const table = foldTable()
+    foldTableSql = { from: sql`${table.from}`, to: sql`${table.to}` }
+  }
+  return sql`translateUTF8(${col}, ${foldTableSql.from}, ${foldTableSql.to})`
+}
+
+/** The folded text of a searched column, as the text terms read it. */
+type FoldOf = (col: SqlFragment) => SqlFragment
+const lowerUtf8: FoldOf = (col) => sql`lowerUTF8(${col})`
+/** In 'table' mode each column's fold is bound once by a lambda (filterToSql): its table is 4 KB of SQL. */
+const foldParameter: FoldOf = (col) => rawSql(`q_fold_${col.text}`)
+
+function hasTextTerm (node: FilterNode): boolean {
+  switch (node.kind) {
+    case 'and': case 'or': return node.children.some(hasTextTerm)
+    case 'not': return hasTextTerm(node.child)
+    default: return node.kind === 'text'
+  }
+}
+
+function compileTerm (node: FilterTerm, scope: AttrScope, fold: FoldOf): SqlFragment {
   switch (node.kind) {
     case 'text': {
       const needle = foldCase(node.text)
-      const scans = searchedColumns.map((col) => sql`ifNull(position(lowerUTF8(${col}), ${needle}) > 0, 0)`)
+      const scans = searchedColumns.map((col) => sql`ifNull(position(${fold(col)}, ${needle}) > 0, 0)`)
       return sql`(${joinSql(scans, ' OR ')})`
     }
     case 'equals':
@@ -113,14 +152,16 @@ function compileTerm (node: FilterTerm, scope: AttrScope): SqlFragment {
   }
 }
 
-function compileNode (node: FilterNode, scope: AttrScope): SqlFragment {
+function compileNode (node: FilterNode, scope: AttrScope, fold: FoldOf): SqlFragment {
   switch (node.kind) {
-    case 'and': return sql`(${joinSql(node.children.map((c) => compileNode(c, scope)), ' AND ')})`
-    case 'or': return sql`(${joinSql(node.children.map((c) => compileNode(c, scope)), ' OR ')})`
-    case 'not': return sql`(NOT ${compileNode(node.child, scope)})`
-    default: return compileTerm(node, scope)
+    case 'and': return sql`(${joinSql(node.children.map((c) => compileNode(c, scope, fold)), ' AND ')})`
+    case 'or': return sql`(${joinSql(node.children.map((c) => compileNode(c, scope, fold)), ' OR ')})`
+    case 'not': return sql`(NOT ${compileNode(node.child, scope, fold)})`
+    default: return compileTerm(node, scope, fold)
   }
 }
+
+const asciiOnly = /^[\x00-\x7F]*$/
 
 /** A condition every row the node accepts satisfies, that a skip index can answer; null: none. */
 function prefilterOf (node: FilterNode): SqlFragment | null {
@@ -133,8 +174,13 @@ function prefilterOf (node: FilterNode): SqlFragment | null {
       const parts = node.children.map(prefilterOf)
       return parts.some((p) => p === null) ? null : sql`(${joinSql(parts as SqlFragment[], ' OR ')})`
     }
-    case 'text':
-      return node.text === '' ? null : searchTextPrefilter(foldCase(node.text))
+    case 'text': {
+      // ASCII needles only: the index folds with the server's lowerUTF8, which on 26.x (ICU)
+      // differs from case-fold.ts on some non-ASCII letters, but never on an ASCII run, so a row
+      // whose folded text holds an ASCII needle has it in the index's text as well.
+      const needle = foldCase(node.text)
+      return needle === '' || !asciiOnly.test(needle) ? null : searchTextPrefilter(needle)
+    }
     case 'equals':
       return node.field.kind === 'attribute' ? attrPairPrefilter(node.field.path, node.value) : null
     default:
@@ -145,6 +191,8 @@ function prefilterOf (node: FilterNode): SqlFragment | null {
 export interface FilterSqlOptions {
   /** The server has event-schema.ts's skip indexes: add their pre-filters (docs/schema-versions.md). */
   indexes?: boolean
+  /** How text is folded (detectFold); default lowerUTF8, 18.16's. */
+  fold?: FoldMode
 }
 
 /**
@@ -154,7 +202,14 @@ export interface FilterSqlOptions {
  */
 export function filterToSql (node: FilterNode | null, scope: AttrScope = noLegacyRows, options: FilterSqlOptions = {}): SqlFragment {
   if (node === null) return rawSql('1')
-  const exact = compileNode(node, scope)
+  let exact: SqlFragment
+  if (options.fold === 'table' && hasTextTerm(node)) {
+    // Each searched column folded once, bound to q_fold_<column> for every text term.
+    const body = compileNode(node, scope, foldParameter)
+    exact = sql`arrayElement(arrayMap((${joinSql(searchedColumns.map(foldParameter), ', ')}) -> ${body}, ${joinSql(searchedColumns.map((c) => sql`[${tableFoldSql(c)}]`), ', ')}), 1)`
+  } else {
+    exact = compileNode(node, scope, lowerUtf8)
+  }
   const prefilter = options.indexes === true && scope.before === 0 ? prefilterOf(node) : null
   return prefilter === null ? sql`(${exact})` : sql`(${prefilter} AND ${exact})`
 }

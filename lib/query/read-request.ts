@@ -12,6 +12,7 @@ import { findStream } from '../streams/streams.ts'
 import { parseFilter } from './filter-parser.ts'
 import type { FilterNode } from './filter-parser.ts'
 import { filterToSql } from './filter-sql.ts'
+import type { FoldMode } from './filter-sql.ts'
 import { parseTimeRange } from './time-range.ts'
 import type { TimeRange } from './time-range.ts'
 import { attrScopeFor } from './attr-sql.ts'
@@ -28,6 +29,8 @@ export interface ReadDeps {
   legacyAttrsBefore: number
   /** The events table has the skip indexes `q` pre-filters use (lib/storage/event-schema.ts; docs/schema-versions.md). */
   indexes?: boolean
+  /** How the server folds text for word and phrase search (filter-sql.ts detectFold); default lowerUTF8. */
+  fold?: FoldMode
 }
 
 export interface ReadRequest {
@@ -45,7 +48,7 @@ export interface ReadRequest {
   params: URLSearchParams
 }
 
-export function readRequest (ctx: RequestContext, deps: Pick<ReadDeps, 'auth' | 'accounts' | 'legacyAttrsBefore' | 'indexes'>): ReadRequest {
+export function readRequest (ctx: RequestContext, deps: Pick<ReadDeps, 'auth' | 'accounts' | 'legacyAttrsBefore' | 'indexes' | 'fold'>): ReadRequest {
   const { org } = deps.auth.requirePat(ctx.req, 'data:read')
   const stream = findStream(deps.accounts.store, org.id, ctx.params.stream)
   const params = ctx.url.searchParams
@@ -57,7 +60,7 @@ export function readRequest (ctx: RequestContext, deps: Pick<ReadDeps, 'auth' | 
     stream,
     range,
     filter,
-    where: filter === null ? undefined : filterToSql(filter, scope, { indexes: deps.indexes }),
+    where: filter === null ? undefined : filterToSql(filter, scope, { indexes: deps.indexes, fold: deps.fold }),
     scope,
     hiddenBefore: deps.accounts.store.hiddenBefore(org.id, stream.name),
     params,
