@@ -10,7 +10,10 @@ export async function legacyAttrsBefore (clickhouse: ClickHouse): Promise<number
   const at = Number(applied?.at ?? 0)
   if (at === 0) return 0
   // LIMIT 1 stops at the first old row; a database without one reads received_at once, which
-  // compresses to almost nothing (a request's rows share it).
-  const old = await clickhouse.query(sql`SELECT 1 FROM events WHERE received_at <= ${at} LIMIT 1`)
+  // compresses to almost nothing (a request's rows share it). A row with arrays, or without any
+  // attribute, is not legacy: rows imported from another database (an upgrade by export and
+  // re-import, docs/schema-versions.md) carry their arrays and old receive times.
+  const old = await clickhouse.query(sql`SELECT 1 FROM events
+    WHERE received_at <= ${at} AND empty(attr_keys) AND attrs NOT IN ('', '{}') LIMIT 1`)
   return old.length > 0 ? at : 0
 }
