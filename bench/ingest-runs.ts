@@ -58,6 +58,7 @@ export interface RunRecord {
 }
 
 export interface RunContext {
+  /** 0 when ClickHouse runs inside Sluice (the embedded engine). */
   clickhousePid: number
   sluice: SluiceChild | null
   /** The database the target writes to, for counting and emptying `events`. */
@@ -92,8 +93,9 @@ function snapshot (context: RunContext): Snapshot {
   return {
     sluice: pid ? processCpuSeconds(pid) : 0,
     threads: pid ? threadCpuSeconds(pid) : { main: 0, workers: 0, libuv: 0, v8: 0, other: 0 },
-    clickhouse: processCpuSeconds(context.clickhousePid),
-    clickhouseMerges: namedThreadCpuSeconds(context.clickhousePid, 'BackgrProcPool'),
+    // 0: ClickHouse runs inside Sluice (the embedded engine); its CPU is in `sluice`.
+    clickhouse: context.clickhousePid > 0 ? processCpuSeconds(context.clickhousePid) : 0,
+    clickhouseMerges: context.clickhousePid > 0 ? namedThreadCpuSeconds(context.clickhousePid, 'BackgrProcPool') : 0,
     bench: (usage.user + usage.system) / 1e6,
     machine: machineCpuSeconds(),
   }

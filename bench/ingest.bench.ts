@@ -9,6 +9,10 @@
 //     [--node-arg FLAG]... (a Node/V8 flag for Sluice's process only, e.g. --max-semi-space-size=8)
 //     [--sluice-main OTHER_CHECKOUT/lib/main.ts] [--env NAME=VALUE]... [--clickhouse-dir DIR]
 //     (ClickHouse's data in a temp dir under DIR instead of the temp dir, e.g. another filesystem)
+//     [--engine server|chdb]
+//     (chdb: Sluice runs on the embedded engine, CLICKHOUSE_URL=chdb:<temp dir>/chdb, with
+//     ClickHouse inside Sluice's process: its CPU and memory count as Sluice's, rows are counted
+//     through the streams API, and the stages and direct phases, which need a server, are left out)
 //
 // Child processes (Sluice, ClickHouse, the micro-benchmarks) are stopped on exit, on an error and
 // on Ctrl-C; the temp dir is removed unless --keep. --profile DIR runs Sluice with --cpu-prof
@@ -24,6 +28,7 @@ import type { ClickHouse } from '../lib/storage/clickhouse.ts'
 import { startManagedClickHouse } from '../lib/storage/managed-clickhouse.ts'
 import type { ManagedClickHouse } from '../lib/storage/managed-clickhouse.ts'
 import { migrate } from '../lib/storage/migrate.ts'
+import { loadChdb } from '../lib/storage/chdb-engine.ts'
 import { createLogger } from '../lib/logger.ts'
 import { buildBodyPool, meanBytes } from './body-pool.ts'
 import { envPairs, SluiceChild } from './sluice-child.ts'
@@ -58,8 +63,12 @@ const { values: args } = parseArgs({
     env: { type: 'string', multiple: true },
     'node-arg': { type: 'string', multiple: true },
     'clickhouse-dir': { type: 'string' },
+    engine: { type: 'string', default: 'server' },
   },
 })
+if (args.engine !== 'server' && args.engine !== 'chdb') throw new Error(`--engine: server or chdb (got ${args.engine})`)
+const onChdb = args.engine === 'chdb'
+const serverOnlyPhases: readonly Phase[] = ['stages', 'direct']
 const quick = args.quick
 const selected: ReadonlySet<Phase> = new Set(args.only
   ? args.only.split(',').map((p) => {
@@ -67,6 +76,7 @@ const selected: ReadonlySet<Phase> = new Set(args.only
     return p as Phase
   })
   : phases.filter((p) => p !== 'sweep' || args.sweep))
+if (onChdb) for (const p of serverOnlyPhases) (selected as Set<Phase>).delete(p)
 const runs = Number(args.runs ?? (quick ? 1 : 3))
 const durationS = Number(args.duration ?? (quick ? 5 : 8))
 const connectionSweep = (args.connections ?? (quick ? '128' : '64,128,256')).split(',').map(Number)
@@ -125,20 +135,24 @@ async function main (): Promise<void> {
   progress(`temp dir ${tmp}; ClickHouse data in ${clickhouseDir}; phases: ${[...selected].join(', ')}`)
   const bodies = buildBodyPool({ count: poolSize, linesPerBody, seed: 42, nowMs: Date.now(), directOrgId: 'org_direct', directStream: streamName })
 
-  managed = await startManagedClickHouse({ dataDir: clickhouseDir, startTimeoutMs: 60_000, log })
-  const chPid = managed.pid!
+  // chdb: no server; ClickHouse runs in Sluice's process (pid 0: no separate ClickHouse CPU).
+  managed = onChdb ? null : await startManagedClickHouse({ dataDir: clickhouseDir, startTimeoutMs: 60_000, log })
+  const chPid = managed?.pid ?? 0
+  const chdbUrl = `chdb:${join(tmp, 'chdb')}`
   const connect = (database: string): ClickHouse => {
     const c = createClickHouse({ url: managed!.url, user: 'default', password: '', database, requestTimeoutMs: 120_000 })
     clients.push(c)
     return c
   }
-  const sluiceDb = connect('sluice')
-  const directDb = connect('sluice_direct')
-  await migrate(directDb, log) // the same tables and rollup views as Sluice's database
+  // chdb: one process holds the data directory (Sluice), so rows are counted through its API.
+  const sluiceDb: ClickHouse = onChdb ? countThroughApi(() => sluice!, streamName) : connect('sluice')
+  const directDb = onChdb ? sluiceDb : connect('sluice_direct')
+  if (!onChdb) await migrate(directDb, log) // the same tables and rollup views as Sluice's database
   const report: BenchReport = {
     machine: {
       cpu: cpus()[0]?.model ?? '?', cores: cpus().length, ramGiB: totalmem() / 2 ** 30,
-      node: process.version, clickhouse: (await directDb.query<{ v: string }>('SELECT version() AS v'))[0].v,
+      node: process.version,
+      clickhouse: onChdb ? `${loadChdb().version().libchdb ?? '?'} (embedded: chdb)` : (await directDb.query<{ v: string }>('SELECT version() AS v'))[0].v,
     },
     bodies: { count: poolSize, lines: linesPerBody, plainBytes: meanBytes(bodies, 'plain'), gzipBytes: meanBytes(bodies, 'gzip'), jsonBytes: meanBytes(bodies, 'directJson') },
     settings: {
@@ -154,7 +168,7 @@ async function main (): Promise<void> {
     stages.push(await measureSplit(quick ? 20 : 50, 3))
     stages.push(await measureParse(quick ? 50_000 : 100_000, 5))
     stages.push(await measureGunzip(bodies, 5))
-    stages.push(await measureWriter(managed.url, chPid, quick ? 3 : 5))
+    stages.push(await measureWriter(managed!.url, chPid, quick ? 3 : 5))
     report.stages = stages
   }
 
@@ -162,7 +176,7 @@ async function main (): Promise<void> {
   const startSluice = async (env: Record<string, string>): Promise<{ token: string }> => {
     await sluice?.stop()
     sluice = await SluiceChild.start({
-      dataDir: join(tmp, 'sluice'), clickhouseUrl: managed!.url, database: 'sluice', env,
+      dataDir: join(tmp, 'sluice'), clickhouseUrl: onChdb ? chdbUrl : managed!.url, database: 'sluice', env,
       nodeArgs: [...(args['node-arg'] ?? []), ...(args.profile ? ['--cpu-prof', `--cpu-prof-dir=${args.profile}`] : [])],
       mainFile: args['sluice-main'],
     })
@@ -173,7 +187,7 @@ async function main (): Promise<void> {
   let token = ''
   if (needsSluice) {
     ;({ token } = await startSluice(sluiceEnv(settings)))
-    progress(`Sluice pid ${sluice!.pid} at ${sluice!.url}; ClickHouse pid ${chPid} at ${managed.url}; warming up`)
+    progress(`Sluice pid ${sluice!.pid} at ${sluice!.url}; ClickHouse ${onChdb ? `in it at ${chdbUrl}` : `pid ${chPid} at ${managed!.url}`}; warming up`)
     await measureRun('warm-up', sluiceTarget(sluice!.url, streamName, token, bodies, 'plain'), context(), { connections: 64, warmupS: 1, durationS: quick ? 2 : 4 })
   }
   const closedRun = async (label: string, form: 'plain' | 'gzip', connections: number): Promise<RunRecord> => {
@@ -200,7 +214,7 @@ async function main (): Promise<void> {
   if (selected.has('direct')) {
     // ClickHouse at each connection count of the sweep (its best is its speed), then once more
     // at its best; the managed server runs at most 100 queries at once (code 202 past that).
-    const target = clickhouseTarget(managed.url, 'sluice_direct', 'events', bodies, 'directJson')
+    const target = clickhouseTarget(managed!.url, 'sluice_direct', 'events', bodies, 'directJson')
     const directContext: RunContext = { clickhousePid: chPid, sluice: null, database: directDb }
     const directRun = async (c: number, label: string): Promise<void> => {
       const record = await measureRun(label, target, directContext, { connections: c, warmupS: 1, durationS })
@@ -258,6 +272,26 @@ async function main (): Promise<void> {
   report.elapsedS = (Date.now() - startedAt) / 1000
   if (args.json) writeFileSync(args.json, JSON.stringify(report, (_k, v: unknown) => v instanceof Map ? Object.fromEntries(v) : v, 2))
   process.stdout.write(renderReport(report))
+}
+
+/**
+ * The two calls measureRun makes of a database, answered through Sluice's API for the embedded
+ * engine: the row count is the stream's (GET /api/streams/:name, a count() of `events`), and
+ * emptying the tables is left out (each run's durability check is a difference of counts).
+ */
+function countThroughApi (child: () => SluiceChild, stream: string): ClickHouse {
+  const api = {
+    database: 'sluice',
+    async query<T> (statement: string): Promise<T[]> {
+      if (!/count\(\)/.test(String(statement))) return []
+      const c = child()
+      const admin = readFileSync(join(tmp, 'sluice', 'admin-token'), 'utf8').trim()
+      const view = await c.api<{ stats: { events: number } }>('GET', `/api/streams/${stream}`, admin)
+      return [{ n: view.stats.events }] as T[]
+    },
+    async command (): Promise<void> {},
+  }
+  return api as unknown as ClickHouse
 }
 
 function describeAnswers (record: RunRecord): string {

@@ -6,6 +6,7 @@ import type { Config } from './config.ts'
 import { createLogger } from './logger.ts'
 import { createApp } from './app.ts'
 import { MissingClickHouseError } from './storage/managed-clickhouse.ts'
+import { ChdbMissingError, chdbThreadPoolSize, isChdbUrl } from './storage/chdb-engine.ts'
 
 function printWelcome (config: Config, baseUrl: string, token: string | null, tokenFile: string): void {
   const tokenLine = token
@@ -39,13 +40,17 @@ export async function main (env: Record<string, string | undefined> = process.en
     }
     throw err
   }
+  // The embedded engine runs each statement on a libuv thread-pool thread for as long as it runs
+  // (lib/storage/chdb-clickhouse.ts), beside zlib's gzip decoding: more threads than its session
+  // pool, so that reads cannot take every thread. Read once, when the pool first gets work.
+  if (isChdbUrl(config.clickhouse.url) && process.env.UV_THREADPOOL_SIZE === undefined) process.env.UV_THREADPOOL_SIZE = String(chdbThreadPoolSize)
   const log = createLogger({ level: config.log.level })
 
   let app: Awaited<ReturnType<typeof createApp>>
   try {
     app = await createApp(config, log)
   } catch (err) {
-    if (err instanceof MissingClickHouseError) {
+    if (err instanceof MissingClickHouseError || err instanceof ChdbMissingError) {
       process.stderr.write(`sluice: ${err.message}\n`)
       process.exit(69) // EX_UNAVAILABLE
     }

@@ -143,6 +143,14 @@ t.test('secrets are not repeated in problems', async (t) => {
   t.notOk(problems.join('\n').includes('12345'))
 })
 
+t.test('CLICKHOUSE_URL=chdb:<directory> names the embedded engine, its directory resolved; never in cluster mode', async (t) => {
+  t.equal(loadConfig({ env: { CLICKHOUSE_URL: 'chdb:data/ch' }, cwd: '/srv' }).clickhouse.url, 'chdb:/srv/data/ch', 'relative to the working directory')
+  t.equal(loadConfig({ env: { CLICKHOUSE_URL: 'chdb:/var/lib/ch' }, cwd: '/srv' }).clickhouse.url, 'chdb:/var/lib/ch')
+  t.match(problemsOf(() => loadConfig({ env: { CLICKHOUSE_URL: 'chdb:' } })), [/clickhouse\.url must name a data directory after chdb:/])
+  t.match(problemsOf(() => loadConfig({ env: { CLICKHOUSE_URL: 'ftp://x' } })), [/clickhouse\.url must be an http\(s\) URL/])
+  t.match(problemsOf(() => loadConfig({ env: { CLICKHOUSE_URL: 'chdb:./ch', CLICKHOUSE_CLUSTER: 'logs' } })), [/cluster mode needs ClickHouse servers/])
+})
+
 t.test('the README configuration table is the schema', async (t) => {
   const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8')
   const start = readme.indexOf('| Setting (JSON path) |')
@@ -184,7 +192,7 @@ t.test('the schema and the loaded config name the same settings, with values of 
 t.test('every setting can be set from its environment variable', async (t) => {
   const values: Record<string, string> = {
     port: '1234', positiveInt: '7', nonNegativeInt: '0', string: 'x', nullableString: '/bin/x',
-    httpUrl: 'http://ch:8123', identifier: 'logs', nullableIdentifier: 'logs', httpUrlList: 'http://ch:8123,http://ch2:8123', slpToken: 'slp_' + 'a'.repeat(36), enum: 'debug',
+    httpUrl: 'http://ch:8123', clickhouseUrl: 'http://ch:8123', identifier: 'logs', nullableIdentifier: 'logs', httpUrlList: 'http://ch:8123,http://ch2:8123', slpToken: 'slp_' + 'a'.repeat(36), enum: 'debug',
   }
   const env: Record<string, string> = {}
   for (const s of settings) if (s.env) env[s.env] = values[s.type]

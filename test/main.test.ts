@@ -10,10 +10,11 @@ import { join } from 'node:path'
 import { request } from 'undici'
 import { findClickHouseBinary } from '../lib/storage/managed-clickhouse.ts'
 import { serverEnv, serverNodeFlags } from '../lib/node-flags.ts'
+import { onChdb } from './helpers/clickhouse.ts'
 
 const main = new URL('../lib/main.ts', import.meta.url).pathname
 
-t.test('starts with a managed ClickHouse, serves the README flow, stops cleanly', { skip: findClickHouseBinary() ? false : 'no clickhouse-server here' }, async (t) => {
+t.test('starts with a managed ClickHouse, serves the README flow, stops cleanly', { skip: onChdb ? 'the managed server: npm test' : findClickHouseBinary() ? false : 'no clickhouse-server here' }, async (t) => {
   const dataDir = await mkdtemp(join(tmpdir(), 'sluice-main-'))
   t.teardown(() => rm(dataDir, { recursive: true, force: true }))
   const env: NodeJS.ProcessEnv = { ...process.env, ...serverEnv, SLUICE_DATA_DIR: dataDir, SLUICE_PORT: '0', SLUICE_LOG_LEVEL: 'warn' }
@@ -65,7 +66,7 @@ t.test('starts with a managed ClickHouse, serves the README flow, stops cleanly'
   t.notOk(alive, 'the managed ClickHouse is stopped')
 })
 
-t.test('no ClickHouse binary: a message naming both ways out', async (t) => {
+t.test('no ClickHouse binary: a message naming both ways out', { skip: onChdb && 'the managed server: npm test' }, async (t) => {
   const dataDir = await mkdtemp(join(tmpdir(), 'sluice-main-'))
   t.teardown(() => rm(dataDir, { recursive: true, force: true }))
   const env: NodeJS.ProcessEnv = { ...process.env, ...serverEnv, SLUICE_DATA_DIR: dataDir, SLUICE_PORT: '0', CLICKHOUSE_BINARY: '/nonexistent/clickhouse-server' }
@@ -78,4 +79,48 @@ t.test('no ClickHouse binary: a message naming both ways out', async (t) => {
   t.equal(code, 69)
   t.match(stderr, /apt-get install clickhouse-server/)
   t.match(stderr, /CLICKHOUSE_URL/)
+})
+
+t.test('starts on the embedded engine (CLICKHOUSE_URL=chdb:<relative dir>), serves the README flow, stops cleanly', {
+  skip: onChdb ? false : 'the embedded engine: npm run test:chdb',
+}, async (t) => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'sluice-main-chdb-'))
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+  const env: NodeJS.ProcessEnv = { ...process.env, ...serverEnv, SLUICE_DATA_DIR: dataDir, SLUICE_PORT: '0', SLUICE_LOG_LEVEL: 'warn', CLICKHOUSE_URL: 'chdb:ch-data' }
+  const started = performance.now()
+  const child = spawn(process.execPath, [...serverNodeFlags, main], { env, cwd: dataDir })
+  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
+  let stderr = ''
+  child.stdout.resume()
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stderr.on('data', (d) => {
+      stderr += d
+      const m = /Sluice is running at (http:\/\/\S+)/.exec(stderr)
+      if (m && stderr.includes('Stop with Ctrl-C')) resolve(m[1])
+    })
+    child.once('exit', (code) => reject(new Error(`exited ${code}: ${stderr}`)))
+  })
+  t.comment(`ready in ${Math.round(performance.now() - started)} ms`)
+  t.ok(existsSync(join(dataDir, 'ch-data')), 'the data directory is the working directory\'s')
+  const token = (await readFile(join(dataDir, 'admin-token'), 'utf8')).trim()
+  const call = async (method: string, path: string, body?: unknown, auth = token) => {
+    const res = await request(url + path, {
+      method: method as 'GET', body: body === undefined ? undefined : JSON.stringify(body),
+      headers: { authorization: `Bearer ${auth}`, 'content-type': 'application/json' },
+    })
+    return { status: res.statusCode, body: await res.body.json().catch(() => null) as any }
+  }
+  t.equal((await call('POST', '/api/streams', { name: 'web' })).status, 201)
+  const issued = await call('POST', '/api/streams/web/ingest-token', {})
+  const ingested = await request(url + '/api/ingest/web', {
+    method: 'POST', body: '{"path":"/","status":200}\n{"path":"/b","log":"hello world"}\n', headers: { authorization: `Bearer ${issued.body.token}`, 'content-type': 'application/x-ndjson' },
+  })
+  t.equal(ingested.statusCode, 200)
+  await ingested.body.dump()
+  const events = await call('GET', '/api/streams/web/events?q=hello')
+  t.equal(events.status, 200)
+  t.same(events.body.events.map((e: { path: string }) => e.path), ['/b'], 'a 200 means the rows are queryable')
+  child.kill('SIGTERM')
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+  t.equal(code, 0, 'exit 0 on SIGTERM')
 })

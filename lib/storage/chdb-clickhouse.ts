@@ -10,7 +10,8 @@
 //   a 100 ms query waited 108 ms on the same session, 2 ms on a second one). So this keeps a pool
 //   of up to `sessions` Sessions on the one data directory (chdb allows many on the same
 //   directory, one directory per process) and gives each statement one of its own, as the HTTP
-//   client gives each request a socket. A session is released when chdb's native call settles,
+//   client gives each request a socket. Each running statement holds a libuv thread-pool thread,
+//   which zlib shares: the pool is small (4) and lib/main.ts raises the thread pool to 16. A session is released when chdb's native call settles,
 //   not when a caller's signal aborts it (chdb cannot stop a running statement: it finishes in
 //   the background, and its session stays busy until then).
 // - Settings: per statement, as a SETTINGS clause, never SET: a SET stays on the session for
@@ -32,14 +33,14 @@ import { mkdirSync } from 'node:fs'
 import { ClickHouseError } from './clickhouse.ts'
 import type { ClickHouse, InsertSettings, RequestOptions } from './clickhouse.ts'
 import type { SqlFragment } from './sql.ts'
-import { chdbDirectory, loadChdb } from './chdb-engine.ts'
+import { chdbDirectory, chdbSessions, loadChdb } from './chdb-engine.ts'
 import type { ChdbSession } from './chdb-engine.ts'
 
 export interface ChdbClickHouseOptions {
   /** `chdb:<directory>`; a relative directory is resolved against the working directory. */
   url: string
   database: string
-  /** Statements run at once (one chdb Session each); default 8. */
+  /** Statements run at once (one chdb Session each); default chdbSessions (4). */
   sessions?: number
 }
 
@@ -90,7 +91,7 @@ export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHous
   const url = `chdb:${directory}`
   const database = options.database
   const quotedDatabase = `\`${database.replace(/`/g, '')}\``
-  const maxSessions = options.sessions ?? 8
+  const maxSessions = options.sessions ?? chdbSessions
   const idle: PooledSession[] = []
   const waiters: Array<(s: PooledSession) => void> = []
   let open = 0

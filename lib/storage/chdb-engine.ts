@@ -14,6 +14,15 @@ export const chdbInstallCommand = 'npm install --prefix engines/chdb --no-save -
 
 const scheme = 'chdb:'
 
+/**
+ * Sessions of the gateway's pool (statements at once), and the libuv thread-pool size lib/main.ts
+ * asks for on this engine: chdb runs each statement on a thread-pool thread for as long as it
+ * runs, and zlib (gzip bodies) and fs share the pool, 4 threads by default. With 4 sessions on 16
+ * threads, 12 stay free for the rest whatever the reads do.
+ */
+export const chdbSessions = 4
+export const chdbThreadPoolSize = 16
+
 /** True when `url` names the embedded engine (`chdb:<directory>`). */
 export function isChdbUrl (url: string | null): url is string {
   return url !== null && url.startsWith(scheme)

@@ -1,0 +1,79 @@
+// The embedded engine's gateway (lib/storage/chdb-clickhouse.ts): what differs from the HTTP one and
+// is part of its contract. Runs in `npm run test:chdb` only (SLUICE_TEST_ENGINE=chdb): chdb holds
+// one data directory per process, and `npm test` does not install it.
+import t from 'tap'
+import { monitorEventLoopDelay } from 'node:perf_hooks'
+import { createTestDatabase, onChdb } from '../helpers/clickhouse.ts'
+import { ClickHouseError, clickhouseCodes } from '../../lib/storage/clickhouse.ts'
+
+if (!onChdb) {
+  t.plan(0, 'the embedded engine only (npm run test:chdb)')
+} else {
+  const db = await createTestDatabase(t, 'sluice_test_chdb')
+  const ch = db.clickhouse
+  await ch.command('CREATE TABLE t (n UInt64, s String) ENGINE = MergeTree ORDER BY n')
+
+  t.test('the engine is ClickHouse 26.x and takes event rows as JSONCompactEachRow', async (t) => {
+    t.match(await ch.version(), /^2[6-9]\.|^[3-9]\d\./)
+    t.equal(ch.insertFormat, 'JSONCompactEachRow')
+    t.match(ch.url, /^chdb:\//, 'an absolute directory')
+  })
+
+  t.test('a statement\'s settings apply to it only (a SET would stay on the session)', async (t) => {
+    const limited = await ch.query('SELECT count() AS n FROM numbers(1000)', { settings: { max_rows_to_read: 10 } }).then(() => null, (e: unknown) => e)
+    t.equal((limited as ClickHouseError | null)?.chCode, clickhouseCodes.TOO_MANY_ROWS, 'the limit holds for its statement')
+    // Every session of the pool, not only the one that ran it.
+    const counts = await Promise.all(Array.from({ length: 12 }, () => ch.query<{ n: number }>('SELECT count() AS n FROM numbers(1000)')))
+    t.same(counts.map((rows) => rows[0].n), Array(12).fill(1000))
+    const [row] = await ch.query<{ v: string }>("SELECT getSetting('max_rows_to_read') AS v")
+    t.equal(Number(row.v), 0)
+  })
+
+  t.test('an insert has stored its rows when it returns (async_insert=0; the engine has no async insert queue)', async (t) => {
+    // 26.x turns async_insert on by default; the gateway sends async_insert=0 with every insert.
+    await ch.insertRaw('INSERT INTO t (n, s) FORMAT JSONEachRow', Buffer.from('{"n":1,"s":"a"}\n{"n":2,"s":"b"}\n'))
+    t.same(await ch.query('SELECT n, s FROM t ORDER BY n'), [{ n: 1, s: 'a' }, { n: 2, s: 'b' }], 'read back at once')
+    // Even an insert that asks to be async and not waited for is stored when it returns: chdb runs
+    // no async insert queue (system.asynchronous_inserts stays empty), so the setting cannot lose rows.
+    await ch.insertRaw('INSERT INTO t (n, s) FORMAT JSONEachRow', Buffer.from('{"n":3,"s":"c"}\n'), undefined,
+      { async_insert: '1', wait_for_async_insert: '0', async_insert_busy_timeout_min_ms: '3000', async_insert_busy_timeout_max_ms: '3000' })
+    t.same(await ch.query('SELECT count() AS n FROM t'), [{ n: 3 }])
+    t.same(await ch.query('SELECT count() AS n FROM system.asynchronous_inserts'), [{ n: 0 }])
+  })
+
+  t.test('a heavy statement neither blocks the event loop nor holds up another one', async (t) => {
+    const delay = monitorEventLoopDelay({ resolution: 10 })
+    delay.enable()
+    const heavyStarted = performance.now()
+    const heavy = ch.query('SELECT sum(cityHash64(number)) AS s FROM numbers(300000000)')
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    const quickStarted = performance.now()
+    await ch.query('SELECT 1 AS one')
+    const quickMs = performance.now() - quickStarted
+    await heavy
+    const heavyMs = performance.now() - heavyStarted
+    delay.disable()
+    const maxDelayMs = delay.max / 1e6
+    t.comment(`heavy query ${Math.round(heavyMs)} ms, quick query beside it ${quickMs.toFixed(1)} ms, event-loop delay max ${maxDelayMs.toFixed(1)} ms`)
+    t.ok(maxDelayMs < 100, `event loop delay at most ${maxDelayMs.toFixed(1)} ms`)
+    t.ok(quickMs < heavyMs / 2, 'the quick query ran on a session of its own')
+  })
+
+  t.test('queryRows streams a result larger than one block', async (t) => {
+    let n = 0
+    let sum = 0
+    for await (const row of ch.queryRows<{ number: number }>('SELECT number FROM numbers(200000)')) {
+      n++
+      sum += row.number
+    }
+    t.equal(n, 200000)
+    t.equal(sum, 199999 * 200000 / 2)
+  })
+
+  t.test('errors carry ClickHouse\'s numeric code', async (t) => {
+    const unknown = await ch.query('SELECT * FROM no_such_table').then(() => null, (e: unknown) => e)
+    t.ok(unknown instanceof ClickHouseError && unknown.chCode === clickhouseCodes.UNKNOWN_TABLE, 'UNKNOWN_TABLE')
+    const err = await ch.insertRaw('INSERT INTO t (n, s) FORMAT JSONEachRow', Buffer.from('{"n":"x"}\n')).then(() => null, (e: unknown) => e)
+    t.ok(err instanceof ClickHouseError && err.chCode > 0, `a parse error: code ${(err as ClickHouseError | null)?.chCode}`)
+  })
+}
