@@ -10,8 +10,11 @@
 //   a 100 ms query waited 108 ms on the same session, 2 ms on a second one). So this keeps a pool
 //   of up to `sessions` Sessions on the one data directory (chdb allows many on the same
 //   directory, one directory per process) and gives each statement one of its own, as the HTTP
-//   client gives each request a socket. Each running statement holds a libuv thread-pool thread,
-//   which zlib shares: the pool is small (4) and lib/main.ts raises the thread pool to 16. A session is released when chdb's native call settles,
+//   client gives each request a socket. Inserts have one more Session of their own, one insert
+//   at a time (the batch writer sends one at a time anyway), so that no read, however slow its
+//   client, makes an insert wait for a session. Each running statement holds a libuv thread-pool
+//   thread, which zlib shares: the pool is small (4 + 1) and lib/main.ts raises the thread pool
+//   to 16. A session is released when chdb's native call settles,
 //   not when a caller's signal aborts it (chdb cannot stop a running statement: it finishes in
 //   the background, and its session stays busy until then).
 // - Settings: per statement, as a SETTINGS clause, never SET: a SET stays on the session for
@@ -96,6 +99,9 @@ export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHous
   const waiters: Array<(s: PooledSession) => void> = []
   let open = 0
   let closed = false
+  // Inserts have a session of their own (see insertRaw), and run one after another on it.
+  let insertSession: ChdbSession | undefined
+  let insertTail: Promise<void> = Promise.resolve()
   // The first session starts the engine (about 0.3 s); the pool keeps at least this one.
   idle.push({ session: new chdb.Session(directory), usesDatabase: false })
   open = 1
@@ -207,11 +213,23 @@ export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHous
         values = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)
       }
       if (values.length === 0) return
-      // No signal: see the contract (an insert's outcome is awaited, never abandoned).
-      await withSession(statement, undefined, (session) => session.insert({
-        table: `${database}.${table}`, columns, format, values,
-        settings: numericSettings({ ...insertSettings, ...settings }),
-      }), true)
+      // On the insert session, one at a time: reads (a slow export holds its session while its
+      // client reads) never make an insert wait. No signal: see the contract (an insert's
+      // outcome is awaited, never abandoned).
+      if (closed) throw new ClickHouseError('embedded ClickHouse is closed', 0)
+      const run = insertTail.then(() => {
+        insertSession ??= new chdb.Session(directory)
+        return insertSession.insert({
+          table: `${database}.${table}`, columns, format, values,
+          settings: numericSettings({ ...insertSettings, ...settings }),
+        })
+      })
+      insertTail = run.then(() => {}, () => {})
+      try {
+        await run
+      } catch (err) {
+        throw wrapError(err, statement)
+      }
     },
 
     async ping (opts: RequestOptions = {}): Promise<boolean> {
@@ -237,6 +255,8 @@ export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHous
       if (closed) return
       closed = true
       for (const s of idle.splice(0)) s.session.close()
+      // After the inserts already queued (the writer has flushed before close; a test may not).
+      void insertTail.then(() => insertSession?.close())
     },
   }
 }
