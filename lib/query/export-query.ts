@@ -16,6 +16,10 @@
 //   ClickHouse sorts it while Sluice writes the current one out (one query in flight waiting,
 //   at most one socket's buffers of rows held). The export waited for each window's sort before
 //   (bench/README.md, "Find anything", export).
+// - A window's query has no max_execution_time (the read's other limits stay): its work is bounded
+//   by the plan, about windowRows rows, but it lasts as long as the client takes to download it,
+//   and the query ahead waits that long too. With the read's 20 s a slow client's download, or
+//   the window ahead of a busy one, was cut by 504 query_timeout (docs/api.md section 7.8).
 // - Windows are disjoint and ascending, so every event is exported once, in (ts, seq) order; each
 //   window reads what is committed when it runs.
 import type { ClickHouse } from '../storage/clickhouse.ts'
@@ -32,6 +36,8 @@ const chunkBytes = 256 * 1024
 const minuteMs = 60_000
 /** The span of minute counts asked at a time. */
 const planSpanMs = 86_400_000
+/** A window query's settings over the read's: no time limit (its rows are bounded by the plan). */
+const unlimitedTime = { max_execution_time: 0 }
 
 export interface ExportParams {
   orgId: string
@@ -137,7 +143,7 @@ export async function * exportEvents (clickhouse: ClickHouse, params: ExportPara
   const start = (window: ExportWindow): Started => {
     const rows = clickhouse.queryRows<EventRowOut>(sql`SELECT ${eventSelectList} FROM events
       WHERE org_id = ${params.orgId} AND stream = ${params.stream}${hidden} AND ts >= ${window.lo} AND ts < ${window.hi}${filter}
-      ORDER BY ts, seq`)[Symbol.asyncIterator]()
+      ORDER BY ts, seq`, { settings: unlimitedTime })[Symbol.asyncIterator]()
     const first = rows.next()
     first.catch(() => {}) // awaited in turn; a window never reached (an earlier one failed) must not be unhandled
     return { window, rows, first }
