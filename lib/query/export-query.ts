@@ -1,10 +1,10 @@
 // Every matching event of a range as NDJSON, oldest first: GET /api/streams/{stream}/export
-// (docs/api.md section 7.8). Each line is the events API's JSON of one event
-// (lib/events/event-json.ts), so an export reads back like pages of /events.
+// (docs/api.md section 7.8). Each line is the events API's JSON of one event (section 7.3), so an
+// export reads back like pages of /events.
 //
 // Contract and why:
 // - Memory stays flat whatever the range: the range is read in consecutive time windows, each one
-//   query ordered by (ts, seq) and streamed row by row (clickhouse.queryRows), and the caller
+//   query ordered by (ts, seq) and streamed row by row (clickhouse.queryLines), and the caller
 //   pulls chunks of about chunkBytes only as fast as its client takes them. ClickHouse sorts one
 //   window at a time, so a window holds about windowRows events.
 // - Windows are planned from the minute rollup (events_1m: every event of the stream), a day of
@@ -20,14 +20,19 @@
 //   by the plan, about windowRows rows, but it lasts as long as the client takes to download it,
 //   and the query ahead waits that long too. With the read's 20 s a slow client's download, or
 //   the window ahead of a busy one, was cut by 504 query_timeout (docs/api.md section 7.8).
+// - ClickHouse writes the lines: the SELECT names the API's members in its order, JSONEachRow
+//   escapes the strings, and only attrs (a JSON string of its text there) is spliced back in as
+//   the object (exportLine). Parsing every row into an object and writing it again took most of
+//   the export's CPU (12 Sluice CPU-s per million events; bench/README.md, "Find anything").
+//   The lines hold the same JSON values as /events' (ClickHouse writes `/` as `\/`).
 // - Windows are disjoint and ascending, so every event is exported once, in (ts, seq) order; each
 //   window reads what is committed when it runs.
 import type { ClickHouse } from '../storage/clickhouse.ts'
-import { sql } from '../storage/sql.ts'
+import { Buffer } from 'node:buffer'
+import { rawSql, sql } from '../storage/sql.ts'
 import type { SqlFragment } from '../storage/sql.ts'
-import { EventJsonBuffer } from '../events/event-json.ts'
-import { appendStoredEvent, eventSelectList } from './events-query.ts'
-import type { EventRowOut } from './events-query.ts'
+import { eventFields } from '../events/fields.ts'
+import { readAttrs } from './events-query.ts'
 
 /** Events one window query aims at (ClickHouse sorts a window in memory). */
 export const windowRows = 200_000
@@ -135,20 +140,46 @@ class WindowPlan {
   }
 }
 
+/**
+ * The export's SELECT list: the events API's members in its order (section 7.3), so that
+ * ClickHouse's JSONEachRow writes each line as the API's JSON of the event, but for attrs, which
+ * comes as a JSON string of its text (exportLine splices the text in).
+ */
+const exportSelectList: SqlFragment = rawSql(['concat(toString(ts), \'-\', toString(seq)) AS id', ...eventFields.map((f) => f.column === f.name ? f.column : `${f.column} AS ${f.name}`), 'attrs', 'received_at'].join(', '))
+
+const attrsKey = ',"attrs":"'
+const receivedAtKey = '","received_at":'
+
+/**
+ * A JSONEachRow line of exportSelectList as the events API's JSON of the event: the attrs member,
+ * a JSON string there, replaced by the object text it holds (readAttrs). Inside that string every
+ * quote is escaped, so the last `","received_at":` ends it and the last `,"attrs":"` before that
+ * starts it.
+ */
+export function exportLine (line: string): string {
+  const end = line.lastIndexOf(receivedAtKey)
+  const start = line.lastIndexOf(attrsKey, end)
+  if (end < 0 || start < 0) throw new Error(`unexpected export row: ${line.slice(0, 200)}`)
+  const open = start + attrsKey.length - 1
+  const text = JSON.parse(line.slice(open, end + 1)) as string
+  return line.slice(0, open) + readAttrs(text) + line.slice(end + 1)
+}
+
 /** The NDJSON of the export, in chunks of about chunkBytes (whole lines). */
 export async function * exportEvents (clickhouse: ClickHouse, params: ExportParams): AsyncGenerator<Uint8Array> {
   const hidden = params.hiddenBefore > 0 ? sql` AND received_at > ${params.hiddenBefore}` : sql``
   const filter = params.where === undefined ? sql`` : sql` AND (${params.where})`
   /** A window's query, started: its first row asked for, so ClickHouse sorts it now. */
   const start = (window: ExportWindow): Started => {
-    const rows = clickhouse.queryRows<EventRowOut>(sql`SELECT ${eventSelectList} FROM events
+    const rows = clickhouse.queryLines(sql`SELECT ${exportSelectList} FROM events
       WHERE org_id = ${params.orgId} AND stream = ${params.stream}${hidden} AND ts >= ${window.lo} AND ts < ${window.hi}${filter}
       ORDER BY ts, seq`, { settings: unlimitedTime })[Symbol.asyncIterator]()
     const first = rows.next()
     first.catch(() => {}) // awaited in turn; a window never reached (an earlier one failed) must not be unhandled
     return { window, rows, first }
   }
-  const out = new EventJsonBuffer()
+  let lines: string[] = []
+  let length = 0
   const plan = new WindowPlan(clickhouse, params)
   const firstWindow = await plan.next()
   let current = firstWindow === null ? null : start(firstWindow)
@@ -161,12 +192,15 @@ export async function * exportEvents (clickhouse: ClickHouse, params: ExportPara
       ahead = nextWindow === null ? null : start(nextWindow)
       let seen = 0
       while (row.done !== true) {
-        appendStoredEvent(out, row.value)
-        out.ascii('\n')
+        const line = exportLine(row.value)
+        lines.push(line)
+        length += line.length + 1
         seen++
-        if (out.length >= chunkBytes) {
-          yield out.view().slice()
-          out.clear()
+        if (length >= chunkBytes) {
+          lines.push('')
+          yield Buffer.from(lines.join('\n'))
+          lines = []
+          length = 0
         }
         row = await current.rows.next()
       }
@@ -178,11 +212,14 @@ export async function * exportEvents (clickhouse: ClickHouse, params: ExportPara
     await current?.rows.return?.(undefined)
     await ahead?.rows.return?.(undefined)
   }
-  if (out.length > 0) yield out.view().slice()
+  if (lines.length > 0) {
+    lines.push('')
+    yield Buffer.from(lines.join('\n'))
+  }
 }
 
 interface Started {
   window: ExportWindow
-  rows: AsyncIterator<EventRowOut>
-  first: Promise<IteratorResult<EventRowOut>>
+  rows: AsyncIterator<string>
+  first: Promise<IteratorResult<string>>
 }

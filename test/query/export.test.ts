@@ -6,6 +6,7 @@ import { createTestDatabase } from '../helpers/clickhouse.ts'
 import { migrate } from '../../lib/storage/migrate.ts'
 import { createLogger } from '../../lib/logger.ts'
 import { exportEvents, planWindows } from '../../lib/query/export-query.ts'
+import { queryEvents } from '../../lib/query/events-query.ts'
 import { rawSql } from '../../lib/storage/sql.ts'
 import { waitFor } from '../helpers/wait-for.ts'
 
@@ -58,4 +59,27 @@ t.test('an export over many windows: every event once, ascending, filtered, with
   const filtered = await read(100, "host = 'a'")
   t.equal(filtered.length, 1_000)
   t.ok(filtered.every((e) => e.host === 'a'))
+})
+
+t.test('an exported line holds the same JSON as the event in /events, whatever its strings', async (t) => {
+  const { clickhouse } = await createTestDatabase(t)
+  await migrate(clickhouse, createLogger({ level: 'warn', fd: 2 }))
+  const base = 1_700_000_000_000
+  const tricky = ['plain', 'quote " and \\ backslash', 'line\nbreak\ttab\r\u0001\u001f', 'slash / </script>', 'emoji 🚀 é ü', '","received_at":1,"attrs":"x', '\u2028\u2029', '']
+  const deep = '{"x":' + '['.repeat(3_000) + ']'.repeat(3_000) + '}'
+  const rows = tricky.map((text, i) => JSON.stringify({
+    org_id: 'o', stream: 's', ts: base + i, received_at: base + 100 + i, seq: i + 1, size: 10,
+    host: i % 2 === 0 ? text : null, message: text, level: i % 3 === 0 ? 'error' : null, status: i === 0 ? 200 : null,
+    rt: [0.1, 1e-7, 123.456, 5][i % 4], bytes: i === 1 ? 2 ** 53 - 1 : null,
+    attrs: i === 7 ? deep : JSON.stringify({ text, n: i, nested: { a: [1, { b: text }] }, 'k","received_at":': true }),
+  }))
+  await clickhouse.insertRaw('INSERT INTO events (org_id, stream, ts, received_at, seq, size, host, message, level, status, rt, bytes, attrs) FORMAT JSONEachRow', Buffer.from(rows.join('\n')))
+  let text = ''
+  for await (const chunk of exportEvents(clickhouse, { orgId: 'o', stream: 's', from: base, to: base + 1000, hiddenBefore: 0 })) text += Buffer.from(chunk).toString('utf8')
+  const exported = text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l))
+  const page = await queryEvents(clickhouse, { orgId: 'o', stream: 's', from: base, to: base + 1000, limit: 100 })
+  t.equal(exported.length, tricky.length)
+  t.strictSame(exported, page.events.reverse(), 'the same members and values, in ascending order')
+  t.same(exported.map((e) => Object.keys(e)), page.events.map((e) => Object.keys(e)), 'in the same order')
+  t.equal(exported[7].attrs, deep, 'attrs nesting past the limit come as their text')
 })
