@@ -37,17 +37,15 @@ export interface StatsGroups {
 }
 
 const minuteMs = 60_000
-/** Slices as ts ranges in WHERE (for the sort key) up to this many points; beyond, PREWHERE alone. */
-const maxKeyRanges = 256
 /** A slice is at least this long (ms): shorter ones read whole granules for a few rows. */
 const minSliceMs = 1000
-const golden = (Math.sqrt(5) - 1) / 2
+/** The offsets' multiplier over 2^16: about 2^16 times the golden ratio's fraction. */
+const offsetStep = 40_503
 
-/** The slices of a sampled by=: each point's [start, start + width) and the SQL that keeps them. */
+/** The slices of a sampled by=: in the point of step k (from k * stepMs), [offset(k), offset(k) + widthMs). */
 export interface GroupSlices {
+  stepMs: number
   widthMs: number
-  /** Offset of each point's slice in its step, ms (point k starts at plan.from + k * stepMs). */
-  offsets: number[]
 }
 
 /** The slices that hold about `sample` of `total` events spread evenly over the plan's points, or null to count them all. */
@@ -55,24 +53,18 @@ export function groupSlices (plan: StatsPlan, total: number, sample: number): Gr
   if (sample === 0 || total <= sample) return null
   const widthMs = Math.max(minSliceMs, Math.floor(plan.stepMs * sample / total))
   if (widthMs * 2 > plan.stepMs) return null
-  const points = (plan.to - plan.from) / plan.stepMs
-  const offsets: number[] = []
-  for (let k = 0; k < points; k++) offsets.push(Math.floor(((k * golden) % 1) * (plan.stepMs - widthMs)))
-  return { widthMs, offsets }
+  return { stepMs: plan.stepMs, widthMs }
 }
 
-function slicesSql (plan: StatsPlan, slices: GroupSlices): { prewhere: SqlFragment, where: SqlFragment } {
-  const step = plan.stepMs
-  const k0 = Math.floor(plan.from / step)
-  const offset = sql`arrayElement([${joinSql(slices.offsets.map((o) => sql`${o}`), ', ')}], toUInt32(intDiv(ts, ${step}) - ${k0} + 1))`
-  const inStep = sql`(ts % ${step})`
-  const prewhere = sql`${inStep} >= ${offset} AND ${inStep} < ${offset} + ${slices.widthMs}`
-  if (slices.offsets.length > maxKeyRanges) return { prewhere, where: sql`1` }
-  const ranges = slices.offsets.map((o, k) => {
-    const start = plan.from + k * step + o
-    return sql`(ts >= ${start} AND ts < ${start + slices.widthMs})`
-  })
-  return { prewhere, where: sql`(${joinSql(ranges, ' OR ')})` }
+/**
+ * Whether a row's ts is in its point's slice. The slice of point k (its step's number since the
+ * epoch) starts at ((k * offsetStep) mod 2^16) / 2^16 of the room left in the step: the
+ * golden-ratio sequence k * 0.618 mod 1, in integers.
+ */
+function inSliceSql (slices: GroupSlices): SqlFragment {
+  const step = slices.stepMs
+  const offset = sql`intDiv(((intDiv(ts, ${step}) * ${offsetStep}) % 65536) * ${step - slices.widthMs}, 65536)`
+  return sql`(ts % ${step}) >= ${offset} AND (ts % ${step}) < ${offset} + ${slices.widthMs}`
 }
 
 /** Events of the range by the minute rollup (before q), an estimate that only sizes the slices. */
@@ -85,41 +77,55 @@ async function eventsInRange (clickhouse: ClickHouse, plan: StatsPlan): Promise<
 
 export async function queryGroups (clickhouse: ClickHouse, plan: StatsPlan, by: GroupBy): Promise<StatsGroups> {
   if (plan.groupsFromRollup) return await queryLevelRollup(clickhouse, plan)
-  const slices = plan.groupSample === 0 ? null : groupSlices(plan, await eventsInRange(clickhouse, plan), plan.groupSample)
   const hidden = plan.hiddenBefore > 0 ? sql` AND received_at > ${plan.hiddenBefore}` : sql``
   const filter = plan.filter === null ? sql`` : sql` AND (${plan.filter})`
-  const sliced = slices === null ? null : slicesSql(plan, slices)
-  const prewhere = sliced === null ? sql`` : sql`PREWHERE ${sliced.prewhere}`
-  const inSlices = sliced === null ? sql`` : sql` AND ${sliced.where}`
-  const where = sql`org_id = ${plan.orgId} AND stream = ${plan.stream}${hidden} AND ts >= ${plan.from} AND ts < ${plan.to}${inSlices}${filter} AND ${by.present}`
+  const where = sql`org_id = ${plan.orgId} AND stream = ${plan.stream}${hidden} AND ts >= ${plan.from} AND ts < ${plan.to}${filter} AND ${by.present}`
+  const slices = plan.groupSample === 0 ? null : groupSlices(plan, await eventsInRange(clickhouse, plan), plan.groupSample)
+  if (slices !== null) return await querySampledGroups(clickhouse, plan, by, where, slices)
   const top = await clickhouse.query<{ value: string, n: number }>(sql`SELECT assumeNotNull(${by.text}) AS value, count() AS n
-    FROM events ${prewhere} WHERE ${where} GROUP BY value ORDER BY n DESC, value LIMIT ${plan.topN}`)
+    FROM events WHERE ${where} GROUP BY value ORDER BY n DESC, value LIMIT ${plan.topN}`)
   const byPoint = new Map<number, Record<string, number>>()
-  if (top.length === 0) return { groups: [], byPoint, sampled: slices !== null }
-  const values = joinSql(top.map((g) => sql`${g.value}`), ', ')
-  const rows = await clickhouse.query<{ t: number, value: string, n: number }>(sql`SELECT intDiv(ts, ${plan.stepMs}) * ${plan.stepMs} AS t,
-      assumeNotNull(${by.text}) AS value, count() AS n
-    FROM events ${prewhere} WHERE ${where} AND ${by.text} IN (${values}) GROUP BY t, value`)
-  if (slices === null) {
+  if (top.length > 0) {
+    const values = joinSql(top.map((g) => sql`${g.value}`), ', ')
+    const rows = await clickhouse.query<{ t: number, value: string, n: number }>(sql`SELECT intDiv(ts, ${plan.stepMs}) * ${plan.stepMs} AS t,
+        assumeNotNull(${by.text}) AS value, count() AS n
+      FROM events WHERE ${where} AND ${by.text} IN (${values}) GROUP BY t, value`)
     for (const row of rows) {
       const point = byPoint.get(row.t) ?? {}
       point[row.value] = row.n
       byPoint.set(row.t, point)
     }
-    return { groups: top.map((g) => ({ value: g.value, count: g.n })), byPoint, sampled: false }
   }
-  // Each point's counts scaled by its step over its slice; the totals are the points' sums.
+  return { groups: top.map((g) => ({ value: g.value, count: g.n })), byPoint, sampled: false }
+}
+
+/**
+ * The groups over the slices, in one read: the counts per point and value of the rows in a slice
+ * (at most about `sample` rows, so as many groups), then per value, the top ones with their
+ * points. The slice test is the PREWHERE: ClickHouse reads ts, and the other columns only of the
+ * granules with rows in a slice. Each point's counts scale by its step over its slice; a value's
+ * total is the sum of its points'.
+ */
+async function querySampledGroups (clickhouse: ClickHouse, plan: StatsPlan, by: GroupBy, where: SqlFragment, slices: GroupSlices): Promise<StatsGroups> {
+  const rows = await clickhouse.query<{ value: string, n: number, points: Array<[number, number]> }>(sql`SELECT value, sum(n) AS total, groupArray((t, n)) AS points
+    FROM (SELECT intDiv(ts, ${plan.stepMs}) * ${plan.stepMs} AS t, assumeNotNull(${by.text}) AS value, count() AS n
+      FROM events PREWHERE ${inSliceSql(slices)} WHERE ${where} GROUP BY t, value)
+    GROUP BY value ORDER BY total DESC, value LIMIT ${plan.topN}`)
   const scale = plan.stepMs / slices.widthMs
-  const totals = new Map(top.map((g) => [g.value, 0]))
+  const byPoint = new Map<number, Record<string, number>>()
+  const groups: Array<{ value: string, count: number }> = []
   for (const row of rows) {
-    const n = Math.round(Number(row.n) * scale)
-    const point = byPoint.get(Number(row.t)) ?? {}
-    point[row.value] = n
-    byPoint.set(Number(row.t), point)
-    totals.set(row.value, (totals.get(row.value) ?? 0) + n)
+    let count = 0
+    for (const [t, n] of row.points) {
+      const scaled = Math.round(Number(n) * scale)
+      const point = byPoint.get(Number(t)) ?? {}
+      point[row.value] = scaled
+      byPoint.set(Number(t), point)
+      count += scaled
+    }
+    groups.push({ value: row.value, count })
   }
-  const groups = [...totals].map(([value, count]) => ({ value, count }))
-    .sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : a.value > b.value ? 1 : 0))
+  groups.sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : a.value > b.value ? 1 : 0))
   return { groups, byPoint, sampled: true }
 }
 
