@@ -1,6 +1,6 @@
 // The live tail across nodes: how much later a tail on node 1 shows an event ingested through
 // node 2 than a tail on node 2 itself (the forward: lib/live/cluster-live.ts), on the local
-// cluster (ZooKeeper, ClickHouse 2 shards x 2 replicas, 2 Sluice nodes; lib/cluster/local-cluster.ts).
+// cluster (ZooKeeper, ClickHouse 2 shards x 2 replicas, 2 Sluice nodes; scripts/cluster/local-cluster.ts).
 //
 //   node bench/cluster-tail.bench.ts [--events 200] [--gap-ms 20]
 //
@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { startLocalCluster } from '../lib/cluster/local-cluster.ts'
+import { startLocalCluster } from '../scripts/cluster/local-cluster.ts'
 import { api, eventually, ingest } from '../test/helpers/cluster.ts'
 import { quantile } from './load-driver.ts'
 import { TailReader } from './tail-reader.ts'

@@ -1,6 +1,6 @@
 // The cluster benchmark: ingest on one Sluice node and one ClickHouse (setup A, single-node mode,
 // like the ingest benchmark's plain phase) against the local cluster (setup B: ZooKeeper,
-// ClickHouse 2 shards x 2 replicas, 2 Sluice nodes, haproxy in front; lib/cluster/local-cluster.ts),
+// ClickHouse 2 shards x 2 replicas, 2 Sluice nodes, haproxy in front; scripts/cluster/local-cluster.ts),
 // on this one machine. See bench/README.md, "Cluster", for what each figure means.
 //
 //   node bench/cluster.bench.ts [--only a,b] [--runs 2] [--duration 8] [--connections 256]
@@ -21,9 +21,9 @@ import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { startLocalCluster } from '../lib/cluster/local-cluster.ts'
-import type { LocalCluster } from '../lib/cluster/local-cluster.ts'
-import { replicaName } from '../lib/cluster/cluster-clickhouse.ts'
+import { startLocalCluster } from '../scripts/cluster/local-cluster.ts'
+import type { LocalCluster } from '../scripts/cluster/local-cluster.ts'
+import { replicaName } from '../scripts/cluster/cluster-clickhouse.ts'
 import { startManagedClickHouse } from '../lib/storage/managed-clickhouse.ts'
 import type { ManagedClickHouse } from '../lib/storage/managed-clickhouse.ts'
 import { createLogger } from '../lib/logger.ts'

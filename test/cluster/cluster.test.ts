@@ -1,6 +1,6 @@
 // Cluster mode against the local cluster (ZooKeeper, ClickHouse 2 shards x 2 replicas, 2 Sluice
 // nodes, haproxy): one cluster for this whole file, since starting it costs the most.
-// Node 1 reads from host s1r1, node 2 from s2r2 (lib/cluster/local-cluster.ts nearestHost).
+// Node 1 reads from host s1r1, node 2 from s2r2 (scripts/cluster/local-cluster.ts nearestHost).
 import t from 'tap'
 import { createServer, connect } from 'node:net'
 import type { AddressInfo, Socket } from 'node:net'

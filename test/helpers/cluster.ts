@@ -1,4 +1,4 @@
-// The local cluster (lib/cluster/local-cluster.ts) for test/cluster/: one per test file, stopped
+// The local cluster (scripts/cluster/local-cluster.ts) for test/cluster/: one per test file, stopped
 // at the file's teardown, with JSON helpers against its nodes and direct SQL against its hosts.
 import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
@@ -7,8 +7,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { join } from 'node:path'
 import type { Test } from 'tap'
 import { request } from 'undici'
-import { startLocalCluster } from '../../lib/cluster/local-cluster.ts'
-import type { LocalCluster, LocalClusterOptions } from '../../lib/cluster/local-cluster.ts'
+import { startLocalCluster } from '../../scripts/cluster/local-cluster.ts'
+import type { LocalCluster, LocalClusterOptions } from '../../scripts/cluster/local-cluster.ts'
 
 export interface ClusterResponse { status: number, headers: Record<string, string | string[] | undefined>, body: any }
 
