@@ -84,7 +84,6 @@ export interface ClusterClickHouse {
   stop (): Promise<void>
 }
 
-
 export interface StartHostOptions {
   dir: string
   host: ClusterHost
