@@ -103,7 +103,13 @@ export async function createStream (baseUrl: string, adminToken: string, stream:
 }
 
 /** One answer a batch got: an HTTP status and error code, or 'dropped' (no answer). */
-export interface Answer { status: number, code: string | null, ms: number }
+export interface Answer {
+  status: number
+  code: string | null
+  ms: number
+  /** Why a dropped request (status 0) got no answer: the client's error code (ECONNRESET, ...). */
+  cause?: string
+}
 
 export interface BatchRecord {
   first: number
@@ -193,8 +199,8 @@ export async function runLoad (options: LoadOptions): Promise<LoadResult> {
           let code: string | null = null
           try { code = (JSON.parse(text) as { error?: string }).error ?? null } catch {}
           answer = { status: res.statusCode, code, ms: performance.now() - started }
-        } catch {
-          answer = { status: 0, code: 'dropped', ms: performance.now() - started }
+        } catch (err) {
+          answer = { status: 0, code: 'dropped', ms: performance.now() - started, cause: (err as { code?: string }).code ?? String(err) }
         }
         batch.answers.push(answer)
         answers.push(answer)

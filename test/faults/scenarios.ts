@@ -198,10 +198,10 @@ function peakRssBytes (pid: number): number {
  * so that the server-wide ones (uncommitted bytes, reading slots, the writer's queue) are what
  * push back. Reports the offered/stored ratio and Sluice's peak RSS.
  */
-export async function overloadedSluice (o: { clickhouseUrl: string, durationMs: number, shape: LoadShape, limits?: Record<string, number> }): Promise<ScenarioResult & { peakRssBytes: number, offeredPerStored: number }> {
+export async function overloadedSluice (o: { clickhouseUrl: string, durationMs: number, shape: LoadShape, limits?: Record<string, number>, settings?: Record<string, Record<string, number>> }): Promise<ScenarioResult & { peakRssBytes: number, offeredPerStored: number, dropCauses: Record<string, number> }> {
   const sluice = await startSluiceProcess({
     clickhouseUrl: o.clickhouseUrl,
-    config: { limits: { concurrentRequests: 100_000, requestsPerMinute: 10_000_000, ...o.limits } },
+    config: { ...o.settings, limits: { concurrentRequests: 100_000, requestsPerMinute: 10_000_000, ...o.limits } },
   })
   const checker = checkerClient(o.clickhouseUrl, sluice.database)
   try {
@@ -210,7 +210,10 @@ export async function overloadedSluice (o: { clickhouseUrl: string, durationMs: 
     const peak = peakRssBytes(sluice.child.pid!)
     const result = await check(checker, 'overload', load)
     const stored = result.answerCounts['200'] ?? 0
+    const dropCauses: Record<string, number> = {}
+    for (const a of load.answers) if (a.cause !== undefined) dropCauses[a.cause] = (dropCauses[a.cause] ?? 0) + 1
     return {
+      dropCauses,
       scenario: `overload: ${o.shape.clients} clients x ${o.shape.linesPerRequest} lines for ${o.durationMs} ms`,
       ...result, peakRssBytes: peak, offeredPerStored: stored === 0 ? Infinity : load.answers.length / stored,
     }
