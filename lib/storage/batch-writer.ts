@@ -338,7 +338,6 @@ function sumRows (writes: readonly PendingWrite[]): number {
   return rows
 }
 
-
 export class BatchWriter {
   readonly #clickhouse: ClickHouse
   readonly #table: string

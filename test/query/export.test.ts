@@ -41,7 +41,7 @@ t.test('an export over many windows: every event once, ascending, filtered, with
   await clickhouse.insertRaw('INSERT INTO events (org_id, stream, ts, received_at, host, attrs, seq, size) FORMAT JSONEachRow', Buffer.from(rows.join('\n')))
   // Rows the minute rollup does not count (as after a rollup was dropped): minutes 4 to 5, with the burst.
   await clickhouse.command(`ALTER TABLE events_1m DELETE WHERE minute_ts >= ${base + 4 * minute} AND minute_ts < ${base + 6 * minute}`)
-  await waitFor(async () => (await clickhouse.query<{ n: number }>("SELECT count() AS n FROM system.mutations WHERE database = currentDatabase() AND is_done = 0"))[0].n == 0)
+  await waitFor(async () => Number((await clickhouse.query<{ n: number }>('SELECT count() AS n FROM system.mutations WHERE database = currentDatabase() AND is_done = 0'))[0].n) === 0)
   const read = async (windowRows: number, where?: string): Promise<Array<{ ts: number, id: string, host: string }>> => {
     let text = ''
     for await (const chunk of exportEvents(clickhouse, { orgId: 'o', stream: 's', from: base, to: base + 10 * minute, hiddenBefore: 0, windowRows, where: where === undefined ? undefined : rawSql(where) })) {
