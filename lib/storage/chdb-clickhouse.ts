@@ -172,7 +172,7 @@ export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHous
       return parseRows<T>(result.bytes())
     },
 
-    async * queryRows<T> (statement: SqlFragment | string, opts: RequestOptions = {}): AsyncIterable<T> {
+    async * queryLines (statement: SqlFragment | string, opts: RequestOptions = {}): AsyncIterable<string> {
       const text = select(statement, opts)
       opts.signal?.throwIfAborted()
       const s = await acquire(opts.signal)
@@ -184,7 +184,7 @@ export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHous
         }
         stream = s.session.queryStream(text, { format: 'JSONEachRow', signal: opts.signal })
         for await (const chunk of stream) {
-          for (const row of parseRows<T>(chunk.raw())) yield row
+          for (const line of splitLines(chunk.raw())) yield line
         }
       } catch (err) {
         throw wrapError(err, text)
@@ -261,19 +261,24 @@ export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHous
   }
 }
 
-/** JSONEachRow bytes -> rows. */
-function parseRows<T> (bytes: Uint8Array): T[] {
+/** JSONEachRow bytes -> each row's text. */
+function splitLines (bytes: Uint8Array): string[] {
   if (bytes.length === 0) return []
   const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')
-  const rows: T[] = []
+  const lines: string[] = []
   let start = 0
   while (start < text.length) {
     let end = text.indexOf('\n', start)
     if (end < 0) end = text.length
-    if (end > start) rows.push(JSON.parse(text.slice(start, end)) as T)
+    if (end > start) lines.push(text.slice(start, end))
     start = end + 1
   }
-  return rows
+  return lines
+}
+
+/** JSONEachRow bytes -> rows. */
+function parseRows<T> (bytes: Uint8Array): T[] {
+  return splitLines(bytes).map((line) => JSON.parse(line) as T)
 }
 
 /** `work`, or the signal's reason as soon as it aborts (the work goes on in the background). */
