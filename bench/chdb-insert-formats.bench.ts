@@ -40,7 +40,7 @@ try {
   }
   session.close()
   const settings = { max_insert_block_size: String(Math.max(n, 1_048_576)), parallel_view_processing: '1' }
-  process.stdout.write(`| Format | MB | Insert ms | CPU ms (this process) |\n|---|---|---|---|\n`)
+  process.stdout.write('| Format | MB | Insert ms | CPU ms (this process) |\n|---|---|---|---|\n')
   for (let round = 1; round <= Number(args.rounds); round++) {
     for (const format of formats) {
       await ch.command('TRUNCATE TABLE events')

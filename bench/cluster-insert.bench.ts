@@ -3,7 +3,7 @@
 // alternative the issue names, one insert through the `Distributed` table with
 // insert_distributed_sync=1 (the receiving host splits the batch by the table's sharding key and
 // answers once every shard has committed its part, so a 200 after it would also mean committed).
-// On the local cluster (ZooKeeper, ClickHouse 2 shards x 2 replicas; lib/cluster/local-cluster.ts),
+// On the local cluster (ZooKeeper, ClickHouse 2 shards x 2 replicas; scripts/cluster/local-cluster.ts),
 // with one Sluice node there only to migrate the schema.
 //
 //   node bench/cluster-insert.bench.ts [--rows 100000] [--inserts 40] [--concurrency 2] [--rounds 2]
@@ -22,8 +22,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { request } from 'undici'
-import { startLocalCluster } from '../lib/cluster/local-cluster.ts'
-import type { LocalCluster } from '../lib/cluster/local-cluster.ts'
+import { startLocalCluster } from '../scripts/cluster/local-cluster.ts'
+import type { LocalCluster } from '../scripts/cluster/local-cluster.ts'
 import { eventColumns } from '../lib/events/fields.ts'
 import parseTask from '../lib/ingest/parse-worker.ts'
 import { quoteIdentifier } from '../lib/storage/sql.ts'

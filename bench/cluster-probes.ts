@@ -10,7 +10,7 @@
 //   which is the same while all rows fall in one partition (as here: one day);
 // - ZooKeeper's `mntr` (packets received: every request a client sent, pings included);
 // - each Sluice node's /metrics (inserts and rows per insert from the writer's histogram).
-import { fourLetter } from '../lib/cluster/zookeeper.ts'
+import { fourLetter } from '../scripts/cluster/zookeeper.ts'
 import { hostSql } from '../test/helpers/cluster.ts'
 import { machineCpuSeconds, namedThreadCpuSeconds, processCpuSeconds } from './proc-stats.ts'
 

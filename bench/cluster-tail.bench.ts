@@ -1,6 +1,6 @@
 // The live tail across nodes: how much later a tail on node 1 shows an event ingested through
 // node 2 than a tail on node 2 itself (the forward: lib/live/cluster-live.ts), on the local
-// cluster (ZooKeeper, ClickHouse 2 shards x 2 replicas, 2 Sluice nodes; lib/cluster/local-cluster.ts).
+// cluster (ZooKeeper, ClickHouse 2 shards x 2 replicas, 2 Sluice nodes; scripts/cluster/local-cluster.ts).
 //
 //   node bench/cluster-tail.bench.ts [--events 200] [--gap-ms 20]
 //
@@ -12,8 +12,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { startLocalCluster } from '../lib/cluster/local-cluster.ts'
-import { api, eventually, ingest } from '../test/helpers/cluster.ts'
+import { startLocalCluster } from '../scripts/cluster/local-cluster.ts'
+import { api, ingest } from '../test/helpers/cluster.ts'
+import { isDefined, waitFor } from '../test/helpers/wait-for.ts'
 import { quantile } from './load-driver.ts'
 import { TailReader } from './tail-reader.ts'
 
@@ -41,7 +42,7 @@ try {
   if (created.status !== 201) throw new Error(`create: ${created.status}`)
   const minted = await api(a.url, admin, 'POST', `/api/streams/${stream}/ingest-token`, {})
   const token: string = minted.body.token
-  await eventually('node 2 knows the token', async () => (await ingest(b.url, token, stream, [{ message: 'warm' }])).status === 200 ? true : undefined)
+  await waitFor(async () => (await ingest(b.url, token, stream, [{ message: 'warm' }])).status === 200 ? true : undefined, { what: 'node 2 knows the token', timeoutMs: 30_000, intervalMs: 200, until: isDefined, retryErrors: true })
 
   /** Arrival (ms, performance.now()) of each bench event's frame, by tail. */
   const atRemote = new Map<string, number>()
@@ -49,11 +50,11 @@ try {
   readers.push(await TailReader.open(a.url, stream, admin, '', (e, at) => atRemote.set(String(e.message), at)))
   readers.push(await TailReader.open(b.url, stream, admin, '', (e, at) => atLocal.set(String(e.message), at)))
   // Node 2 learns of node 1's tail at its next registry count.
-  await eventually('node 2 forwards to node 1', async () => {
+  await waitFor(async () => {
     await ingest(b.url, token, stream, [{ message: 'probe' }])
     await sleep(100)
     return atRemote.has('probe') ? true : undefined
-  })
+  }, { what: 'node 2 forwards to node 1', timeoutMs: 30_000, intervalMs: 200, until: isDefined, retryErrors: true })
 
   const acked = new Map<string, number>()
   for (let i = 0; i < events; i++) {
@@ -63,7 +64,7 @@ try {
     if (res.status !== 200) throw new Error(`ingest: ${res.status}`)
     await sleep(gapMs)
   }
-  await eventually('every frame on both tails', async () => atRemote.size >= events + 1 && atLocal.size >= events + 1 ? true : undefined, 10_000, 100)
+  await waitFor(async () => atRemote.size >= events + 1 && atLocal.size >= events + 1 ? true : undefined, { what: 'every frame on both tails', timeoutMs: 10_000, intervalMs: 100, until: isDefined, retryErrors: true })
 
   const added: number[] = []
   const afterAck: number[] = []

@@ -1,6 +1,6 @@
 // The cluster benchmark: ingest on one Sluice node and one ClickHouse (setup A, single-node mode,
 // like the ingest benchmark's plain phase) against the local cluster (setup B: ZooKeeper,
-// ClickHouse 2 shards x 2 replicas, 2 Sluice nodes, haproxy in front; lib/cluster/local-cluster.ts),
+// ClickHouse 2 shards x 2 replicas, 2 Sluice nodes, haproxy in front; scripts/cluster/local-cluster.ts),
 // on this one machine. See bench/README.md, "Cluster", for what each figure means.
 //
 //   node bench/cluster.bench.ts [--only a,b] [--runs 2] [--duration 8] [--connections 256]
@@ -21,13 +21,14 @@ import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { startLocalCluster } from '../lib/cluster/local-cluster.ts'
-import type { LocalCluster } from '../lib/cluster/local-cluster.ts'
-import { replicaName } from '../lib/cluster/cluster-clickhouse.ts'
+import { startLocalCluster } from '../scripts/cluster/local-cluster.ts'
+import type { LocalCluster } from '../scripts/cluster/local-cluster.ts'
+import { replicaName } from '../scripts/cluster/cluster-clickhouse.ts'
 import { startManagedClickHouse } from '../lib/storage/managed-clickhouse.ts'
 import type { ManagedClickHouse } from '../lib/storage/managed-clickhouse.ts'
 import { createLogger } from '../lib/logger.ts'
-import { api, eventually, hostSql, ingest } from '../test/helpers/cluster.ts'
+import { api, hostSql, ingest } from '../test/helpers/cluster.ts'
+import { isDefined, waitFor } from '../test/helpers/wait-for.ts'
 import { buildBodyPool } from './body-pool.ts'
 import type { Body } from './body-pool.ts'
 import { runLoad, quantile } from './load-driver.ts'
@@ -260,11 +261,11 @@ async function setupB (): Promise<Setup> {
   if (typeof minted.body?.token !== 'string') throw new Error(`ingest token: ${minted.status} ${JSON.stringify(minted.body)}`)
   const token: string = minted.body.token
   for (const node of cluster.nodes) {
-    await eventually(`${node.url} takes the token`, async () => {
+    await waitFor(async () => {
       const res = await ingest(node.url, token, streamName, [{ message: 'warm' }])
       if (res.status !== 200) throw new Error(`${res.status} ${JSON.stringify(res.body)}`)
       return true
-    })
+    }, { what: `${node.url} takes the token`, timeoutMs: 30_000, intervalMs: 200, until: isDefined, retryErrors: true })
   }
   const procs: Proc[] = cluster.processes().map((p) => ({ component: p.kind, name: p.name, pid: p.pid }))
   progress(`B: ${procs.map((p) => `${p.name} pid ${p.pid}`).join(', ')}; load through ${cluster.url}`)

@@ -71,7 +71,9 @@ async function measure (engine: 'server' | 'chdb', round: number): Promise<Sampl
 /** Debian's installed size of the server's packages (clickhouse-server needs clickhouse-common). */
 function debianServerSize (): string {
   try {
-    const lines = execFileSync('dpkg-query', ['-W', '-f=${Package} ${Installed-Size}\\n', 'clickhouse-server', 'clickhouse-common'], { encoding: 'utf8' })
+    // dpkg-query's own format fields, not a template string.
+    const format = '-f=' + ['${Package}', '${Installed-Size}'].join(' ') + '\\n' // eslint-disable-line no-template-curly-in-string
+    const lines = execFileSync('dpkg-query', ['-W', format, 'clickhouse-server', 'clickhouse-common'], { encoding: 'utf8' })
     const kib = lines.trim().split('\n').reduce((sum, line) => sum + Number(line.split(' ')[1]), 0)
     return `${Math.round(kib / 1024)}M (Debian's clickhouse-server and clickhouse-common)`
   } catch {

@@ -248,7 +248,6 @@ function deepFreeze<T> (obj: T): T {
   return obj
 }
 
-
 const tokenPattern = /^slp_[0-9A-Za-z]{36}$/
 const identifierPattern = /^[A-Za-z_][A-Za-z0-9_]*$/
 

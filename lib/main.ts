@@ -12,7 +12,7 @@ function printWelcome (config: Config, baseUrl: string, token: string | null, to
   const tokenLine = token
     ? `Admin token (shown once, also saved to ${tokenFile}):\n\n    ${token}\n`
     : `Admin token: in ${tokenFile} (written at the first start)\n`
-  const auth = token ? token : `$(cat ${tokenFile})`
+  const auth = token || `$(cat ${tokenFile})`
   process.stderr.write(`
 Sluice is running at ${baseUrl}  (data: ${config.dataDir})
 

@@ -1,11 +1,11 @@
-// `npm run cluster`: the local cluster (lib/cluster/local-cluster.ts) for demos and manual tests:
+// `npm run cluster`: the local cluster (scripts/cluster/local-cluster.ts) for demos and manual tests:
 // ZooKeeper, ClickHouse 2 shards x 2 replicas, 2 Sluice nodes in cluster mode and haproxy in
 // front of them. State in ./data/cluster (or the directory given as the first argument), wiped
 // at each start. Ctrl-C or SIGTERM stops every process.
 import { rmSync } from 'node:fs'
 import { resolve } from 'node:path'
-import { startLocalCluster } from '../lib/cluster/local-cluster.ts'
-import { replicaName } from '../lib/cluster/cluster-clickhouse.ts'
+import { startLocalCluster } from './cluster/local-cluster.ts'
+import { replicaName } from './cluster/cluster-clickhouse.ts'
 
 const dir = resolve(process.argv[2] ?? 'data/cluster')
 rmSync(dir, { recursive: true, force: true })

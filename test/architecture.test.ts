@@ -125,3 +125,13 @@ t.test('lib/events imports nothing outside lib/events', async (t) => {
   const outside = folderEdges().filter((e) => e.from === 'events').map((e) => `${e.file} imports ${e.target}`)
   t.same(outside, [])
 })
+
+t.test('lib/ imports nothing outside lib/ (the local cluster, scripts, tests and benches are not the service)', async (t) => {
+  const outside: string[] = []
+  for (const file of tsFiles(libDir)) {
+    for (const target of importsOf(file)) {
+      if (!target.startsWith(libDir + sep)) outside.push(`${relative(libDir, file)} imports ${relative(libDir, target)}`)
+    }
+  }
+  t.same(outside, [])
+})

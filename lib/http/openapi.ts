@@ -178,7 +178,8 @@ const managementPaths: Json = {
     get: {
       operationId: 'getStats', tags: ['read'], security: pat, summary: 'Series, totals, top lists and groups by any field (PAT data:read; docs/api.md section 7.4)',
       parameters: [stream, ...timeRange, queryParam('step', '`10s`, `1m`, `1h`, ...'), queryParam('top', 'Top-list length, default 10', { type: 'integer', minimum: 1 }),
-        queryParam('by', 'A field (column or attribute, docs/api.md section 7.2) whose top values give `groups` and each point\'s `groups`')],
+        queryParam('by', 'A field (column or attribute, docs/api.md section 7.2) whose top values give `groups` and each point\'s `groups`'),
+        queryParam('sample', 'With `by`: events counted exactly, default 500000; over more the groups are counted over slices and scaled (`sampled`); 0: always exact', { type: 'integer', minimum: 0, maximum: 100000000 })],
       responses: { 200: ok('Stats', ref('Stats')), ...readErrors },
     },
   },
@@ -186,7 +187,7 @@ const managementPaths: Json = {
     get: {
       operationId: 'getFields', tags: ['read'], security: pat, summary: 'The fields of the matching events, with counts and top values (PAT data:read; docs/api.md section 7.6)',
       parameters: [stream, ...timeRange, queryParam('top', 'Top values per field, 1-50, default 5', { type: 'integer', minimum: 1, maximum: 50 }),
-        queryParam('sample', 'Events counted exactly, 1000-200000, default 200000; past it the counts are sampled', { type: 'integer', minimum: 1000, maximum: 200000 })],
+        queryParam('sample', 'Events counted exactly, 1000-200000, default 50000; past it the counts are sampled', { type: 'integer', minimum: 1000, maximum: 200000 })],
       responses: { 200: ok('Fields', ref('Fields')), ...readErrors },
     },
   },

@@ -958,7 +958,6 @@ export class LineScanner extends JsonLexer {
     this.#escapes = escapes
     return i + 1
   }
-
 }
 
 // Key classes by the keys' bytes, from the field table: a key is looked up by its length and the

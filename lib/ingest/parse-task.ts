@@ -117,4 +117,3 @@ export interface LineSink {
   /** Fails line `line` without storing anything. */
   fail (line: number, code: LineFailureCode, message: string): void
 }
-

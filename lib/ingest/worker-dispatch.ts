@@ -9,7 +9,6 @@ import type { ParseResult, ParseTask } from './parse-task.ts'
 import type { IngestSummary } from './ingest-summary.ts'
 import type { LineBatch } from './line-batcher.ts'
 
-
 export type TaskContext = Omit<ParseTask, 'input' | 'firstLine'>
 
 /** Tasks of one request with the pool at once: enough to keep every worker busy, no more. */

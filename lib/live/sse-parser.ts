@@ -12,4 +12,5 @@ export interface SseParserClass {
 }
 
 const implementation = new URL('../dashboard/public/sse-parser.js', import.meta.url).href
+// eslint-disable-next-line @typescript-eslint/no-redeclare -- the class's value and its instance type share the name, as a class's do
 export const SseParser = (await import(implementation) as { SseParser: SseParserClass }).SseParser

@@ -40,6 +40,7 @@ for (const [first, last] of [[0x41, 0x5A], [0xC0, 0x24F], [0x370, 0x52F], [0x531
   }
 }
 
+// eslint-disable-next-line no-control-regex -- the ASCII range starts at \x00
 const nonAscii = /[^\x00-\x7F]/
 
 /**

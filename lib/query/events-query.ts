@@ -24,7 +24,7 @@ import { Buffer } from 'node:buffer'
 import { EventJsonBuffer } from '../events/event-json.ts'
 import { EventRow } from '../events/event-row.ts'
 import { eventFields, fieldCount, fTs, isStringField } from '../events/fields.ts'
-import { maxValueDepth, nestsDeeperThan } from '../events/normalize.ts'
+import { maxValueDepth } from '../events/normalize.ts'
 import type { ClickHouse } from '../storage/clickhouse.ts'
 import { rawSql, sql } from '../storage/sql.ts'
 import type { SqlFragment } from '../storage/sql.ts'
@@ -81,28 +81,42 @@ function fillRow (row: EventRow, r: EventRowOut): void {
     else row.number[f] = Number(value)
   }
   row.number[fTs] = Number(r.ts)
-  const attrs = readAttrs(r.attrs)
-  // attrs as stored when it is the object it holds; else the text, as a JSON string.
-  row.setAttrsText(typeof attrs === 'string' ? JSON.stringify(attrs) : r.attrs)
+  row.setAttrsText(readAttrs(r.attrs))
 }
 
 /**
- * A stored attrs text as the object it holds, or the text itself (a string) when that object
- * nests deeper than ingest now allows: a row stored before the limit (maxValueDepth, enforced
- * since issue 13) could nest thousands of levels, and JSON.stringify of the page would throw
- * RangeError on it, failing every page that holds it. The check recurses maxValueDepth + 2
- * frames at most; a text shorter than twice the levels cannot nest that deep and skips it.
+ * A stored attrs text as it is, or as a JSON string of itself when the object it holds nests
+ * deeper than ingest now allows: a row stored before the limit (maxValueDepth, enforced since
+ * issue 13) could nest thousands of levels, which a client's recursive JSON parser of the page
+ * would fail on. The stored text is JSON that Sluice's own writer made, so a scan of its brackets
+ * outside strings tells the depth; a JSON.parse per row here took 12% of an export's CPU
+ * (bench/README.md, "Find anything"). A text shorter than twice the levels cannot nest that deep.
  */
-export function readAttrs (text: string): unknown {
-  let value: unknown
-  try {
-    value = JSON.parse(text)
-  } catch {
-    return text
-  }
+export function readAttrs (text: string): string {
   // attrs is itself one level: its values may nest maxValueDepth more.
-  if (text.length < 2 * (maxValueDepth + 2)) return value
-  return nestsDeeperThan(value, maxValueDepth + 1) ? text : value
+  const levels = maxValueDepth + 1
+  if (text.length < 2 * (levels + 1)) return text
+  return nestsDeeperThanText(text, levels) ? JSON.stringify(text) : text
+}
+
+/** True when the JSON `text` opens more than `levels` objects or arrays inside one another. */
+export function nestsDeeperThanText (text: string, levels: number): boolean {
+  let depth = 0
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c === 0x22) { // a string: skip to its closing quote
+      for (i++; i < text.length; i++) {
+        const d = text.charCodeAt(i)
+        if (d === 0x5c) i++
+        else if (d === 0x22) break
+      }
+    } else if (c === 0x7b || c === 0x5b) {
+      if (++depth > levels) return true
+    } else if (c === 0x7d || c === 0x5d) {
+      depth--
+    }
+  }
+  return false
 }
 
 /** The field table's columns, as the SELECT lists them. */

@@ -1,29 +1,48 @@
 // Every matching event of a range as NDJSON, oldest first: GET /api/streams/{stream}/export
-// (docs/api.md section 7.8). Each line is the events API's JSON of one event
-// (lib/events/event-json.ts), so an export reads back like pages of /events.
+// (docs/api.md section 7.8). Each line is the events API's JSON of one event (section 7.3), so an
+// export reads back like pages of /events.
 //
 // Contract and why:
 // - Memory stays flat whatever the range: the range is read in consecutive time windows, each one
-//   query ordered by (ts, seq) and streamed row by row (clickhouse.queryRows), and the caller
+//   query ordered by (ts, seq) and streamed row by row (clickhouse.queryLines), and the caller
 //   pulls chunks of about chunkBytes only as fast as its client takes them. ClickHouse sorts one
-//   window at a time, so windows are sized to hold about windowRows events (from the density seen
-//   so far: 1 minute first, at most x16 per step, at most a day).
+//   window at a time, so a window holds about windowRows events.
+// - Windows are planned from the minute rollup (events_1m: every event of the stream), a day of
+//   minutes at a time: consecutive minutes are packed until the next would pass windowRows, and a
+//   minute holding more is cut into equal parts of time. A filter only makes windows hold fewer.
+//   A window that still comes back much larger than planned (rows the rollup does not count, e.g.
+//   a stream deleted and re-created) makes the next windows of that day smaller.
+// - One window ahead: the next window's query starts when the current one starts streaming, so
+//   ClickHouse sorts it while Sluice writes the current one out (one query in flight waiting,
+//   at most one socket's buffers of rows held). The export waited for each window's sort before
+//   (bench/README.md, "Find anything", export).
+// - A window's query has no max_execution_time (the read's other limits stay): its work is bounded
+//   by the plan, about windowRows rows, but it lasts as long as the client takes to download it,
+//   and the query ahead waits that long too. With the read's 20 s a slow client's download, or
+//   the window ahead of a busy one, was cut by 504 query_timeout (docs/api.md section 7.8).
+// - ClickHouse writes the lines: the SELECT names the API's members in its order, JSONEachRow
+//   escapes the strings, and only attrs (a JSON string of its text there) is spliced back in as
+//   the object (exportLine). Parsing every row into an object and writing it again took most of
+//   the export's CPU (12 Sluice CPU-s per million events; bench/README.md, "Find anything").
+//   The lines hold the same JSON values as /events' (ClickHouse writes `/` as `\/`).
 // - Windows are disjoint and ascending, so every event is exported once, in (ts, seq) order; each
 //   window reads what is committed when it runs.
 import type { ClickHouse } from '../storage/clickhouse.ts'
-import { sql } from '../storage/sql.ts'
+import { Buffer } from 'node:buffer'
+import { rawSql, sql } from '../storage/sql.ts'
 import type { SqlFragment } from '../storage/sql.ts'
-import { EventJsonBuffer } from '../events/event-json.ts'
-import { appendStoredEvent, eventSelectList } from './events-query.ts'
-import type { EventRowOut } from './events-query.ts'
+import { eventFields } from '../events/fields.ts'
+import { readAttrs } from './events-query.ts'
 
 /** Events one window query aims at (ClickHouse sorts a window in memory). */
 export const windowRows = 200_000
 /** Bytes of NDJSON handed out at a time. */
 const chunkBytes = 256 * 1024
-const firstWindowMs = 60_000
-const maxWindowMs = 86_400_000
-const maxGrowth = 16
+const minuteMs = 60_000
+/** The span of minute counts asked at a time. */
+const planSpanMs = 86_400_000
+/** A window query's settings over the read's: no time limit (its rows are bounded by the plan). */
+const unlimitedTime = { max_execution_time: 0 }
 
 export interface ExportParams {
   orgId: string
@@ -32,33 +51,175 @@ export interface ExportParams {
   to: number
   where?: SqlFragment
   hiddenBefore: number
+  /** Events a window aims at; default windowRows (tests make it small). */
+  windowRows?: number
+}
+
+/** A window [lo, hi) of the export and the events the rollup counts in it. */
+export interface ExportWindow {
+  lo: number
+  hi: number
+  rows: number
+}
+
+/**
+ * Packs per-minute counts of [from, to) into windows of at most `limit` events: consecutive
+ * minutes while they fit, a minute holding more cut into equal spans. `counts` maps a minute's
+ * start to its events; minutes absent count 0. The windows cover [from, to) exactly, in order.
+ */
+export function planWindows (from: number, to: number, counts: ReadonlyMap<number, number>, limit: number): ExportWindow[] {
+  const windows: ExportWindow[] = []
+  let lo = from
+  let rows = 0
+  for (let minute = Math.floor(from / minuteMs) * minuteMs; minute < to; minute += minuteMs) {
+    const start = Math.max(from, minute)
+    const end = Math.min(to, minute + minuteMs)
+    const n = counts.get(minute) ?? 0
+    if (rows > 0 && rows + n > limit) {
+      windows.push({ lo, hi: start, rows })
+      lo = start
+      rows = 0
+    }
+    if (n > limit) {
+      if (lo < start) windows.push({ lo, hi: start, rows })
+      const parts = Math.ceil(n / limit)
+      const step = Math.max(1, Math.ceil((end - start) / parts))
+      for (let t = start; t < end; t += step) windows.push({ lo: t, hi: Math.min(end, t + step), rows: Math.ceil(n / parts) })
+      lo = end
+      continue
+    }
+    rows += n
+  }
+  if (lo < to) windows.push({ lo, hi: to, rows })
+  return windows
+}
+
+/**
+ * The windows of [from, to), planned a day of minute counts at a time. report() tells it what a
+ * window held: far more than planned (rows the rollup does not count) shrinks the windows planned
+ * after it in that day.
+ */
+class WindowPlan {
+  readonly #clickhouse: ClickHouse
+  readonly #params: ExportParams
+  #dayLo: number
+  #dayHi: number
+  #counts = new Map<number, number>()
+  #queue: ExportWindow[] = []
+  #limit: number
+
+  constructor (clickhouse: ClickHouse, params: ExportParams) {
+    this.#clickhouse = clickhouse
+    this.#params = params
+    this.#limit = params.windowRows ?? windowRows
+    this.#dayLo = params.from
+    this.#dayHi = params.from
+  }
+
+  async next (): Promise<ExportWindow | null> {
+    while (this.#queue.length === 0) {
+      if (this.#dayHi >= this.#params.to) return null
+      this.#dayLo = this.#dayHi
+      this.#dayHi = Math.min(this.#params.to, this.#dayLo + planSpanMs)
+      const rows = await this.#clickhouse.query<{ m: number, n: number }>(sql`SELECT minute_ts AS m, sum(n) AS n FROM events_1m
+        WHERE org_id = ${this.#params.orgId} AND stream = ${this.#params.stream}
+          AND minute_ts >= ${Math.floor(this.#dayLo / minuteMs) * minuteMs} AND minute_ts < ${this.#dayHi}
+        GROUP BY minute_ts`)
+      this.#counts = new Map()
+      for (const r of rows) this.#counts.set(Number(r.m), Number(r.n))
+      this.#queue = planWindows(this.#dayLo, this.#dayHi, this.#counts, this.#limit)
+    }
+    return this.#queue.shift() ?? null
+  }
+
+  report (window: ExportWindow, seen: number): void {
+    if (seen <= 2 * Math.max(window.rows, this.#limit)) return
+    this.#limit = Math.max(1, Math.floor(this.#limit * Math.max(window.rows, 1) / seen))
+    const rest = this.#queue[0]
+    if (rest !== undefined) this.#queue = planWindows(rest.lo, this.#dayHi, this.#counts, this.#limit)
+  }
+}
+
+/**
+ * The export's SELECT list: the events API's members in its order (section 7.3), so that
+ * ClickHouse's JSONEachRow writes each line as the API's JSON of the event, but for attrs, which
+ * comes as a JSON string of its text (exportLine splices the text in).
+ */
+const exportSelectList: SqlFragment = rawSql(['concat(toString(ts), \'-\', toString(seq)) AS id', ...eventFields.map((f) => f.column === f.name ? f.column : `${f.column} AS ${f.name}`), 'attrs', 'received_at'].join(', '))
+
+const attrsKey = ',"attrs":"'
+const receivedAtKey = '","received_at":'
+
+/**
+ * A JSONEachRow line of exportSelectList as the events API's JSON of the event: the attrs member,
+ * a JSON string there, replaced by the object text it holds (readAttrs). Inside that string every
+ * quote is escaped, so the last `","received_at":` ends it and the last `,"attrs":"` before that
+ * starts it.
+ */
+export function exportLine (line: string): string {
+  const end = line.lastIndexOf(receivedAtKey)
+  const start = line.lastIndexOf(attrsKey, end)
+  if (end < 0 || start < 0) throw new Error(`unexpected export row: ${line.slice(0, 200)}`)
+  const open = start + attrsKey.length - 1
+  const text = JSON.parse(line.slice(open, end + 1)) as string
+  return line.slice(0, open) + readAttrs(text) + line.slice(end + 1)
 }
 
 /** The NDJSON of the export, in chunks of about chunkBytes (whole lines). */
 export async function * exportEvents (clickhouse: ClickHouse, params: ExportParams): AsyncGenerator<Uint8Array> {
   const hidden = params.hiddenBefore > 0 ? sql` AND received_at > ${params.hiddenBefore}` : sql``
   const filter = params.where === undefined ? sql`` : sql` AND (${params.where})`
-  const out = new EventJsonBuffer()
-  let lo = params.from
-  let windowMs = firstWindowMs
-  while (lo < params.to) {
-    const hi = Math.min(params.to, lo + windowMs)
-    let rows = 0
-    const statement = sql`SELECT ${eventSelectList} FROM events
-      WHERE org_id = ${params.orgId} AND stream = ${params.stream}${hidden} AND ts >= ${lo} AND ts < ${hi}${filter}
-      ORDER BY ts, seq`
-    for await (const row of clickhouse.queryRows<EventRowOut>(statement)) {
-      appendStoredEvent(out, row)
-      out.ascii('\n')
-      rows++
-      if (out.length >= chunkBytes) {
-        yield out.view().slice()
-        out.clear()
-      }
-    }
-    const wanted = rows === 0 ? windowMs * maxGrowth : Math.floor(windowMs * windowRows / rows)
-    windowMs = Math.max(1000, Math.min(maxWindowMs, windowMs * maxGrowth, wanted))
-    lo = hi
+  /** A window's query, started: its first row asked for, so ClickHouse sorts it now. */
+  const start = (window: ExportWindow): Started => {
+    const rows = clickhouse.queryLines(sql`SELECT ${exportSelectList} FROM events
+      WHERE org_id = ${params.orgId} AND stream = ${params.stream}${hidden} AND ts >= ${window.lo} AND ts < ${window.hi}${filter}
+      ORDER BY ts, seq`, { settings: unlimitedTime })[Symbol.asyncIterator]()
+    const first = rows.next()
+    first.catch(() => {}) // awaited in turn; a window never reached (an earlier one failed) must not be unhandled
+    return { window, rows, first }
   }
-  if (out.length > 0) yield out.view().slice()
+  let lines: string[] = []
+  let length = 0
+  const plan = new WindowPlan(clickhouse, params)
+  const firstWindow = await plan.next()
+  let current = firstWindow === null ? null : start(firstWindow)
+  let ahead: Started | null = null
+  try {
+    while (current !== null) {
+      let row = await current.first
+      // The next window starts while this one streams.
+      const nextWindow = await plan.next()
+      ahead = nextWindow === null ? null : start(nextWindow)
+      let seen = 0
+      while (row.done !== true) {
+        const line = exportLine(row.value)
+        lines.push(line)
+        length += line.length + 1
+        seen++
+        if (length >= chunkBytes) {
+          lines.push('')
+          yield Buffer.from(lines.join('\n'))
+          lines = []
+          length = 0
+        }
+        row = await current.rows.next()
+      }
+      plan.report(current.window, seen)
+      current = ahead
+      ahead = null
+    }
+  } finally {
+    await current?.rows.return?.(undefined)
+    await ahead?.rows.return?.(undefined)
+  }
+  if (lines.length > 0) {
+    lines.push('')
+    yield Buffer.from(lines.join('\n'))
+  }
+}
+
+interface Started {
+  window: ExportWindow
+  rows: AsyncIterator<string>
+  first: Promise<IteratorResult<string>>
 }

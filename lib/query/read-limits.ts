@@ -124,9 +124,15 @@ export function readError (err: unknown): unknown {
 function withOptions (clickhouse: ClickHouse, options: RequestOptions): ClickHouse {
   return {
     ...clickhouse,
-    query: async (statement, own) => await clickhouse.query(statement, { ...options, ...own }),
-    queryRows: (statement, own) => clickhouse.queryRows(statement, { ...options, ...own }),
+    query: async (statement, own) => await clickhouse.query(statement, merged(options, own)),
+    queryLines: (statement, own) => clickhouse.queryLines(statement, merged(options, own)),
   }
+}
+
+/** A query's own options over the read's: its settings over the read's settings, one by one. */
+function merged (options: RequestOptions, own: RequestOptions | undefined): RequestOptions {
+  if (own === undefined) return options
+  return { ...options, ...own, settings: { ...options.settings, ...own.settings } }
 }
 
 /** Ranges up to this long (ms) are no scan: an hour of raw rows reads quickly. */

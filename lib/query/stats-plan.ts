@@ -49,6 +49,15 @@ export const levelRollupMinRangeMs = day
 export const minuteMaxRangeMs = 3 * day
 /** The most series points one request may ask for; Prometheus draws the same line at 11,000. */
 export const maxPoints = 11_000
+/**
+ * Events a `by=` from raw rows counts exactly by default (`sample=`); a range holding more is
+ * sampled (stats-groups.ts). A by= of an attribute over 30 M events read 10 GB of attribute arrays
+ * in 12-31 s; over slices holding about this many it read 180 MB (bench/README.md, "Find anything").
+ */
+export const groupSampleRows = 500_000
+/** The most a caller may ask to count exactly (`sample=`), besides 0 (never sample). */
+export const maxGroupSampleRows = 100_000_000
+
 /** Default number of entries per top list (docs/api.md section 7.4). */
 export const defaultTopN = 10
 /**
@@ -109,6 +118,8 @@ export interface StatsParams {
   rollupsPurged?: boolean
   /** `by=`: the field to group by (stats-groups.ts); absent: no groups. */
   by?: GroupBy
+  /** `sample=`: events a by= counts exactly; over more it samples (stats-groups.ts). 0: never. Default groupSampleRows. */
+  groupSample?: number
 }
 
 export interface StatsPlan {
@@ -126,6 +137,8 @@ export interface StatsPlan {
   hiddenBefore: number
   /** `by` groups come from the hourly levels rollup (by=level, no q, a day or more; see below). */
   groupsFromRollup: boolean
+  /** Events a by= from raw rows counts exactly; over more it samples. 0: never. */
+  groupSample: number
 }
 
 function isWholeMs (value: number): boolean {
@@ -164,5 +177,5 @@ export function planStats (params: StatsParams): StatsPlan {
   if (points > maxPoints) {
     throw new SluiceError('invalid_query', `step ${stepMs} ms gives ${points} points over this range; at most ${maxPoints}: use a larger step`)
   }
-  return { orgId: params.orgId, stream: params.stream, source, from: alignedFrom, to: alignedTo, stepMs, topN, filter, hiddenBefore: params.hiddenBefore ?? 0, groupsFromRollup }
+  return { orgId: params.orgId, stream: params.stream, source, from: alignedFrom, to: alignedTo, stepMs, topN, filter, hiddenBefore: params.hiddenBefore ?? 0, groupsFromRollup, groupSample: params.groupSample ?? groupSampleRows }
 }

@@ -61,6 +61,8 @@ export interface StatsResult {
   totals: { count: number, error_rate: number, bytes: number, unique_sources: number }
   /** With `by`: the field's top values over the range, count descending. */
   groups?: Array<{ value: string, count: number }>
+  /** With `by`: the groups were counted over slices of the range and scaled up (stats-groups.ts). */
+  sampled?: boolean
   top: {
     paths: Array<{ path: string, count: number, error_share: number, rt_p95: number | null }>
     hosts: Array<{ host: string, count: number }>
@@ -328,7 +330,7 @@ export async function queryStats (clickhouse: ClickHouse, params: StatsParams): 
       bytes,
       unique_sources: dims.get('src')?.distinct_values ?? 0,
     },
-    ...(grouped === undefined ? {} : { groups: grouped.groups }),
+    ...(grouped === undefined ? {} : { groups: grouped.groups, sampled: grouped.sampled }),
     top: {
       paths: pathCounts.by_count.map(([path, n, e]) => ({ path, count: n, error_share: e / n, rt_p95: p95ByPath.get(path) ?? null })),
       hosts: topOf('host').map(([host, n]) => ({ host, count: n })),

@@ -1,4 +1,4 @@
-// GET /api/streams/{stream}/stats?from&to&step&q&top&by: series, totals and top lists for a
+// GET /api/streams/{stream}/stats?from&to&step&q&top&by&sample: series, totals and top lists for a
 // stream, and with `by` the top values of any field (shape in docs/api.md section 7.4; which
 // table answers is planned in stats-plan.ts).
 import type { Router } from '../http/router.ts'
@@ -7,7 +7,7 @@ import { readRequest } from './read-request.ts'
 import type { ReadDeps } from './read-request.ts'
 import { integerParam } from '../http/query-params.ts'
 import { queryStats } from './stats-query.ts'
-import { defaultTopN, levelRollupMinRangeMs, maxTopN, parseStep } from './stats-plan.ts'
+import { defaultTopN, groupSampleRows, levelRollupMinRangeMs, maxGroupSampleRows, maxTopN, parseStep } from './stats-plan.ts'
 import { isScan } from './read-limits.ts'
 import { fieldPresentSql, fieldTextSql, resolveField } from './field-ref.ts'
 
@@ -31,6 +31,7 @@ export function registerStatsRoute (router: Router, deps: ReadDeps): void {
       topN: integerParam(read.params, 'top', 1, maxTopN, defaultTopN),
       hiddenBefore: read.hiddenBefore,
       rollupsPurged: deps.accounts.store.rollupsPurged(read.orgId, read.stream.name),
+      groupSample: integerParam(read.params, 'sample', 0, maxGroupSampleRows, groupSampleRows),
       by: by === undefined ? undefined : { text: fieldTextSql(by, read.scope), present: fieldPresentSql(by, read.scope), isLevel },
     }), isScan(read.range.from, read.range.to, rawRows))
     sendSerialized(ctx, 200, serializeStats, result)

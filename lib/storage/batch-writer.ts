@@ -342,7 +342,6 @@ function sumRows (writes: readonly PendingWrite[]): number {
   return rows
 }
 
-
 export class BatchWriter {
   readonly #clickhouse: ClickHouse
   readonly #table: string

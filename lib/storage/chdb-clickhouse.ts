@@ -10,8 +10,11 @@
 //   a 100 ms query waited 108 ms on the same session, 2 ms on a second one). So this keeps a pool
 //   of up to `sessions` Sessions on the one data directory (chdb allows many on the same
 //   directory, one directory per process) and gives each statement one of its own, as the HTTP
-//   client gives each request a socket. Each running statement holds a libuv thread-pool thread,
-//   which zlib shares: the pool is small (4) and lib/main.ts raises the thread pool to 16. A session is released when chdb's native call settles,
+//   client gives each request a socket. Inserts have one more Session of their own, one insert
+//   at a time (the batch writer sends one at a time anyway), so that no read, however slow its
+//   client, makes an insert wait for a session. Each running statement holds a libuv thread-pool
+//   thread, which zlib shares: the pool is small (4 + 1) and lib/main.ts raises the thread pool
+//   to 16. A session is released when chdb's native call settles,
 //   not when a caller's signal aborts it (chdb cannot stop a running statement: it finishes in
 //   the background, and its session stays busy until then).
 // - Settings: per statement, as a SETTINGS clause, never SET: a SET stays on the session for
@@ -96,6 +99,9 @@ export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHous
   const waiters: Array<(s: PooledSession) => void> = []
   let open = 0
   let closed = false
+  // Inserts have a session of their own (see insertRaw), and run one after another on it.
+  let insertSession: ChdbSession | undefined
+  let insertTail: Promise<void> = Promise.resolve()
   // The first session starts the engine (about 0.3 s); the pool keeps at least this one.
   idle.push({ session: new chdb.Session(directory), usesDatabase: false })
   open = 1
@@ -166,7 +172,7 @@ export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHous
       return parseRows<T>(result.bytes())
     },
 
-    async * queryRows<T> (statement: SqlFragment | string, opts: RequestOptions = {}): AsyncIterable<T> {
+    async * queryLines (statement: SqlFragment | string, opts: RequestOptions = {}): AsyncIterable<string> {
       const text = select(statement, opts)
       opts.signal?.throwIfAborted()
       const s = await acquire(opts.signal)
@@ -178,7 +184,7 @@ export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHous
         }
         stream = s.session.queryStream(text, { format: 'JSONEachRow', signal: opts.signal })
         for await (const chunk of stream) {
-          for (const row of parseRows<T>(chunk.raw())) yield row
+          for (const line of splitLines(chunk.raw())) yield line
         }
       } catch (err) {
         throw wrapError(err, text)
@@ -207,11 +213,23 @@ export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHous
         values = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)
       }
       if (values.length === 0) return
-      // No signal: see the contract (an insert's outcome is awaited, never abandoned).
-      await withSession(statement, undefined, (session) => session.insert({
-        table: `${database}.${table}`, columns, format, values,
-        settings: numericSettings({ ...insertSettings, ...settings }),
-      }), true)
+      // On the insert session, one at a time: reads (a slow export holds its session while its
+      // client reads) never make an insert wait. No signal: see the contract (an insert's
+      // outcome is awaited, never abandoned).
+      if (closed) throw new ClickHouseError('embedded ClickHouse is closed', 0)
+      const run = insertTail.then(() => {
+        insertSession ??= new chdb.Session(directory)
+        return insertSession.insert({
+          table: `${database}.${table}`, columns, format, values,
+          settings: numericSettings({ ...insertSettings, ...settings }),
+        })
+      })
+      insertTail = run.then(() => {}, () => {})
+      try {
+        await run
+      } catch (err) {
+        throw wrapError(err, statement)
+      }
     },
 
     async ping (opts: RequestOptions = {}): Promise<boolean> {
@@ -237,23 +255,30 @@ export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHous
       if (closed) return
       closed = true
       for (const s of idle.splice(0)) s.session.close()
+      // After the inserts already queued (the writer has flushed before close; a test may not).
+      void insertTail.then(() => insertSession?.close())
     },
   }
 }
 
-/** JSONEachRow bytes -> rows. */
-function parseRows<T> (bytes: Uint8Array): T[] {
+/** JSONEachRow bytes -> each row's text. */
+function splitLines (bytes: Uint8Array): string[] {
   if (bytes.length === 0) return []
   const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')
-  const rows: T[] = []
+  const lines: string[] = []
   let start = 0
   while (start < text.length) {
     let end = text.indexOf('\n', start)
     if (end < 0) end = text.length
-    if (end > start) rows.push(JSON.parse(text.slice(start, end)) as T)
+    if (end > start) lines.push(text.slice(start, end))
     start = end + 1
   }
-  return rows
+  return lines
+}
+
+/** JSONEachRow bytes -> rows. */
+function parseRows<T> (bytes: Uint8Array): T[] {
+  return splitLines(bytes).map((line) => JSON.parse(line) as T)
 }
 
 /** `work`, or the signal's reason as soon as it aborts (the work goes on in the background). */

@@ -108,10 +108,11 @@ export interface ClickHouse {
   /** Runs a SELECT and returns its rows as objects (JSONEachRow, 64-bit integers as numbers). */
   query<T = Record<string, unknown>>(statement: SqlFragment | string, options?: RequestOptions): Promise<T[]>
   /**
-   * Runs a SELECT and yields its rows as they arrive (JSONEachRow), with backpressure: the
-   * response is read only as fast as the caller iterates. Breaking out of the loop aborts it.
+   * Runs a SELECT and yields each row's JSONEachRow text as it arrives, unparsed, with
+   * backpressure: the response is read only as fast as the caller iterates; breaking out of the
+   * loop aborts it. For a caller that passes rows on as JSON (the export, lib/query/export-query.ts).
    */
-  queryRows<T = Record<string, unknown>>(statement: SqlFragment | string, options?: RequestOptions): AsyncIterable<T>
+  queryLines(statement: SqlFragment | string, options?: RequestOptions): AsyncIterable<string>
   /** Runs a statement that returns nothing (DDL, ALTER, INSERT ... VALUES). */
   command (statement: SqlFragment | string, options?: RequestOptions): Promise<void>
   /**
@@ -187,16 +188,16 @@ export function createClickHouse (options: ClickHouseOptions): ClickHouse {
       })
     },
 
-    async * queryRows<T> (statement: SqlFragment | string, opts: RequestOptions = {}): AsyncIterable<T> {
+    async * queryLines (statement: SqlFragment | string, opts: RequestOptions = {}): AsyncIterable<string> {
       const text = String(statement)
       const rs = await run(text, async () => await client.query({
         query: text, format: 'JSONEachRow', abort_signal: opts.signal, query_id: opts.queryId,
         clickhouse_settings: opts.settings === undefined ? querySettings : { ...querySettings, ...opts.settings } as ClickHouseSettings,
       }))
-      const stream = rs.stream<T>()
+      const stream = rs.stream()
       try {
         for await (const rows of stream) {
-          for (const row of rows) yield row.json()
+          for (const row of rows) yield row.text
         }
       } catch (err) {
         throw wrapError(err, text)

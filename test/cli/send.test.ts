@@ -8,6 +8,7 @@ import { writeFile, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startServer } from '../helpers/server.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 import type { TestServer } from '../helpers/server.ts'
 import { createIngestTarget, countEvents } from '../helpers/ingest.ts'
 import { retryAfterSeconds } from '../../lib/cli/send-command.ts'
@@ -135,7 +136,7 @@ t.test('a storage outage: 503 with Retry-After, sent again, stored once', { skip
   storage.down()
   const { done } = spawnCli(s, ['outage', file, '--chunk-bytes', '400'], tgt.token)
   const answered503 = () => s.app.metrics.requests.get({ route: '/api/ingest/:streamId', method: 'POST', status: 503 })
-  for (const deadline = Date.now() + 20_000; answered503() === 0 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20))
+  await waitFor(() => answered503() >= 1, { what: 'the CLI to be answered 503', timeoutMs: 20_000, intervalMs: 20 })
   t.ok(answered503() >= 1, 'the CLI was answered 503')
   storage.up()
   const run = await done

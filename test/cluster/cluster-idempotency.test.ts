@@ -2,7 +2,8 @@
 // answered on node 1 is replayed on node 2, which reads it from its own ClickHouse host after
 // replication. One cluster for this file. Node 1 reads from host s1r1, node 2 from s2r2.
 import t from 'tap'
-import { api, eventually, hostSql, ingest, startTestCluster } from '../helpers/cluster.ts'
+import { api, hostSql, ingest, startTestCluster } from '../helpers/cluster.ts'
+import { isDefined, waitFor } from '../helpers/wait-for.ts'
 import type { ClusterResponse } from '../helpers/cluster.ts'
 
 t.setTimeout(300_000) // four ClickHouse servers, ZooKeeper and two nodes start in 15-40 s on a loaded 2-core box
@@ -38,10 +39,10 @@ const tokenRes = await api(a.url, admin, 'POST', `/api/streams/${stream}/ingest-
 if (tokenRes.status !== 201) throw new Error(`token: ${tokenRes.status} ${JSON.stringify(tokenRes.body)}`)
 const token: string = tokenRes.body.token
 // Node 2 knows the token after its next metadata refresh (500 ms here).
-await eventually('node 2 accepts the token', async () => {
+await waitFor(async () => {
   const r = await ingest(b.url, token, stream, [{ message: 'warm-up' }])
   return r.status === 200 ? true : undefined
-}, 10_000, 100)
+}, { what: 'node 2 accepts the token', timeoutMs: 10_000, intervalMs: 100, until: isDefined, retryErrors: true })
 
 t.test('idempotency_keys is a metadata table: replicated to every host under one ZooKeeper path', async (t) => {
   for (const url of cluster.clickhouseUrls) {
@@ -61,7 +62,7 @@ t.test('a key answered on node 1 is replayed on node 2: the first answer, stored
 
   // The retry of a client that timed out comes seconds later; node 2 sees the key once its host
   // (s2r2) has the row node 1's host (s1r1) took.
-  await eventually('node 2\'s host has the key', async () => (await keyRows(b.clickhouseUrl, 'order-1')) > 0 ? true : undefined, 10_000, 50)
+  await waitFor(async () => (await keyRows(b.clickhouseUrl, 'order-1')) > 0 ? true : undefined, { what: 'node 2\'s host has the key', timeoutMs: 10_000, intervalMs: 50, until: isDefined, retryErrors: true })
   const retry = await keyed(b.url, token, stream, 'order-1', lines)
   t.equal(retry.status, 200)
   t.equal(retry.headers['idempotent-replayed'], 'true')
@@ -86,7 +87,7 @@ t.test('a client error is replayed across nodes too; a new key on node 2 runs', 
   const first = await keyed(a.url, token, stream, 'bad-1', [])
   t.equal(first.status, 400)
   t.equal(first.body.error, 'empty_body')
-  await eventually('node 2\'s host has the key', async () => (await keyRows(b.clickhouseUrl, 'bad-1')) > 0 ? true : undefined, 10_000, 50)
+  await waitFor(async () => (await keyRows(b.clickhouseUrl, 'bad-1')) > 0 ? true : undefined, { what: 'node 2\'s host has the key', timeoutMs: 10_000, intervalMs: 50, until: isDefined, retryErrors: true })
   const retry = await keyed(b.url, token, stream, 'bad-1', [])
   t.equal(retry.status, 400)
   t.equal(retry.body.error, 'empty_body')
@@ -103,7 +104,7 @@ t.test('how long until a key answered on node 1 is visible to node 2 (measured, 
     const res = await keyed(a.url, token, stream, key, [{ message: `m${i}` }])
     t.equal(res.status, 200)
     const answeredAt = Date.now()
-    await eventually(`node 2's host has ${key}`, async () => (await keyRows(b.clickhouseUrl, key)) > 0 ? true : undefined, 10_000, 10)
+    await waitFor(async () => (await keyRows(b.clickhouseUrl, key)) > 0 ? true : undefined, { what: `node 2's host has ${key}`, timeoutMs: 10_000, intervalMs: 10, until: isDefined, retryErrors: true })
     delays.push(Date.now() - answeredAt)
   }
   delays.sort((x, y) => x - y)

@@ -5,7 +5,8 @@
 import t from 'tap'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { api, eventually, ingest, startTestCluster, streamWithToken } from '../helpers/cluster.ts'
+import { api, ingest, startTestCluster, streamWithToken } from '../helpers/cluster.ts'
+import { isDefined, waitFor } from '../helpers/wait-for.ts'
 import { openSse } from '../helpers/sse.ts'
 import type { SseClient, SseFrame } from '../helpers/sse.ts'
 
@@ -16,7 +17,6 @@ const cluster = await startTestCluster(t)
 const [a, b] = cluster.nodes
 const admin = cluster.adminToken
 
-
 const isEvent = (path: string) => (f: SseFrame): boolean => f.event === 'event' && JSON.parse(f.data).path === path
 
 /**
@@ -25,7 +25,7 @@ const isEvent = (path: string) => (f: SseFrame): boolean => f.event === 'event' 
  */
 async function untilForwarded (token: string, stream: string, clients: SseClient[]): Promise<void> {
   const seen = new Set<SseClient>()
-  await eventually('node 2 forwards to node 1\'s tails', async () => {
+  await waitFor(async () => {
     const res = await ingest(b.url, token, stream, [{ message: 'probe', path: '/probe', status: 503 }])
     if (res.status !== 200) throw new Error(`ingest: ${res.status} ${JSON.stringify(res.body)}`)
     for (const c of clients) {
@@ -33,7 +33,7 @@ async function untilForwarded (token: string, stream: string, clients: SseClient
       await c.next(isEvent('/probe'), 300).then(() => seen.add(c), () => {})
     }
     return seen.size === clients.length ? true : undefined
-  })
+  }, { what: 'node 2 forwards to node 1\'s tails', timeoutMs: 30_000, intervalMs: 200, until: isDefined, retryErrors: true })
 }
 
 /** A counter of a node's /metrics. */
@@ -119,12 +119,12 @@ t.test('a stopped peer does not hold ingest on the other node; what it misses is
   a.child.kill('SIGSTOP')
   try {
     let accepted = 0
-    await eventually('node 2 counts forwards to the stopped node 1 as dropped', async () => {
+    await waitFor(async () => {
       const res = await ingest(b.url, token, 'tail_dead', [{ message: 'while node 1 hangs', path: '/dead', status: 200 }])
       t.equal(res.status, 200, 'node 2 takes ingest while node 1 hangs')
       accepted++
       return (await metric(b.url, 'sluice_tail_forward_dropped_events_total')) > droppedBefore ? true : undefined
-    }, 30_000, 200)
+    }, { what: 'node 2 counts forwards to the stopped node 1 as dropped', timeoutMs: 30_000, intervalMs: 200, until: isDefined, retryErrors: true })
     t.ok(accepted > 0, 'every request meanwhile answered 200')
   } finally {
     a.child.kill('SIGCONT')

@@ -1,10 +1,11 @@
 // Cluster mode against the local cluster (ZooKeeper, ClickHouse 2 shards x 2 replicas, 2 Sluice
 // nodes, haproxy): one cluster for this whole file, since starting it costs the most.
-// Node 1 reads from host s1r1, node 2 from s2r2 (lib/cluster/local-cluster.ts nearestHost).
+// Node 1 reads from host s1r1, node 2 from s2r2 (scripts/cluster/local-cluster.ts nearestHost).
 import t from 'tap'
 import { createServer, connect } from 'node:net'
 import type { AddressInfo, Socket } from 'node:net'
-import { api, eventually, hostSql, ingest, startTestCluster, streamWithToken } from '../helpers/cluster.ts'
+import { api, hostSql, ingest, startTestCluster, streamWithToken } from '../helpers/cluster.ts'
+import { isDefined, waitFor } from '../helpers/wait-for.ts'
 import { createBatchWriter } from '../../lib/storage/batch-writer.ts'
 import type { InsertStats } from '../../lib/storage/batch-writer.ts'
 import { ShardSet } from '../../lib/storage/shard-set.ts'
@@ -44,7 +45,6 @@ async function eventsThrough (node: string, stream: string): Promise<Array<Recor
   }
 }
 
-
 /** `n` requests of `lines` lines each, alternately through each of `nodes`; every line has a unique `seq` attr. */
 async function sendAlternating (nodes: string[], token: string, stream: string, n: number, lines: number, tag: string): Promise<number[]> {
   const statuses: number[] = []
@@ -70,10 +70,10 @@ t.test('ingest through either node lands on both shards, and every query on eith
   t.ok(perShard[0] > 0 && perShard[1] > 0, `both shards took batches (${perShard.join(' + ')})`)
   t.equal(perShard[0] + perShard[1], total, 'each row on exactly one shard')
   // The other replica of each shard catches up by replication.
-  await eventually('replicas of each shard hold the same rows', async () => {
+  await waitFor(async () => {
     const c = await localCounts('spread')
     return shardHosts.every(([r1, r2]) => c[r1] === c[r2]) ? c : undefined
-  })
+  }, { what: 'replicas of each shard hold the same rows', timeoutMs: 30_000, intervalMs: 200, until: isDefined, retryErrors: true })
 
   for (const node of [a, b]) {
     const events = await eventsThrough(node.url, 'spread')
@@ -91,16 +91,16 @@ t.test('a stream created on node 2 takes ingest on node 1 within the metadata re
   t.equal(created.status, 201)
   const token = await api(b.url, admin, 'POST', '/api/streams/from-b/ingest-token', {})
   t.equal(token.status, 201)
-  const res = await eventually('node 1 accepts the token made on node 2', async () => {
+  const res = await waitFor(async () => {
     const r = await ingest(a.url, token.body.token, 'from-b', [{ host: 'x', message: 'hello' }])
     return r.status === 200 ? r : undefined
-  }, 10_000, 100)
+  }, { what: 'node 1 accepts the token made on node 2', timeoutMs: 10_000, intervalMs: 100, until: isDefined, retryErrors: true })
   t.equal(res.body.ingested, 1)
   // A 200 is a commit on one replica; a read through the other may wait for replication.
-  const events = await eventually('node 2 reads it', async () => {
+  const events = await waitFor(async () => {
     const e = await eventsThrough(b.url, 'from-b')
     return e.length > 0 ? e : undefined
-  })
+  }, { what: 'node 2 reads it', timeoutMs: 30_000, intervalMs: 200, until: isDefined, retryErrors: true })
   t.equal(events.length, 1, 'node 2 reads what node 1 stored')
 })
 
@@ -140,10 +140,10 @@ t.test('an ingest token revoked on node 1 is refused on node 2 within the metada
   const tokens = await api(a.url, admin, 'GET', '/api/streams/revoked/ingest-tokens')
   t.equal((await api(a.url, admin, 'DELETE', `/api/streams/revoked/ingest-tokens/${tokens.body.tokens[0].id}`)).status, 204)
   t.equal((await ingest(a.url, token, 'revoked', [{ message: 'after' }])).body.error, 'invalid_token', 'node 1 refuses it at once')
-  const refused = await eventually('node 2 refuses the revoked token', async () => {
+  const refused = await waitFor(async () => {
     const r = await ingest(b.url, token, 'revoked', [{ message: 'after' }])
     return r.status === 403 ? r : undefined
-  }, 10_000, 100)
+  }, { what: 'node 2 refuses the revoked token', timeoutMs: 10_000, intervalMs: 100, until: isDefined, retryErrors: true })
   t.equal(refused.body.error, 'invalid_token')
 })
 
@@ -151,10 +151,10 @@ t.test('the per-org limits are shared by the live nodes', async (t) => {
   const token = await streamWithToken(admin, a.url, b.url, 'limits')
   // Each node enforces limits.requestsPerMinute (3000) / 2 live nodes.
   for (const node of [a, b]) {
-    const res = await eventually(`node ${node.index + 1} counts both nodes`, async () => {
+    const res = await waitFor(async () => {
       const r = await ingest(node.url, token, 'limits', [{ message: 'x' }])
       return r.headers['x-ratelimit-limit'] === '1500' ? r : undefined
-    }, 10_000, 100)
+    }, { what: `node ${node.index + 1} counts both nodes`, timeoutMs: 10_000, intervalMs: 100, until: isDefined, retryErrors: true })
     t.equal(res.status, 200, `node ${node.index + 1} takes half of the org's request rate`)
   }
 })
@@ -192,10 +192,10 @@ t.test('a stream deletion and retention reach every shard', async (t) => {
   t.strictSame(await sendAlternating([a.url, b.url], token, 'doomed', 6, 10, 'doomed'), Array(6).fill(200))
   const deleted = await api(b.url, admin, 'DELETE', '/api/streams/doomed')
   t.equal(deleted.status, 204)
-  await eventually('the deletion mutations ran on every shard and replica', async () => {
+  await waitFor(async () => {
     const c = await localCounts('doomed')
     return c.every((n) => n === 0) ? c : undefined
-  })
+  }, { what: 'the deletion mutations ran on every shard and replica', timeoutMs: 30_000, intervalMs: 200, until: isDefined, retryErrors: true })
   t.pass('no row of the deleted stream is left on any host')
 
   t.equal((await api(a.url, admin, 'POST', '/api/streams', { name: 'keep1', retention_days: 1 })).status, 201)
@@ -219,10 +219,10 @@ t.test('a stream deletion and retention reach every shard', async (t) => {
   await insert(cluster.clickhouseUrls[2], [row('keep1', now - 3 * day, 3), row('keep1', now - 3_600_000, 4)])
   const result = await enforceRetention(clickhouse, store, now, log, cluster.cluster)
   t.equal(result.deletedStreams, 1, 'the short-retention stream is trimmed')
-  const seqs = await eventually('the old rows are gone from both shards', async () => {
+  const seqs = await waitFor(async () => {
     const out = await hostSql(cluster.clickhouseUrls[3], `SELECT seq FROM ${db}.events WHERE stream = 'keep1' ORDER BY seq FORMAT TSV`)
     return out === '2\n4' ? out : undefined
-  })
+  }, { what: 'the old rows are gone from both shards', timeoutMs: 30_000, intervalMs: 200, until: isDefined, retryErrors: true })
   t.equal(seqs, '2\n4', 'the young rows of both shards stay')
   await store.stop()
 })
@@ -278,17 +278,17 @@ t.test('one replica down: every request still answers 200 and every query still 
     'a node starts while a replica is down')
   await clickhouse.close()
   for (const node of [a, b]) {
-    const events = await eventually(`node ${node.index + 1} reads every event (after replication)`, async () => {
+    const events = await waitFor(async () => {
       const e = await eventsThrough(node.url, 'degraded')
       return e.length >= requests * lines ? e : undefined
-    })
+    }, { what: `node ${node.index + 1} reads every event (after replication)`, timeoutMs: 30_000, intervalMs: 200, until: isDefined, retryErrors: true })
     t.equal(events.length, requests * lines, `node ${node.index + 1} reads every event`)
   }
   await cluster.startClickHouse(down)
-  await eventually('the returned replica caught up with its shard', async () => {
+  await waitFor(async () => {
     const c = await localCounts('degraded')
     return c[2] === c[3] ? c : undefined
-  }, 60_000)
+  }, { what: 'the returned replica caught up with its shard', timeoutMs: 60_000, intervalMs: 200, until: isDefined, retryErrors: true })
   t.pass('replica back and in step')
 })
 
@@ -305,9 +305,9 @@ t.test('both replicas of one shard down: writes go to the other shard, reads ans
   t.equal(read.body.error, 'storage_unavailable')
   t.ok(Number(read.headers['retry-after']) >= 1, 'with Retry-After')
   await Promise.all([cluster.startClickHouse(2), cluster.startClickHouse(3)])
-  const events = await eventually('reads answer again', () => eventsThrough(a.url, 'shard-down'), 60_000, 500)
+  const events = await waitFor(() => eventsThrough(a.url, 'shard-down'), { what: 'reads answer again', timeoutMs: 60_000, intervalMs: 500, until: isDefined, retryErrors: true })
   t.equal(events.length, 120, 'every acknowledged row is there')
-  await eventually('node 2 is ready again', async () => (await api(b.url, null, 'GET', '/readyz')).status === 200 ? true : undefined, 60_000, 500)
+  await waitFor(async () => (await api(b.url, null, 'GET', '/readyz')).status === 200 ? true : undefined, { what: 'node 2 is ready again', timeoutMs: 60_000, intervalMs: 500, until: isDefined, retryErrors: true })
 })
 
 t.test('ZooKeeper down: writes answer 503 with Retry-After and store nothing; ingest recovers by itself once it is back', async (t) => {
@@ -322,16 +322,16 @@ t.test('ZooKeeper down: writes answer 503 with Retry-After and store nothing; in
   }
   await cluster.startZooKeeper()
   const back = Date.now()
-  const recovered = await eventually('a write succeeds again', async () => {
+  const recovered = await waitFor(async () => {
     const res = await ingest(a.url, token, 'zk-down', lines('after'))
     return res.status === 200 ? res : undefined
-  }, 60_000, 250)
+  }, { what: 'a write succeeds again', timeoutMs: 60_000, intervalMs: 250, until: isDefined, retryErrors: true })
   t.equal(recovered.body.ingested, 10)
   t.comment(`ingest recovered ${Date.now() - back} ms after ZooKeeper answered again`)
-  const stored = await eventually('the acknowledged rows are readable (replication)', async () => {
+  const stored = await waitFor(async () => {
     const e = await eventsThrough(a.url, 'zk-down')
     return e.length >= 10 ? e : undefined
-  })
+  }, { what: 'the acknowledged rows are readable (replication)', timeoutMs: 30_000, intervalMs: 200, until: isDefined, retryErrors: true })
   const unknown = answers.filter((r) => r.body.error === 'storage_outcome_unknown').length
   t.ok(stored.length >= 10 && stored.length <= 10 + unknown * 10, `only the acknowledged rows, and those whose outcome was unknown (${stored.length})`)
 })

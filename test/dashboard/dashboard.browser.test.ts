@@ -18,7 +18,6 @@ const artifacts = fileURLToPath(new URL('../artifacts/', import.meta.url))
 /** ms to wait for something the page should show: a tail event arrives within a second. */
 const waitMs = 15_000
 
-
 const paths = ['/', '/api/users', '/api/orders', '/login', '/static/app.js', '/api/search', '/checkout', '/api/cart', '/healthz']
 const hosts = ['web-1', 'web-2', 'web-3', 'api-1']
 const agents = ['Mozilla/5.0 (X11; Linux x86_64) Chrome/126.0', 'curl/8.5.0', 'Go-http-client/1.1', 'python-requests/2.31']

@@ -10,7 +10,7 @@ import { createLogger } from '../../lib/logger.ts'
 import { startManagedClickHouse } from '../../lib/storage/managed-clickhouse.ts'
 import type { ManagedClickHouse } from '../../lib/storage/managed-clickhouse.ts'
 import { check, checkerClient, createStream, runLoad, sleep, startSluiceProcess } from './harness.ts'
-import type { CheckResult, LoadResult, SluiceProcess } from './harness.ts'
+import type { CheckResult, LoadOptions, LoadResult, SluiceProcess } from './harness.ts'
 import { waitFor } from '../helpers/wait-for.ts'
 
 export interface ScenarioResult extends CheckResult {
@@ -38,15 +38,15 @@ const defaultShape: LoadShape = { clients: 4, linesPerRequest: 200 }
 /** Starts load, runs `fault` under it, keeps the load going `afterMs`, stops it and checks. */
 async function underLoad (
   sluice: () => SluiceProcess, stream: string, token: string, shape: LoadShape,
-  fault: () => Promise<void>, afterMs: number, beforeMs = 2_000,
+  fault: () => Promise<void>, afterMs: number, beforeMs = 2_000, load: Pick<LoadOptions, 'giveUpWhenStopped'> = {},
 ): Promise<LoadResult> {
   let stopped = false
-  const load = runLoad({ url: () => sluice().url, stream, token, ...shape, stopped: () => stopped })
+  const result = runLoad({ url: () => sluice().url, stream, token, ...shape, ...load, stopped: () => stopped })
   await sleep(beforeMs) // steady state before the fault
   await fault()
   await sleep(afterMs)
   stopped = true
-  return load
+  return result
 }
 
 /** Probes /readyz every `everyMs` until `until()`; records each answer's status and time. */
@@ -198,19 +198,22 @@ function peakRssBytes (pid: number): number {
  * so that the server-wide ones (uncommitted bytes, reading slots, the writer's queue) are what
  * push back. Reports the offered/stored ratio and Sluice's peak RSS.
  */
-export async function overloadedSluice (o: { clickhouseUrl: string, durationMs: number, shape: LoadShape, limits?: Record<string, number> }): Promise<ScenarioResult & { peakRssBytes: number, offeredPerStored: number }> {
+export async function overloadedSluice (o: { clickhouseUrl: string, durationMs: number, shape: LoadShape, limits?: Record<string, number>, settings?: Record<string, Record<string, number>> }): Promise<ScenarioResult & { peakRssBytes: number, offeredPerStored: number, dropCauses: Record<string, number> }> {
   const sluice = await startSluiceProcess({
     clickhouseUrl: o.clickhouseUrl,
-    config: { limits: { concurrentRequests: 100_000, requestsPerMinute: 10_000_000, ...o.limits } },
+    config: { ...o.settings, limits: { concurrentRequests: 100_000, requestsPerMinute: 10_000_000, ...o.limits } },
   })
   const checker = checkerClient(o.clickhouseUrl, sluice.database)
   try {
     const token = await createStream(sluice.url, sluice.adminToken, 'overload')
-    const load = await underLoad(() => sluice, 'overload', token, o.shape, () => sleep(o.durationMs), 0, 0)
+    const load = await underLoad(() => sluice, 'overload', token, o.shape, () => sleep(o.durationMs), 0, 0, { giveUpWhenStopped: true })
     const peak = peakRssBytes(sluice.child.pid!)
     const result = await check(checker, 'overload', load)
     const stored = result.answerCounts['200'] ?? 0
+    const dropCauses: Record<string, number> = {}
+    for (const a of load.answers) if (a.cause !== undefined) dropCauses[a.cause] = (dropCauses[a.cause] ?? 0) + 1
     return {
+      dropCauses,
       scenario: `overload: ${o.shape.clients} clients x ${o.shape.linesPerRequest} lines for ${o.durationMs} ms`,
       ...result, peakRssBytes: peak, offeredPerStored: stored === 0 ? Infinity : load.answers.length / stored,
     }

@@ -1,4 +1,4 @@
-// The local cluster (lib/cluster/local-cluster.ts) for test/cluster/: one per test file, stopped
+// The local cluster (scripts/cluster/local-cluster.ts) for test/cluster/: one per test file, stopped
 // at the file's teardown, with JSON helpers against its nodes and direct SQL against its hosts.
 import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
@@ -7,8 +7,9 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { join } from 'node:path'
 import type { Test } from 'tap'
 import { request } from 'undici'
-import { startLocalCluster } from '../../lib/cluster/local-cluster.ts'
-import type { LocalCluster, LocalClusterOptions } from '../../lib/cluster/local-cluster.ts'
+import { isDefined, waitFor } from './wait-for.ts'
+import { startLocalCluster } from '../../scripts/cluster/local-cluster.ts'
+import type { LocalCluster, LocalClusterOptions } from '../../scripts/cluster/local-cluster.ts'
 
 export interface ClusterResponse { status: number, headers: Record<string, string | string[] | undefined>, body: any }
 
@@ -99,10 +100,10 @@ export async function streamWithToken (admin: string, node: string, other: strin
   if (created.status !== 201) throw new Error(`create: ${created.status} ${JSON.stringify(created.body)}`)
   const token = await api(node, admin, 'POST', `/api/streams/${stream}/ingest-token`, {})
   if (token.status !== 201) throw new Error(`token: ${token.status} ${JSON.stringify(token.body)}`)
-  await eventually(`${other} knows stream ${stream} and its token`, async () => {
+  await waitFor(async () => {
     const res = await api(other, admin, 'GET', `/api/streams/${stream}/ingest-tokens`)
     return res.status === 200 && res.body.tokens.some((x: { id: string }) => x.id === token.body.id) ? true : undefined
-  })
+  }, { what: `${other} knows stream ${stream} and its token`, timeoutMs: 30_000, intervalMs: 200, until: isDefined, retryErrors: true })
   return token.body.token
 }
 
@@ -118,20 +119,4 @@ export async function hostSql (url: string, query: string): Promise<string> {
   const text = await res.body.text()
   if (res.statusCode !== 200) throw new Error(`ClickHouse ${url} answered ${res.statusCode}: ${text.slice(0, 300)}`)
   return text.trim()
-}
-
-/** Polls fn until it returns a value other than undefined; throws after timeoutMs with `what`. */
-export async function eventually<T> (what: string, fn: () => Promise<T | undefined>, timeoutMs = 30_000, pollMs = 200): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  let last: unknown
-  for (;;) {
-    try {
-      const value = await fn()
-      if (value !== undefined) return value
-    } catch (err) {
-      last = err
-    }
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}${last ? ` (last error: ${String(last)})` : ''}`)
-    await new Promise((resolve) => setTimeout(resolve, pollMs))
-  }
 }

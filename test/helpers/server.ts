@@ -11,7 +11,7 @@ import type { Config } from '../../lib/config.ts'
 import { createLogger } from '../../lib/logger.ts'
 import { createApp } from '../../lib/app.ts'
 import type { App } from '../../lib/app.ts'
-import { clickhouseUrl, createTestDatabase } from './clickhouse.ts'
+import { clickhouseUrl, createTestDatabase, onChdb } from './clickhouse.ts'
 
 export interface TestServer {
   app: App
@@ -49,7 +49,9 @@ export async function startServer (t: Test, overrides: Overrides = {}, options: 
   const config = loadConfig({
     env: {},
     overrides: deepMerge({
-      server: { port: 0, shutdownTimeoutMs: 5000 },
+      // chdb: every test process runs an engine of its own, and under a full parallel run an
+      // insert in flight at shutdown once took over 5 s (test/http/server.test.ts, shutdown).
+      server: { port: 0, shutdownTimeoutMs: onChdb ? 15_000 : 5000 },
       clickhouse: { url: clickhouseUrl(), database },
       dataDir,
       log: { level: process.env.SLUICE_TEST_LOG ?? 'silent' },

@@ -11,6 +11,11 @@ export interface WaitForOptions {
   timeoutMs?: number
   /** Pause between probes, in ms; default 10. */
   intervalMs?: number
+  /**
+   * Retry a probe that throws, until the deadline (a server still starting, a replica not yet
+   * answering); the timeout's message quotes the last error. Default false: an error ends the wait.
+   */
+  retryErrors?: boolean
 }
 
 /** A waitFor that missed its deadline. */
@@ -22,6 +27,7 @@ export class WaitTimeoutError extends Error {
 }
 
 function describe (value: unknown): string {
+  if (value instanceof Error) return `the error ${value.message}`
   try {
     return JSON.stringify(value) ?? String(value)
   } catch {
@@ -31,11 +37,17 @@ function describe (value: unknown): string {
 
 type Truthy<T> = Exclude<T, null | undefined | false | 0 | ''>
 
+/** An `until` for probes that answer undefined while what they wait for is not there yet. */
+export function isDefined<T> (value: T | undefined): value is T {
+  return value !== undefined
+}
+
 /**
  * Calls `probe` (sync or async) until its value passes `until` (default: is truthy), pausing
  * intervalMs between calls; returns that value. Throws WaitTimeoutError after timeoutMs, quoting
- * the last value. An error the probe throws is not retried: it ends the wait.
+ * the last value. An error the probe throws ends the wait, unless `retryErrors`.
  */
+export async function waitFor<T, U extends T> (probe: () => T | Promise<T>, options: WaitForOptions & { until: (value: T) => value is U }): Promise<U>
 export async function waitFor<T> (probe: () => T | Promise<T>, options: WaitForOptions & { until: (value: T) => boolean }): Promise<T>
 export async function waitFor<T> (probe: () => T | Promise<T>, options?: WaitForOptions): Promise<Truthy<T>>
 export async function waitFor<T> (probe: () => T | Promise<T>, options: WaitForOptions & { until?: (value: T) => boolean } = {}): Promise<T> {
@@ -44,9 +56,16 @@ export async function waitFor<T> (probe: () => T | Promise<T>, options: WaitForO
   const until = options.until ?? Boolean
   const deadline = performance.now() + timeoutMs
   for (;;) {
-    const value = await probe()
-    if (until(value)) return value
-    if (performance.now() >= deadline) throw new WaitTimeoutError(options.what ?? probe.toString().slice(0, 120), timeoutMs, value)
+    let value: T | undefined
+    let error: Error | undefined
+    try {
+      value = await probe()
+      if (until(value)) return value
+    } catch (err) {
+      if (options.retryErrors !== true) throw err
+      error = err instanceof Error ? err : new Error(String(err))
+    }
+    if (performance.now() >= deadline) throw new WaitTimeoutError(options.what ?? probe.toString().slice(0, 120), timeoutMs, error ?? value)
     await sleep(intervalMs)
   }
 }

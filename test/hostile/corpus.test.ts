@@ -142,13 +142,21 @@ function buildCorpus (tokens: Tokens, compressed: Record<string, Buffer>): Case[
     for (let k = 0; k < lineCount; k++) {
       const line = pick(validLines)
       const shape = int(9)
-      if (shape === 0) { parts.push(Buffer.from(line + '\r' + pick(validLines))); bad++ } // a bare CR inside a line
-      else if (shape === 1) { parts.push(Buffer.from('{"n\0ul":1,' + line.slice(1))); bad++ } // a raw NUL in a key
-      else if (shape === 2) { parts.push(Buffer.from(line + '\0')); bad++ }
-      else if (shape === 3 && k > 0) { parts.push(Buffer.from('\ufeff' + line)); bad++ } // a BOM past the start
-      else if (shape === 4) parts.push(Buffer.from(pick(['', ' ', '\t', '\r', ' \t \r']))) // blank
-      else if (shape === 5) { parts.push(Buffer.from('\r' + line + ' \t\r')); ok++ } // whitespace around: fine
-      else { parts.push(Buffer.from(line)); ok++ }
+      if (shape === 0) { // a bare CR inside a line
+        parts.push(Buffer.from(line + '\r' + pick(validLines))); bad++
+      } else if (shape === 1) { // a raw NUL in a key
+        parts.push(Buffer.from('{"n\0ul":1,' + line.slice(1))); bad++
+      } else if (shape === 2) {
+        parts.push(Buffer.from(line + '\0')); bad++
+      } else if (shape === 3 && k > 0) { // a BOM past the start
+        parts.push(Buffer.from('\ufeff' + line)); bad++
+      } else if (shape === 4) { // blank
+        parts.push(Buffer.from(pick(['', ' ', '\t', '\r', ' \t \r'])))
+      } else if (shape === 5) { // whitespace around: fine
+        parts.push(Buffer.from('\r' + line + ' \t\r')); ok++
+      } else {
+        parts.push(Buffer.from(line)); ok++
+      }
       if (k < lineCount - 1 || random() < 0.7) parts.push(Buffer.from(eol))
     }
     ingest('framing', `mixed body ${i}`, Buffer.concat(parts), ingestOutcome(ok, bad))
@@ -236,8 +244,10 @@ function buildCorpus (tokens: Tokens, compressed: Record<string, Buffer>): Case[
   ingest('sizes', 'identity body over the wire limit', overRaw, { status: 413, error: 'payload_too_large' })
   add({
     kind: 'sizes', name: 'chunked body over the wire limit', status: 413, error: 'payload_too_large',
-    payload: request({ method: 'POST', target: '/api/ingest/corpus', headers: [bearer(tokens.ingest), ndjson, ['Transfer-Encoding', 'chunked']], contentLength: false,
-      body: Buffer.concat([Buffer.from(overRaw.length.toString(16) + '\r\n'), overRaw, Buffer.from('\r\n0\r\n\r\n')]) }),
+    payload: request({
+      method: 'POST', target: '/api/ingest/corpus', headers: [bearer(tokens.ingest), ndjson, ['Transfer-Encoding', 'chunked']], contentLength: false,
+      body: Buffer.concat([Buffer.from(overRaw.length.toString(16) + '\r\n'), overRaw, Buffer.from('\r\n0\r\n\r\n')])
+    }),
   })
   ingest('sizes', 'gzip body over the decoded limit', compressed.gzipLines3MiB, { status: 413, error: 'payload_too_large' }, [['Content-Encoding', 'gzip']])
   ingest('sizes', 'identity body just under the limit', Buffer.from('{"host":"a"}\n'.repeat(Math.floor((maxRawBytes - KiB) / 13))), { status: 200, error: null })

@@ -3,11 +3,14 @@ import zlib from 'node:zlib'
 import { Readable, Writable } from 'node:stream'
 import type { Transform } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
+import { promisify } from 'node:util'
 import { createDecoder } from '../../lib/ingest/decoder.ts'
 import { SluiceError, toHttpError } from '../../lib/errors.ts'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { cutAt, slices } from '../helpers/framing.ts'
 import { compressZeros } from '../helpers/compress.ts'
+import { waitFor } from '../helpers/wait-for.ts'
+
+const deflateAsync = promisify(zlib.deflate)
 
 const text = Buffer.from(Array.from({ length: 2000 }, (_, i) => `{"i":${i},"msg":"héllo wörld"}\n`).join(''))
 
@@ -130,6 +133,11 @@ t.test('a zstd frame whose window is over 8 MiB is refused', async (t) => {
   t.equal((error.cause as { code?: string }).code, 'ZSTD_error_frameParameter_windowTooLarge')
 })
 
+/** `n` one-byte deflates, one after another: each a round trip through libuv's thread pool. */
+async function threadPoolTrips (n: number): Promise<void> {
+  for (let i = 0; i < n; i++) await deflateAsync(Buffer.alloc(1))
+}
+
 t.test('an unread decoder stops inflating: backpressure reaches zlib', async (t) => {
   const MiB = 1024 * 1024
   const compressors: Record<string, () => Transform> = {
@@ -143,8 +151,11 @@ t.test('an unread decoder stops inflating: backpressure reaches zlib', async (t)
     const body = await compressZeros(createCompressor(), 32)
     const decoder = createDecoder(headerOf(name))!
     decoder.end(body)
-    // Nothing reads it: give the thread pool time to inflate, if it wrongly went on, all 32 MiB.
-    await sleep(200)
+    // Nothing reads it. Once its buffer is full, a decoder that wrongly went on would inflate
+    // another chunk (16 KiB of output) on each trip through libuv's thread pool: let 256 trips
+    // pass (4 MiB worth), on the clock of the work, not the wall.
+    await waitFor(() => decoder.readableLength >= decoder.readableHighWaterMark, { what: `${name}: the decoder's buffer to fill` })
+    await threadPoolTrips(256)
     t.ok(decoder.readableLength <= MiB, `${name}: ${decoder.readableLength} bytes buffered`)
     let total = 0
     for await (const chunk of decoder) total += (chunk as Buffer).length

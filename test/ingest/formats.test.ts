@@ -119,6 +119,7 @@ t.test('__proto__ and constructor are plain data in attrs', async (t) => {
   const [e] = await storedEvents(tgt)
   const attrs = JSON.parse(e.attrs)
   t.same(Object.keys(attrs).sort(), ['__proto__', 'constructor'])
+  // eslint-disable-next-line no-proto -- an attribute named __proto__ stays data
   t.same(attrs.__proto__, { polluted: true })
 })
 

@@ -107,7 +107,6 @@ function checkAll (t: Test, lines: Array<[string, string?, string?]>): number {
   return taken
 }
 
-
 // ---- a generator of lines ------------------------------------------------------------------
 
 const random = createRandom(20251121)

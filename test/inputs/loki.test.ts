@@ -11,6 +11,7 @@ import LokiTransport from 'winston-loki'
 import snappy from 'snappy'
 import { startServer } from '../helpers/server.ts'
 import type { TestServer } from '../helpers/server.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 import { createIngestTarget, storedEvents } from '../helpers/ingest.ts'
 import type { IngestTarget, StoredEvent } from '../helpers/ingest.ts'
 import { PushRequest } from '../../lib/inputs/loki/loki-proto.ts'
@@ -24,13 +25,9 @@ function attrsOf (e: StoredEvent): Record<string, unknown> {
   return JSON.parse(e.attrs)
 }
 
-/** The stream's events once there are `n` of them (clients push in the background); at most ~10 s. */
+/** The stream's events once there are `n` of them (clients push in the background); at most 10 s. */
 async function eventsWhenStored (tgt: IngestTarget, n: number): Promise<StoredEvent[]> {
-  for (let i = 0; ; i++) {
-    const events = await storedEvents(tgt)
-    if (events.length >= n || i === 200) return events
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
+  return await waitFor(() => storedEvents(tgt), { what: `${n} events stored`, until: (events) => events.length >= n, intervalMs: 50 })
 }
 
 async function push (path: string, body: Buffer | string, headers: Record<string, string>) {
@@ -204,10 +201,12 @@ t.test('pushed entries reach the live tail, filtered like any event', async (t) 
   t.teardown(() => tail.close())
   t.equal(tail.status, 200)
   const ns = `${Date.now()}000000`
-  const r = await push('/loki/api/v1/push', JSON.stringify({ streams: [
-    { stream: { host: 'edge-1' }, values: [[ns, 'for the tail']] },
-    { stream: { host: 'edge-2' }, values: [[ns, 'filtered out']] },
-  ] }), { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/json' })
+  const r = await push('/loki/api/v1/push', JSON.stringify({
+    streams: [
+      { stream: { host: 'edge-1' }, values: [[ns, 'for the tail']] },
+      { stream: { host: 'edge-2' }, values: [[ns, 'filtered out']] },
+    ]
+  }), { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/json' })
   t.equal(r.status, 204)
   const frame = await tail.next((f) => f.event === 'event')
   const event = JSON.parse(frame.data)

@@ -37,7 +37,6 @@ interface Row {
   level: string | null
 }
 
-
 const paths = ['/', '/login', '/api/orders', '/api/orders/search', '/api/users', '/static/app.js', '/health', '/missing', '/slow', '/x\ty', "/it's"]
 const statuses = [200, 200, 200, 200, 200, 201, 204, 301, 304, 400, 404, 404, 500, 503, 101, null]
 const hosts = ['web-1', 'web-2', 'web-3', null]

@@ -10,8 +10,10 @@ let clock = Date.UTC(2026, 0, 1, 12, 0, 30)
 let s: TestServer
 t.before(async () => { s = await startServer(t, {}, { now: () => clock }) })
 
-interface Entry { id: string, at: string, action: string, org_id: string | null, actor: { user_id: string, token_id: string } | null,
-  target: { kind: string, id: string } | null, request_id: string | null, source: string, details: Record<string, unknown> }
+interface Entry {
+  id: string, at: string, action: string, org_id: string | null, actor: { user_id: string, token_id: string } | null,
+  target: { kind: string, id: string } | null, request_id: string | null, source: string, details: Record<string, unknown>
+}
 
 async function allEntries (token?: string): Promise<Entry[]> {
   const out: Entry[] = []
@@ -69,7 +71,7 @@ t.test('changes are logged with who, what, when and the request id, newest first
     t.notOk(text.includes(secret), 'no secret in the log')
     t.notOk(text.includes(hashToken(secret)), 'no token hash in the log')
   }
-  const [raw] = await s.app.clickhouse.query<{ text: string }>("SELECT groupArray(details) AS text FROM audit_log")
+  const [raw] = await s.app.clickhouse.query<{ text: string }>('SELECT groupArray(details) AS text FROM audit_log')
   for (const secret of secrets) t.notOk(JSON.stringify(raw).includes(secret), 'nor in the stored rows')
 
   // The new org's owner holds `*`, not orgs:admin: the audit log is not theirs to read.

@@ -246,7 +246,7 @@ for (const route of routes) {
 
 t.test('no row lands in another org: A holds only A\'s ingests, B only B\'s', async (t) => {
   const rows = await s.app.clickhouse.query<{ org_id: string, stream: string, n: number }>(
-    "SELECT org_id, stream, count() AS n FROM events GROUP BY org_id, stream ORDER BY org_id, stream")
+    'SELECT org_id, stream, count() AS n FROM events GROUP BY org_id, stream ORDER BY org_id, stream')
   const byKey = new Map(rows.map((r) => [`${r.org_id}/${r.stream}`, Number(r.n)]))
   // A: the own-org ingest cell and the check after B's attempt to revoke A's token; B: its one ingest.
   t.equal(byKey.get(`${orgA}/alpha`), 2, 'org A\'s alpha holds its own two ingests only')

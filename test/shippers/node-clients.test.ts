@@ -16,7 +16,8 @@ import { Client } from '@elastic/elasticsearch'
 import winston from 'winston'
 import LokiTransport from 'winston-loki'
 import pino from 'pino'
-import { docBlock, startShipperRig, until } from './shipper-harness.ts'
+import { docBlock, startShipperRig } from './shipper-harness.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 import type { ShipperRig } from './shipper-harness.ts'
 import { storedEvents } from '../helpers/ingest.ts'
 import type { StoredEvent } from '../helpers/ingest.ts'
@@ -25,15 +26,7 @@ import type { StoredEvent } from '../helpers/ingest.ts'
 async function stored (rig: ShipperRig): Promise<{ events: StoredEvent[], times: Map<string, number> }> {
   // Reads go through the storage proxy too: a pooled connection the outage cut fails once ("socket
   // hang up") after the storage is back, so a failed read is retried a few times.
-  let all: StoredEvent[] | undefined
-  for (let attempt = 1; all === undefined; attempt++) {
-    try {
-      all = await storedEvents(rig.target)
-    } catch (err) {
-      if (attempt === 5) throw err
-      await new Promise((resolve) => setTimeout(resolve, 100))
-    }
-  }
+  const all = await waitFor(() => storedEvents(rig.target), { what: 'a read of the stored events', retryErrors: true, intervalMs: 100, timeoutMs: 5_000 })
   const events = all.filter((e) => e.message !== 'held')
   const times = new Map<string, number>()
   for (const e of events) times.set(e.message ?? '', (times.get(e.message ?? '') ?? 0) + 1)
@@ -55,8 +48,8 @@ async function checkStoredOnce (t: Test, rig: ShipperRig, expected: string[]): P
 
 /** Rows committed and every request answered (no insert in flight whose answer an outage could cut). */
 async function settled (rig: ShipperRig, what: string, count: number, timeoutMs = 30_000): Promise<void> {
-  await until(what, async () => (await stored(rig)).events.length >= count &&
-    rig.server.app.http.inFlight === 0 && rig.server.app.writer.pendingRows === 0, timeoutMs)
+  await waitFor(async () => (await stored(rig)).events.length >= count &&
+    rig.server.app.http.inFlight === 0 && rig.server.app.writer.pendingRows === 0, { what, timeoutMs, intervalMs: 20 })
 }
 
 // The settings the tests below use are the ones docs/shippers/node.md gives (its js blocks, in order).
@@ -109,13 +102,13 @@ for (const [name, Exporter, route] of [['protobuf', ProtoExporter, '/v1/logs'], 
 
     const release = await rig.holdOneRequest()
     emit(0, 100)
-    await until('a 429 for the exporter', () => rig.concurrency429s() >= 1)
+    await waitFor(() => rig.concurrency429s() >= 1, { what: 'a 429 for the exporter', timeoutMs: 30_000, intervalMs: 20 })
     await release()
     await settled(rig, 'the first 100 records', 100)
 
     rig.storage.down()
     emit(100, 100)
-    await until('a 503 for the exporter', () => rig.ingest5xx(route) >= 1)
+    await waitFor(() => rig.ingest5xx(route) >= 1, { what: 'a 503 for the exporter', timeoutMs: 30_000, intervalMs: 20 })
     rig.storage.up()
     await provider.forceFlush()
     await settled(rig, 'all 200 records', 200)
@@ -154,13 +147,13 @@ t.test('winston-loki: every record once through a 429 and a storage outage (fail
 
   const release = await rig.holdOneRequest()
   log(0, 100)
-  await until('a 429 for winston-loki', () => rig.concurrency429s() >= 1)
+  await waitFor(() => rig.concurrency429s() >= 1, { what: 'a 429 for winston-loki', timeoutMs: 30_000, intervalMs: 20 })
   await release()
   await settled(rig, 'the first 100 records', 100)
 
   rig.storage.down()
   log(100, 100)
-  await until('a 503 for winston-loki', () => rig.ingest5xx('/loki/api/v1/push') >= 1)
+  await waitFor(() => rig.ingest5xx('/loki/api/v1/push') >= 1, { what: 'a 503 for winston-loki', timeoutMs: 30_000, intervalMs: 20 })
   rig.storage.up()
   await settled(rig, 'all 200 records', 200)
 
@@ -191,7 +184,7 @@ t.test('@elastic/elasticsearch helpers.bulk: per-item 429s (a busy org, a storag
   // 1. Over the org's concurrency: Sluice answers 200 with per-item 429s; the helper resends them.
   const release = await rig.holdOneRequest()
   const busy = bulk(docs(0, 100))
-  await until('a 429 for the client', () => rig.concurrency429s() >= 1)
+  await waitFor(() => rig.concurrency429s() >= 1, { what: 'a 429 for the client', timeoutMs: 30_000, intervalMs: 20 })
   await release()
   const first = await busy
   t.equal(first.successful, 100)
@@ -201,7 +194,7 @@ t.test('@elastic/elasticsearch helpers.bulk: per-item 429s (a busy org, a storag
   const failuresBefore = rig.server.app.metrics.insertFailures.get()
   rig.storage.down()
   const during = bulk(docs(100, 100))
-  await until('a failed insert, answered', () => rig.server.app.metrics.insertFailures.get() > failuresBefore && rig.server.app.http.inFlight === 0)
+  await waitFor(() => rig.server.app.metrics.insertFailures.get() > failuresBefore && rig.server.app.http.inFlight === 0, { what: 'a failed insert, answered', timeoutMs: 30_000, intervalMs: 20 })
   rig.storage.up()
   const stats = await during
   t.equal(stats.successful, 100)
@@ -230,7 +223,7 @@ t.test('pino-elasticsearch: per-item 429s (a busy org, a storage outage) are res
   // 1. Over the org's concurrency: the helper resends the 429 items after its wait (5 s).
   const release = await rig.holdOneRequest()
   for (const m of records(0, 100)) log.warn(m)
-  await until('a 429 for pino-elasticsearch', () => rig.concurrency429s() >= 1)
+  await waitFor(() => rig.concurrency429s() >= 1, { what: 'a 429 for pino-elasticsearch', timeoutMs: 30_000, intervalMs: 20 })
   await release()
   await settled(rig, 'the first 100 records', 100)
 
@@ -238,7 +231,7 @@ t.test('pino-elasticsearch: per-item 429s (a busy org, a storage outage) are res
   const failuresBefore = rig.server.app.metrics.insertFailures.get()
   rig.storage.down()
   for (const m of records(100, 100)) log.warn(m)
-  await until('a failed insert for pino-elasticsearch', () => rig.server.app.metrics.insertFailures.get() > failuresBefore)
+  await waitFor(() => rig.server.app.metrics.insertFailures.get() > failuresBefore, { what: 'a failed insert for pino-elasticsearch', timeoutMs: 30_000, intervalMs: 20 })
   rig.storage.up()
   await settled(rig, 'all 200 records', 200)
   stream.end()
@@ -270,14 +263,14 @@ t.test('winston Http transport (batch): a refused batch is lost and reported onc
 
   const release = await rig.holdOneRequest()
   log(0)
-  await until('the refused batch reported', () => warnings.length === 1)
+  await waitFor(() => warnings.length === 1, { what: 'the refused batch reported', timeoutMs: 30_000, intervalMs: 20 })
   await release()
   log(50)
   await settled(rig, 'the second batch', 50)
 
   rig.storage.down()
   log(100)
-  await until('the failed batch reported', () => warnings.length === 2)
+  await waitFor(() => warnings.length === 2, { what: 'the failed batch reported', timeoutMs: 30_000, intervalMs: 20 })
   rig.storage.up()
   log(150)
   await settled(rig, 'the fourth batch', 100)
@@ -318,17 +311,17 @@ t.test('pino.transport pino-loki: records of a refused push are lost and printed
 
   const release = await rig.holdOneRequest()
   send(0)
-  await until('a 429 for pino-loki', () => rig.concurrency429s() >= 1)
+  await waitFor(() => rig.concurrency429s() >= 1, { what: 'a 429 for pino-loki', timeoutMs: 30_000, intervalMs: 20 })
   await release()
   send(50)
   await settled(rig, 'the second 50 records', 50)
 
   rig.storage.down()
   send(100)
-  await until('a 503 for pino-loki', () => rig.ingest5xx('/loki/api/v1/push') >= 1)
+  await waitFor(() => rig.ingest5xx('/loki/api/v1/push') >= 1, { what: 'a 503 for pino-loki', timeoutMs: 30_000, intervalMs: 20 })
   rig.storage.up()
   send(150)
-  await until('the last 50 records', async () => { const { times } = await stored(rig); return records(150, 50).every((m) => times.has(m)) })
+  await waitFor(async () => { const { times } = await stored(rig); return records(150, 50).every((m) => times.has(m)) }, { what: 'the last 50 records', timeoutMs: 30_000, intervalMs: 20 })
   await settled(rig, 'the last 50 records', 100)
 
   const { events, times } = await stored(rig)
@@ -336,7 +329,7 @@ t.test('pino.transport pino-loki: records of a refused push are lost and printed
   t.same([...times].filter(([, n]) => n > 1), [], 'none stored twice')
   t.ok(records(0, 50).some((m) => !times.has(m)), 'records of the push refused with 429 are lost (pino-loki does not retry)')
   t.ok(records(100, 50).some((m) => !times.has(m)), 'records of the push failed with 503 are lost')
-  await until('both failures reported on stderr', () => reports.length >= 2)
+  await waitFor(() => reports.length >= 2, { what: 'both failures reported on stderr', timeoutMs: 30_000, intervalMs: 20 })
   t.ok(reports.some((r) => r.includes('too_many_concurrent_requests')), 'the 429 reported')
   t.ok(reports.some((r) => r.includes('storage_unavailable')), 'the 503 reported')
   t.ok(events.every((e) => e.host === 'web-3'), 'host from the hostname label')
@@ -379,13 +372,13 @@ t.test('pino.transport pino-opentelemetry-transport: every record once through a
 
   const release = await rig.holdOneRequest()
   send(0, 100)
-  await until('a 429 for the transport', () => rig.concurrency429s() >= 1)
+  await waitFor(() => rig.concurrency429s() >= 1, { what: 'a 429 for the transport', timeoutMs: 30_000, intervalMs: 20 })
   await release()
   await settled(rig, 'the first 100 records', 100)
 
   rig.storage.down()
   send(100, 100)
-  await until('a 503 for the transport', () => rig.ingest5xx('/v1/logs') >= 1)
+  await waitFor(() => rig.ingest5xx('/v1/logs') >= 1, { what: 'a 503 for the transport', timeoutMs: 30_000, intervalMs: 20 })
   rig.storage.up()
   await settled(rig, 'all 200 records', 200)
   await end() // flushes what is left and stops the worker

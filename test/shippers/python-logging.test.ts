@@ -6,7 +6,8 @@ import { spawn, spawnSync } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir, hostname } from 'node:os'
 import { join } from 'node:path'
-import { docBlock, startShipperRig, until } from './shipper-harness.ts'
+import { docBlock, startShipperRig } from './shipper-harness.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 import { storedEvents } from '../helpers/ingest.ts'
 
 const python = spawnSync('python3', ['--version']).status === 0
@@ -51,17 +52,17 @@ t.test('the documented handler stores every record once through a 429 and a stor
   t.teardown(() => { child.kill() })
 
   child.stdin.write('0 150\n')
-  await until('a 429 for the handler', () => rig.concurrency429s() >= 1)
+  await waitFor(() => rig.concurrency429s() >= 1, { what: 'a 429 for the handler', timeoutMs: 30_000, intervalMs: 20 })
   await release()
   // Stored and answered: an outage that cut an insert's answer would make its outcome unknown
   // (503 storage_outcome_unknown, after which a retry may store the rows twice, docs/api.md 6.6).
-  await until('the first 150 records, answered', async () => (await storedEvents(rig.target)).length >= 151 &&
-    rig.server.app.http.inFlight === 0 && rig.server.app.writer.pendingRows === 0)
+  await waitFor(async () => (await storedEvents(rig.target)).length >= 151 &&
+    rig.server.app.http.inFlight === 0 && rig.server.app.writer.pendingRows === 0, { what: 'the first 150 records, answered', timeoutMs: 30_000, intervalMs: 20 })
 
   // Storage outage: ClickHouse unreachable; Sluice answers 503 with Retry-After until it is back.
   rig.storage.down()
   child.stdin.write('150 150\n')
-  await until('a 503 for the handler', () => rig.ingest5xx() >= 1)
+  await waitFor(() => rig.ingest5xx() >= 1, { what: 'a 503 for the handler', timeoutMs: 30_000, intervalMs: 20 })
   rig.storage.up()
   child.stdin.write('stop\n')
   t.equal(await exited, 0, stderr)

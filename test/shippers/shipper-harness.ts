@@ -10,6 +10,7 @@ import type { TestServer } from '../helpers/server.ts'
 import { startTcpProxy } from '../helpers/tcp-proxy.ts'
 import type { TcpProxy } from '../helpers/tcp-proxy.ts'
 import { clickhouseUrl } from '../helpers/clickhouse.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 import { createIngestTarget } from '../helpers/ingest.ts'
 import type { IngestTarget } from '../helpers/ingest.ts'
 
@@ -19,14 +20,6 @@ export function docBlock (file: string, lang: string, index = 0): string {
   const blocks = [...text.matchAll(new RegExp('^```' + lang + '\\n([\\s\\S]*?)^```$', 'gm'))].map((m) => m[1])
   if (blocks[index] === undefined) throw new Error(`docs/shippers/${file} has no ${lang} block ${index}`)
   return blocks[index]
-}
-
-export async function until (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
 }
 
 export interface ShipperRig {
@@ -66,7 +59,7 @@ export async function startShipperRig (t: Test, stream: string): Promise<Shipper
       const answer = request(`${server.url}/api/ingest/${stream}`, {
         method: 'POST', body, headers: { authorization: `Bearer ${target.token}`, 'content-type': 'application/x-ndjson' },
       })
-      await until('the held request to be in flight', () => server.app.http.inFlight > 0)
+      await waitFor(() => server.app.http.inFlight > 0, { what: 'the held request to be in flight', timeoutMs: 30_000, intervalMs: 20 })
       return async () => {
         body.push(null)
         const res = await answer

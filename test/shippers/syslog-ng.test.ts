@@ -10,7 +10,8 @@ import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { docBlock, startShipperRig, until } from './shipper-harness.ts'
+import { docBlock, startShipperRig } from './shipper-harness.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 import { storedEvents } from '../helpers/ingest.ts'
 import { freePort, sendTcp, syslogLines } from './syslog-lines.ts'
 
@@ -44,37 +45,37 @@ t.test('syslog-ng http() with the documented config: every line once, through 42
   child.stderr.on('data', (d) => { stderr += d })
   const exited = new Promise<number | null>((resolve) => child.on('close', resolve))
   t.teardown(async () => { child.kill('SIGTERM'); await exited })
-  await until('syslog-ng to listen', () => new Promise<boolean>((resolve) => {
+  await waitFor(() => new Promise<boolean>((resolve) => {
     const probe = connect(port, '127.0.0.1', () => { probe.destroy(); resolve(true) })
     probe.on('error', () => resolve(false))
-  }), 20_000).catch((err) => { throw new Error(`${err.message}: ${stderr}`) })
+  }), { what: 'syslog-ng to listen', timeoutMs: 20_000, intervalMs: 20 }).catch((err) => { throw new Error(`${err.message}: ${stderr}`) })
 
   // 1. A request held open: with one concurrent request per org, syslog-ng's are answered 429.
   const at = new Date(Math.floor(Date.now() / 1000) * 1000)
   const release = await rig.holdOneRequest()
   await sendTcp(port, syslogLines(0, 300, at))
-  await until('a 429 for syslog-ng', () => rig.concurrency429s() >= 1)
+  await waitFor(() => rig.concurrency429s() >= 1, { what: 'a 429 for syslog-ng', timeoutMs: 30_000, intervalMs: 20 })
   await release()
-  await until('the first 300 lines, answered', async () => (await storedEvents(rig.target)).length >= 301 &&
-    rig.server.app.http.inFlight === 0 && rig.server.app.writer.pendingRows === 0)
+  await waitFor(async () => (await storedEvents(rig.target)).length >= 301 &&
+    rig.server.app.http.inFlight === 0 && rig.server.app.writer.pendingRows === 0, { what: 'the first 300 lines, answered', timeoutMs: 30_000, intervalMs: 20 })
 
   // 2. Storage outage: Sluice answers 503 until ClickHouse is reachable again.
   rig.storage.down()
   await sendTcp(port, syslogLines(300, 300, at))
-  await until('a 503 for syslog-ng', () => rig.ingest5xx() >= 1)
+  await waitFor(() => rig.ingest5xx() >= 1, { what: 'a 503 for syslog-ng', timeoutMs: 30_000, intervalMs: 20 })
   rig.storage.up()
-  await until('the next 300 lines, answered', async () => (await storedEvents(rig.target)).length >= 601 &&
-    rig.server.app.http.inFlight === 0 && rig.server.app.writer.pendingRows === 0, 60_000)
+  await waitFor(async () => (await storedEvents(rig.target)).length >= 601 &&
+    rig.server.app.http.inFlight === 0 && rig.server.app.writer.pendingRows === 0, { what: 'the next 300 lines, answered', timeoutMs: 60_000, intervalMs: 20 })
     .catch((err) => { throw new Error(`${err.message}: ${stderr}`) })
 
   // 3. Sluice down (connections refused) while syslog-ng has lines to send: they wait in its buffer.
   rig.front.down()
   const logBefore = stderr.length
   await sendTcp(port, syslogLines(600, 300, at))
-  await until('syslog-ng to find Sluice down', () => /connect to server/.test(stderr.slice(logBefore)), 20_000)
+  await waitFor(() => /connect to server/.test(stderr.slice(logBefore)), { what: 'syslog-ng to find Sluice down', timeoutMs: 20_000, intervalMs: 20 })
     .catch((err) => { throw new Error(`${err.message}: ${stderr.slice(-1500)}`) })
   rig.front.up()
-  await until('all 900 lines', async () => (await storedEvents(rig.target)).length >= 901, 60_000)
+  await waitFor(async () => (await storedEvents(rig.target)).length >= 901, { what: 'all 900 lines', timeoutMs: 60_000, intervalMs: 20 })
     .catch((err) => { throw new Error(`${err.message}: ${stderr}`) })
 
   const events = (await storedEvents(rig.target)).filter((e) => e.message !== 'held')

@@ -59,12 +59,24 @@ if (!onChdb) {
     t.ok(quickMs < heavyMs / 2, 'the quick query ran on a session of its own')
   })
 
-  t.test('queryRows streams a result larger than one block', async (t) => {
+  t.test('an insert does not wait for a session while slow readers hold every read session', async (t) => {
+    // Four exports whose clients stop reading after their first row: each holds its session.
+    const readers = Array.from({ length: 4 }, () => ch.queryLines('SELECT number FROM numbers(1000000)')[Symbol.asyncIterator]())
+    await Promise.all(readers.map((r) => r.next()))
+    const started = performance.now()
+    await ch.insertRaw('INSERT INTO t (n, s) FORMAT JSONEachRow', Buffer.from('{"n":10,"s":"beside the readers"}\n'))
+    const insertMs = performance.now() - started
+    t.ok(insertMs < 5000, `stored in ${Math.round(insertMs)} ms beside four held readers`)
+    await Promise.all(readers.map((r) => r.return?.()))
+    t.same(await ch.query('SELECT s FROM t WHERE n = 10'), [{ s: 'beside the readers' }])
+  })
+
+  t.test('queryLines streams a result larger than one block', async (t) => {
     let n = 0
     let sum = 0
-    for await (const row of ch.queryRows<{ number: number }>('SELECT number FROM numbers(200000)')) {
+    for await (const line of ch.queryLines('SELECT number FROM numbers(200000)')) {
       n++
-      sum += row.number
+      sum += (JSON.parse(line) as { number: number }).number
     }
     t.equal(n, 200000)
     t.equal(sum, 199999 * 200000 / 2)

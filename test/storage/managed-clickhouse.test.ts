@@ -126,7 +126,7 @@ t.test('findClickHouseBinary', async (t) => {
   t.equal(findClickHouseBinary(null, [empty]), null)
   t.equal(findClickHouseBinary(join(empty, 'clickhouse-server')), null, 'explicit path that does not exist')
 
-  const dir = t.testdir({ 'clickhouse': '#!/bin/sh\n', 'clickhouse-server': '#!/bin/sh\n'})
+  const dir = t.testdir({ clickhouse: '#!/bin/sh\n', 'clickhouse-server': '#!/bin/sh\n' })
   chmodSync(join(dir, 'clickhouse'), 0o755)
   t.same(findClickHouseBinary(null, [empty, dir]), { command: join(dir, 'clickhouse'), args: ['server'] },
     'the single binary runs as `clickhouse server`; clickhouse-server is not executable yet')

@@ -159,7 +159,6 @@ export function createCharts (targets, { onZoom }) {
     }
   }
 
-
   function build () {
     for (const c of charts) c.destroy()
     const colors = themeColors()

@@ -91,7 +91,6 @@ export function createHistogram (target, { onZoom }) {
     chart = new uPlot(options, [current.xs, ...order.map((k) => stacked[k])], target)
   }
 
-
   let lastBy = 'level'
   const resize = new ResizeObserver(() => {
     if (chart && target.clientWidth > 0 && target.clientWidth !== chart.width) chart.setSize({ width: target.clientWidth, height: plotHeight })

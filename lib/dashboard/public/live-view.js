@@ -129,9 +129,12 @@ export class LiveView {
     /** @type {unknown} */
     let payload
     try { payload = JSON.parse(data) } catch { return }
-    if (type === 'event') this.#onEvent(/** @type {SluiceEvent} */ (payload))
-    else if (type === 'stats') { this.#addPoint(/** @type {StatsPoint} */ (payload)); this.#render() }
-    else if (type === 'dropped') {
+    if (type === 'event') {
+      this.#onEvent(/** @type {SluiceEvent} */ (payload))
+    } else if (type === 'stats') {
+      this.#addPoint(/** @type {StatsPoint} */ (payload))
+      this.#render()
+    } else if (type === 'dropped') {
       this.#dropped += /** @type {{ count: number }} */ (payload).count
       if (!this.#paused) this.#frame ||= requestAnimationFrame(() => this.#flush())
     }

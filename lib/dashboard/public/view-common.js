@@ -76,7 +76,7 @@ export function showEventsEmpty (host, kind) {
     `curl -s -X POST ${origin}/api/streams/${stream}/ingest-token -H "Authorization: Bearer $SLUICE_TOKEN" \\\n  -H 'Content-Type: application/json' -d '{}'\n` +
     '# send an event with it\n' +
     `curl -s -X POST ${origin}/api/ingest/${stream} -H "Authorization: Bearer $INGEST_TOKEN" \\\n  -H 'Content-Type: application/x-ndjson' \\\n` +
-    `  --data-binary '{"host":"web-1","method":"GET","path":"/","status":200,"rt":0.012,"bytes":512}'`
+    '  --data-binary \'{"host":"web-1","method":"GET","path":"/","status":200,"rt":0.012,"bytes":512}\''
   const title = q
     ? `No events match “${q}”${kind === 'live' ? ' yet' : ' in this range'}.`
     : kind === 'live' ? 'Waiting for events…' : 'No events in this range.'

@@ -121,9 +121,11 @@ export function lokiJsonEvents (body: unknown, sink: RecordSink): BodyError | nu
     let labels: Array<[string, string]> | null = []
     if (isObj(stream) && stream.stream !== undefined) {
       if (!isObj(stream.stream)) labels = null
-      else for (const [k, v] of Object.entries(stream.stream)) {
-        if (typeof v !== 'string') { labels = null; break }
-        labels.push([k, v])
+      else {
+        for (const [k, v] of Object.entries(stream.stream)) {
+          if (typeof v !== 'string') { labels = null; break }
+          labels.push([k, v])
+        }
       }
     }
     out.emit(labels, jsonEntries(values))

@@ -1,6 +1,6 @@
 // Reading the end of a server's files: the managed ClickHouse's logs (quoted in errors) and its
 // small pid and status files (read for leftovers), and the local cluster's children's logs
-// (lib/cluster/child.ts).
+// (scripts/cluster/child.ts).
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs'
 
 /** The last `bytes` of a file (a log may be 100 MB), or '' when there is none. */

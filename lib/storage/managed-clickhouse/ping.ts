@@ -1,5 +1,5 @@
 // Whether a ClickHouse answers `GET /ping` with `Ok.`: how the managed ClickHouse
-// (supervisor.ts) and the local cluster's servers (lib/cluster/cluster-clickhouse.ts) tell that a
+// (supervisor.ts) and the local cluster's servers (scripts/cluster/cluster-clickhouse.ts) tell that a
 // server they started is up.
 import { get } from 'node:http'
 

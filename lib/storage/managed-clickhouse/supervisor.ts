@@ -43,7 +43,6 @@ const healthyAfterMs = 60_000 // up this long and a crash counts as the first, n
 const startAttempts = 3 // a port picked free can be taken before ClickHouse binds it
 const defaultStopTimeoutMs = 15_000 // ClickHouse lets running queries finish for up to 5 s first
 
-
 async function stopChild (child: ChildProcess | undefined, timeoutMs: number): Promise<void> {
   if (!child || child.exitCode !== null || child.signalCode !== null) return
   const exited = new Promise((done) => child.once('exit', done))

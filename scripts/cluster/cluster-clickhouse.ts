@@ -13,7 +13,7 @@
 // - startClusterClickHouse() resolves once /ping answers; stop() stops the process.
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { answersPing, findClickHouseBinary, MissingClickHouseError } from '../storage/managed-clickhouse.ts'
+import { answersPing, findClickHouseBinary, MissingClickHouseError } from '../../lib/storage/managed-clickhouse.ts'
 import { spawnChild } from './child.ts'
 import type { Child } from './child.ts'
 
@@ -83,7 +83,6 @@ export interface ClusterClickHouse {
   readonly child: Child
   stop (): Promise<void>
 }
-
 
 export interface StartHostOptions {
   dir: string

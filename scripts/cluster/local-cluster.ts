@@ -15,7 +15,7 @@
 //   `dir/admin-token`, and one cluster.secret; each node's cluster.nodeUrl is its own URL.
 // - stop() stops haproxy, the Sluice nodes (SIGTERM: they answer what is in flight), ClickHouse,
 //   then ZooKeeper, and resolves once every process is gone; idempotent. Every child is also
-//   SIGKILLed by an exit hook if this process exits first (lib/cluster/child.ts).
+//   SIGKILLed by an exit hook if this process exits first (scripts/cluster/child.ts).
 // - stopClickHouse(i) / startClickHouse(i) take host i down and up again on its ports and data,
 //   stopZooKeeper() / startZooKeeper() likewise, for fault tests.
 // - kill() SIGKILLs every process at once, synchronously: for a signal handler (a test runner's
@@ -23,7 +23,7 @@
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { generateToken } from '../auth/token-format.ts'
+import { generateToken } from '../../lib/auth/token-format.ts'
 import { spawnChild } from './child.ts'
 import type { Child } from './child.ts'
 import { freePorts } from './ports.ts'
@@ -187,7 +187,7 @@ export async function startLocalCluster (options: LocalClusterOptions): Promise<
     const child = spawnChild({
       name: `sluice node ${index + 1}`,
       command: process.execPath,
-      args: ['--max-semi-space-size=16', new URL('../main.ts', import.meta.url).pathname],
+      args: ['--max-semi-space-size=16', new URL('../../lib/main.ts', import.meta.url).pathname],
       logFile: join(nodeDir, 'sluice.log'),
       cwd: nodeDir,
       env: { ...inheritedEnv(), SLUICE_CONFIG: configFile, MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '65536' },

@@ -1,4 +1,4 @@
-// Child processes of the local cluster (lib/cluster/local-cluster.ts): ZooKeeper, ClickHouse,
+// Child processes of the local cluster (scripts/cluster/local-cluster.ts): ZooKeeper, ClickHouse,
 // Sluice and haproxy, each started in its own process group with its output in a log file.
 //
 // Contract:
@@ -14,7 +14,7 @@ import { spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
 import { closeSync, openSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { tailOf } from '../storage/managed-clickhouse.ts'
+import { tailOf } from '../../lib/storage/managed-clickhouse.ts'
 
 export interface ChildOptions {
   name: string

@@ -1,0 +1,85 @@
+// The export's windows (lib/query/export-query.ts): planned from the minute rollup, one query
+// ahead, they cover the range once and in (ts, seq) order, whatever the window size, a filter, or
+// rows the rollup does not count.
+import t from 'tap'
+import { createTestDatabase } from '../helpers/clickhouse.ts'
+import { migrate } from '../../lib/storage/migrate.ts'
+import { createLogger } from '../../lib/logger.ts'
+import { exportEvents, planWindows } from '../../lib/query/export-query.ts'
+import { queryEvents } from '../../lib/query/events-query.ts'
+import { rawSql } from '../../lib/storage/sql.ts'
+import { waitFor } from '../helpers/wait-for.ts'
+
+const minute = 60_000
+
+t.test('planWindows packs minutes up to the limit and cuts a minute holding more', async (t) => {
+  const from = 10 * minute + 30_000
+  const to = 20 * minute + 5_000
+  const counts = new Map([[10 * minute, 40], [11 * minute, 70], [12 * minute, 30], [15 * minute, 250], [20 * minute, 5]])
+  const windows = planWindows(from, to, counts, 100)
+  t.equal(windows[0].lo, from, 'starts at from')
+  t.equal(windows.at(-1)!.hi, to, 'ends at to')
+  for (let i = 1; i < windows.length; i++) t.equal(windows[i].lo, windows[i - 1].hi, `window ${i} follows the one before`)
+  t.ok(windows.every((w) => w.rows <= 100 && w.lo < w.hi), 'none planned past the limit, none empty')
+  const cut = windows.filter((w) => w.lo >= 15 * minute && w.hi <= 16 * minute)
+  t.equal(cut.length, 3, 'the minute of 250 in three parts')
+  const leading = planWindows(0, 3 * minute, new Map([[2 * minute, 250]]), 100)
+  t.same(leading[0], { lo: 0, hi: 2 * minute, rows: 0 }, 'empty minutes before a cut minute are a window of their own')
+  t.same(planWindows(0, 5 * minute, new Map(), 100), [{ lo: 0, hi: 5 * minute, rows: 0 }], 'an empty range is one window')
+})
+
+t.test('an export over many windows: every event once, ascending, filtered, with rows the rollup misses', async (t) => {
+  const { clickhouse } = await createTestDatabase(t)
+  await migrate(clickhouse, createLogger({ level: 'warn', fd: 2 }))
+  const base = 1_700_000_000_000 - (1_700_000_000_000 % minute)
+  const rows: string[] = []
+  for (let i = 0; i < 3_000; i++) {
+    // 3,000 events over 10 minutes, a burst of 1,000 in one second of minute 4.
+    const ts = i < 1_000 ? base + 4 * minute + (i % 1_000) : base + Math.floor((i - 1_000) * 10 * minute / 2_000)
+    rows.push(JSON.stringify({ org_id: 'o', stream: 's', ts, received_at: ts, host: i % 3 === 0 ? 'a' : 'b', attrs: '{}', seq: i + 1, size: 10 }))
+  }
+  await clickhouse.insertRaw('INSERT INTO events (org_id, stream, ts, received_at, host, attrs, seq, size) FORMAT JSONEachRow', Buffer.from(rows.join('\n')))
+  // Rows the minute rollup does not count (as after a rollup was dropped): minutes 4 to 5, with the burst.
+  await clickhouse.command(`ALTER TABLE events_1m DELETE WHERE minute_ts >= ${base + 4 * minute} AND minute_ts < ${base + 6 * minute}`)
+  await waitFor(async () => Number((await clickhouse.query<{ n: number }>('SELECT count() AS n FROM system.mutations WHERE database = currentDatabase() AND is_done = 0'))[0].n) === 0)
+  const read = async (windowRows: number, where?: string): Promise<Array<{ ts: number, id: string, host: string }>> => {
+    let text = ''
+    for await (const chunk of exportEvents(clickhouse, { orgId: 'o', stream: 's', from: base, to: base + 10 * minute, hiddenBefore: 0, windowRows, where: where === undefined ? undefined : rawSql(where) })) {
+      text += Buffer.from(chunk).toString('utf8')
+    }
+    return text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l))
+  }
+  for (const windowRows of [50, 333, 200_000]) {
+    const events = await read(windowRows)
+    t.equal(events.length, 3_000, `windows of ${windowRows}: every event`)
+    t.equal(new Set(events.map((e) => e.id)).size, 3_000, 'each once')
+    const keys = events.map((e) => e.id.split('-').map(Number))
+    t.ok(keys.every((k, i) => i === 0 || k[0] > keys[i - 1][0] || (k[0] === keys[i - 1][0] && k[1] > keys[i - 1][1])), 'ascending by (ts, seq)')
+  }
+  const filtered = await read(100, "host = 'a'")
+  t.equal(filtered.length, 1_000)
+  t.ok(filtered.every((e) => e.host === 'a'))
+})
+
+t.test('an exported line holds the same JSON as the event in /events, whatever its strings', async (t) => {
+  const { clickhouse } = await createTestDatabase(t)
+  await migrate(clickhouse, createLogger({ level: 'warn', fd: 2 }))
+  const base = 1_700_000_000_000
+  const tricky = ['plain', 'quote " and \\ backslash', 'line\nbreak\ttab\r\u0001\u001f', 'slash / </script>', 'emoji 🚀 é ü', '","received_at":1,"attrs":"x', '\u2028\u2029', '']
+  const deep = '{"x":' + '['.repeat(3_000) + ']'.repeat(3_000) + '}'
+  const rows = tricky.map((text, i) => JSON.stringify({
+    org_id: 'o', stream: 's', ts: base + i, received_at: base + 100 + i, seq: i + 1, size: 10,
+    host: i % 2 === 0 ? text : null, message: text, level: i % 3 === 0 ? 'error' : null, status: i === 0 ? 200 : null,
+    rt: [0.1, 1e-7, 123.456, 5][i % 4], bytes: i === 1 ? 2 ** 53 - 1 : null,
+    attrs: i === 7 ? deep : JSON.stringify({ text, n: i, nested: { a: [1, { b: text }] }, 'k","received_at":': true }),
+  }))
+  await clickhouse.insertRaw('INSERT INTO events (org_id, stream, ts, received_at, seq, size, host, message, level, status, rt, bytes, attrs) FORMAT JSONEachRow', Buffer.from(rows.join('\n')))
+  let text = ''
+  for await (const chunk of exportEvents(clickhouse, { orgId: 'o', stream: 's', from: base, to: base + 1000, hiddenBefore: 0 })) text += Buffer.from(chunk).toString('utf8')
+  const exported = text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l))
+  const page = await queryEvents(clickhouse, { orgId: 'o', stream: 's', from: base, to: base + 1000, limit: 100 })
+  t.equal(exported.length, tricky.length)
+  t.strictSame(exported, page.events.reverse(), 'the same members and values, in ascending order')
+  t.same(exported.map((e) => Object.keys(e)), page.events.map((e) => Object.keys(e)), 'in the same order')
+  t.equal(exported[7].attrs, deep, 'attrs nesting past the limit come as their text')
+})

@@ -1,0 +1,55 @@
+// stats?by= over more events than `sample` (lib/query/stats-groups.ts, docs/api.md section 7.4):
+// counted over one slice of each point and scaled, `sampled` true; `sample=0` exact.
+import t from 'tap'
+import { startServer } from '../helpers/server.ts'
+import { createIngestTarget, postIngest } from '../helpers/ingest.ts'
+import { groupSlices } from '../../lib/query/stats-groups.ts'
+import { planStats } from '../../lib/query/stats-plan.ts'
+
+const hour = 3_600_000
+const base = Math.floor((Date.now() - 3 * hour) / hour) * hour
+
+t.test('groupSlices: about `sample` events, a slice per point inside it, none when few', async (t) => {
+  const plan = planStats({ orgId: 'o', stream: 's', from: base, to: base + hour, stepMs: 60_000 })
+  const slices = groupSlices(plan, 1_000_000, 50_000)!
+  t.equal(slices.widthMs, 3000, '5% of each minute')
+  t.equal(groupSlices(plan, 40_000, 50_000), null, 'fewer events than the sample: exact')
+  t.equal(groupSlices(plan, 1_000_000, 0), null, 'sample=0: exact')
+  t.equal(groupSlices(plan, 90_000, 50_000), null, 'a slice past half its point: exact')
+})
+
+t.test('a sampled by=: scaled counts close to the exact ones, the points adding up, sampled true', async (t) => {
+  const s = await startServer(t)
+  const tgt = await createIngestTarget(s, 'big')
+  // 24,000 events over an hour: user "a" 60%, "b" 30%, "c" 10%; evenly over time.
+  const users = (i: number): string => i % 10 < 6 ? 'a' : i % 10 < 9 ? 'b' : 'c'
+  for (let part = 0; part < 4; part++) {
+    const lines = Array.from({ length: 6000 }, (_, j) => {
+      const i = part * 6000 + j
+      return JSON.stringify({ ts: base + Math.floor(i * hour / 24_000), msg: 'x', user: { id: users(i) } })
+    })
+    const r = await postIngest(tgt, lines.join('\n'))
+    t.equal(r.body.ingested, 6000)
+  }
+  const range = `from=${base}&to=${base + hour}&step=1m&by=user.id`
+  const exact = await s.api('GET', `/api/streams/big/stats?${range}&sample=0`)
+  t.equal(exact.status, 200)
+  t.equal(exact.body.sampled, false)
+  t.same(exact.body.groups, [{ value: 'a', count: 14_400 }, { value: 'b', count: 7200 }, { value: 'c', count: 2400 }])
+  const sampled = await s.api('GET', `/api/streams/big/stats?${range}&sample=4000`)
+  t.equal(sampled.status, 200)
+  t.equal(sampled.body.sampled, true)
+  t.same(sampled.body.groups.map((g: { value: string }) => g.value), ['a', 'b', 'c'], 'the same order')
+  for (const g of sampled.body.groups as Array<{ value: string, count: number }>) {
+    const want = exact.body.groups.find((e: { value: string }) => e.value === g.value).count
+    t.ok(Math.abs(g.count - want) <= want * 0.1, `${g.value}: ${g.count} within 10% of ${want}`)
+  }
+  const summed: Record<string, number> = {}
+  for (const point of sampled.body.series as Array<{ groups: Record<string, number> }>) {
+    for (const [v, n] of Object.entries(point.groups)) summed[v] = (summed[v] ?? 0) + n
+  }
+  t.same(Object.fromEntries((sampled.body.groups as Array<{ value: string, count: number }>).map((g) => [g.value, g.count])), summed, 'the groups are the sums of the points')
+  const bad = await s.api('GET', `/api/streams/big/stats?${range}&sample=-1`)
+  t.equal(bad.status, 400)
+  t.equal(bad.body.error, 'invalid_query')
+})
