@@ -119,7 +119,7 @@ async function main (): Promise<void> {
   const { streams } = await api<{ streams: Array<{ name: string }> }>('GET', '/api/streams')
   if (!streams.some((s) => s.name === stream)) await api('POST', '/api/streams', { name: stream, retention_days: 3650 })
   const after = app.clickhouse
-  const [{ org }] = await after.query<{ org: string }>(`SELECT id AS org FROM orgs FINAL LIMIT 1`)
+  const [{ org }] = await after.query<{ org: string }>('SELECT id AS org FROM orgs FINAL LIMIT 1')
   const before = createClickHouse({ url, user: 'default', password: '', database: 'find_before', requestTimeoutMs: 3_600_000 })
   await migrate(before, log, undefined, { portable: true })
   const [{ version }] = await after.query<{ version: string }>('SELECT version() AS version')

@@ -161,7 +161,7 @@ function compileNode (node: FilterNode, scope: AttrScope, fold: FoldOf): SqlFrag
   }
 }
 
-const asciiOnly = /^[\x00-\x7F]*$/
+const nonAscii = /[^\p{ASCII}]/u
 /** A word of tokenbf_v1's kind (ASCII letters and digits) with a separator on each side. */
 const innerWord = /[^a-z0-9][a-z0-9]+[^a-z0-9]/
 
@@ -184,7 +184,7 @@ function prefilterOf (node: FilterNode): SqlFragment | null {
       // the token filter can answer nothing else, and a pre-filter it cannot answer only adds
       // work (a one-word search took 40% longer with it: bench/README.md, "Version-aware schema").
       const needle = foldCase(node.text)
-      return asciiOnly.test(needle) && innerWord.test(needle) ? searchTextPrefilter(needle) : null
+      return !nonAscii.test(needle) && innerWord.test(needle) ? searchTextPrefilter(needle) : null
     }
     case 'equals':
       return node.field.kind === 'attribute' ? attrPairPrefilter(node.field.path, node.value) : null
