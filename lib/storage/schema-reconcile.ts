@@ -1,7 +1,7 @@
 // Brings a database's tables to what its server supports (docs/schema-versions.md), after the
 // numbered migrations, at every start. Migrations are history and portable (they run unchanged on
-// 18.16); this step compares what the tables are (system.columns, system.data_skipping_indices,
-// system.tables) with what event-schema.ts wants on this server, and applies only the difference.
+// 18.16); this step compares what `events` is (system.columns, system.data_skipping_indices) with
+// what event-schema.ts wants on this server, and applies only the difference.
 //
 // Contract:
 // - Idempotent and state-based, not recorded: a database made on 18.16 and opened after a server
@@ -28,10 +28,7 @@ export interface ReconcileResult {
   statements: string[]
 }
 
-/** idempotency_keys' TTL (ttl feature): rows go once expired, as the janitor's hourly drops do on 18.16. */
-const idempotencyTtl = 'toDateTime(intDiv(expires_at, 1000))'
-
-/** The ALTERs that bring `events` and idempotency_keys to `features`, given what the tables are now. */
+/** The ALTERs that bring `events` to `features`, given what the table is now. */
 export async function plannedStatements (clickhouse: ClickHouse, features: ServerFeatures): Promise<string[]> {
   const database = clickhouse.database
   const out: string[] = []
@@ -63,15 +60,6 @@ export async function plannedStatements (clickhouse: ClickHouse, features: Serve
       out.push(`ALTER TABLE events ADD INDEX IF NOT EXISTS ${index.name} ${index.expression} TYPE ${index.type} GRANULARITY ${index.granularity}`)
       // Parts written before the index have none until this mutation has run (in the background).
       out.push(`ALTER TABLE events MATERIALIZE INDEX ${index.name} SETTINGS alter_sync = 0, mutations_sync = 0`)
-    }
-  }
-  if (features.has('ttl')) {
-    const [table] = await clickhouse.query<{ engine: string }>(sql`
-      SELECT engine_full AS engine FROM system.tables WHERE database = ${database} AND name = 'idempotency_keys'`)
-    if (table !== undefined && !/\bTTL\b/.test(table.engine)) {
-      // materialize_ttl_after_modify = 0: existing parts are not rewritten; the janitor's
-      // dropExpiredKeys (lib/storage/idempotency-store.ts) still drops their hours.
-      out.push(`ALTER TABLE idempotency_keys MODIFY TTL ${idempotencyTtl} SETTINGS materialize_ttl_after_modify = 0`)
     }
   }
   return out

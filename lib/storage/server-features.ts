@@ -19,8 +19,6 @@ export const featureMinimums = {
   lowCardinality: [22, 8],
   /** Skip indexes tokenbf_v1 and bloom_filter, used by LIKE / has() (22.8 LTS). */
   skipIndexes: [22, 8],
-  /** Table TTL with ttl_only_drop_parts (22.8 LTS). */
-  ttl: [22, 8],
   /** Lightweight `DELETE FROM` (generally available since 23.3 LTS). */
   lightweightDelete: [23, 3],
 } as const satisfies Record<string, readonly [number, number]>
