@@ -16,6 +16,10 @@
 //   (message, attrs...) only for the granules where some row matched. Left to itself, 18.16 moves
 //   a single condition there (`path:X status:404` over 2 M events: 160 ms with the whole filter
 //   in PREWHERE, 760 ms without).
+// - On servers with skip indexes (docs/schema-versions.md; they also read a MergeTree in key order
+//   and stop at LIMIT, optimize_read_in_order) a page is one statement over the whole range
+//   (`windowed` false): the indexes skip the granules a rare phrase or attribute is not in, where
+//   5-7 windows of 70-100 ms each made the page (bench/README.md, "Version-aware schema").
 // - Windows are disjoint and read in order, so the page is the same as one query's; each window
 //   reads what is committed when it runs (an event committed meanwhile into a window already read
 //   shows on no page, as one committed behind the cursor of an earlier page does).
@@ -46,7 +50,7 @@ export interface EventsParams {
   cursor?: string | null
   /** Rows received at or before this time (ms) belong to a deleted stream of the same name: hidden. 0: none. */
   hiddenBefore?: number
-  /** false: one query over the whole range, the filter in WHERE, as before windows (for benchmarks). Default true. */
+  /** false: one query over the whole range, the filter in WHERE (servers with skip indexes; benchmarks). Default true. */
   windowed?: boolean
 }
 
