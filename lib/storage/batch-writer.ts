@@ -69,7 +69,15 @@
 //   rejects with SluiceError('storage_outcome_unknown', { retryAfter }): its rows may or may not
 //   be stored, and a retry by the client may store them twice. A residual race remains: an
 //   insert that ClickHouse starts reading only after both checks (a thread starved for longer
-//   than the checks take) is missed, and its rows end up stored twice after the retry.
+//   than the checks take) is missed, and its rows end up stored twice after the retry. A keyed
+//   request answered storage_outcome_unknown is settled by its retry instead (docs/api.md
+//   section 6.7): its rows are counted again then, and stored only if absent.
+// - A stall (stall-gate.ts; docs/api.md section 6.6): after an attempt ends without an answer,
+//   no new first attempt starts until ClickHouse answers a probe (SELECT 1, every 250 ms) or one
+//   of the outcome check's queries. Writes queued meanwhile are never sent into the hung server:
+//   when their time is up they reject with storage_unavailable (nothing sent, a safe retry). So a
+//   stall of any length costs at most the writes of the one attempt that was in flight as
+//   storage_outcome_unknown. Single node only: cluster mode retries on another shard instead.
 // - Memory: pendingBytes counts every byte handed to write() and not yet settled. While the
 //   bytes waiting and in flight would exceed maxPendingBytes, new writes are held (FIFO) and
 //   `needsDrain` is true: admission should answer 429 server_busy. A write may pass an
@@ -98,6 +106,7 @@ import type { CancelTimer, PendingWrite, WriteOptions } from './pending-write.ts
 import { InsertRetries } from './insert-retries.ts'
 import type { InsertStats } from './insert-retries.ts'
 import { OutcomeCheck } from './outcome-check.ts'
+import { StallGate } from './stall-gate.ts'
 
 // The public API of the writer, whichever module holds each part.
 export { classifyInsertError, isAmbiguousFailure, insertFailureKinds } from './insert-errors.ts'
@@ -170,6 +179,8 @@ export interface BatchWriterOptions {
    * through it, so a test driving `now` drives them too. Default: setTimeout.
    */
   setTimer?: (fn: () => void, ms: number) => CancelTimer
+  /** ms between the stall gate's probes while ClickHouse does not answer (default 250). */
+  stallProbeIntervalMs?: number
 }
 
 
@@ -226,8 +237,10 @@ export class BatchWriter {
   readonly #setTimer: (fn: () => void, ms: number) => CancelTimer
   /** Attempts, retries and the outcome check of each batch (insert-retries.ts). */
   readonly #retries: InsertRetries
-  /** answerBy - lastStart of a write: retryTimeoutMs + attemptTimeoutMs. */
+  /** answerBy - calledAt of a write: retryTimeoutMs + attemptTimeoutMs. */
   readonly #holdMs: number
+  /** Closed after an attempt without an answer until ClickHouse answers (stall-gate.ts); single node only. */
+  readonly #gate: StallGate | undefined
 
   #held: PendingWrite[] = []
   #waiting: PendingWrite[] = []
@@ -275,12 +288,24 @@ export class BatchWriter {
     this.#now = options.now ?? (() => performance.now())
     this.#setTimer = options.setTimer ?? realTimer
     const clock = { now: this.#now, setTimer: this.#setTimer }
-    const check = new OutcomeCheck({ clickhouse: options.clickhouse, table: options.table, log: this.#log, ...clock })
+    // Cluster mode has its own health per host (shard-set.ts) and no outcome check: no gate there.
+    this.#gate = options.shards !== undefined ? undefined : new StallGate({
+      clickhouse: options.clickhouse, log: this.#log, setTimer: this.#setTimer, onOpen: () => { this.#schedule() },
+      ...(options.stallProbeIntervalMs === undefined ? {} : { probeIntervalMs: options.stallProbeIntervalMs }),
+    })
+    const check = new OutcomeCheck({
+      clickhouse: options.clickhouse, table: options.table, log: this.#log, ...clock, onAnswer: () => { this.#gate?.answered() },
+    })
     this.#retries = new InsertRetries({
       clickhouse: options.clickhouse, statement, table: options.table, log: this.#log,
       retryTimeoutMs, attemptTimeoutMs, checkReserveMs: this.#checkReserveMs, minAttemptMs: this.#minAttemptMs,
       retryAfterS, ...clock, check, shards: options.shards, insertQuorum: options.insertQuorum ?? 0,
-      queryIdPrefix: 'sluice-insert-', onAttempt: (stats) => { this.#report(stats) },
+      queryIdPrefix: 'sluice-insert-',
+      onAttempt: (stats) => {
+        if (stats.ok) this.#gate?.answered()
+        else if (stats.ambiguous) this.#gate?.noAnswer()
+        this.#report(stats)
+      },
     })
   }
 
@@ -289,6 +314,9 @@ export class BatchWriter {
 
   /** Rows handed to write() and not yet settled. */
   get pendingRows (): number { return this.#heldRows + this.#waitingRows + this.#sendingRows }
+
+  /** How many stalls the writer saw: attempts that ended without an answer while inserts flowed. */
+  get stalls (): number { return this.#gate?.closedTimes ?? 0 }
 
   /** True while writes are being held for want of room: admission should answer 429. */
   get needsDrain (): boolean {
@@ -349,7 +377,7 @@ export class BatchWriter {
 
   /** Refuses new writes from now on; resolves when every accepted write has settled. */
   close (): Promise<void> {
-    this.#closing ??= this.flush().then(() => { this.#clearTimer(); this.#clearExpiryTimer() })
+    this.#closing ??= this.flush().then(() => { this.#clearTimer(); this.#clearExpiryTimer(); this.#gate?.stop() })
     return this.#closing
   }
 
@@ -442,6 +470,8 @@ export class BatchWriter {
     this.#expireQueued()
     if (this.#sending !== null) return // its completion schedules again
     if (this.#waiting.length === 0) { this.#clearTimer(); return }
+    // A stall: no new first attempt until ClickHouse answers (the gate calls #schedule then).
+    if (this.#gate !== undefined && !this.#gate.isOpen) { this.#clearTimer(); return }
     const now = this.#now()
     let dueAt: number
     // Full, flushed, or memory filling up (then waiting longer for company only risks holding).
