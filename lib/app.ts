@@ -177,6 +177,10 @@ export async function createApp (config: Config, log: Logger, options: AppOption
           metrics.insertSeconds.observe(stats.durationMs / 1000)
         } else {
           metrics.insertFailures.inc()
+          if (stats.ambiguous) {
+            metrics.insertsUnanswered.inc()
+            metrics.writesUnanswered.inc(undefined, stats.writes)
+          }
         }
       },
     })

@@ -81,6 +81,11 @@ export interface ParseResult {
   /** RowBinary rows for the events table (row-serializer.ts), columns in `eventColumns` order. Transferred. */
   rows: ArrayBuffer
   ingested: number
+  /**
+   * Rows whose ts is the receive time: the line carried no timestamp of its own (or exactly that
+   * one). A body with any is never recognised as a shipper's retry (docs/api.md section 6.7).
+   */
+  untimed?: number
   failed: number
   /** The first failures of this task, at most maxListedFailures. */
   failures: LineFailure[]
