@@ -246,6 +246,9 @@ async function readAndStore (
   request.beforeCommit?.(outcome)
   if (summary.ingested === 0) return request.answer(outcome)
 
+  // The storage phase (a body key's lookup, a pending key's record, the writer) is held to the
+  // writer's budget from here as a whole (README "Guarantees": within what clients wait).
+  const heldSince = performance.now()
   const store = async (keyed: KeyedCommit | undefined): Promise<IngestAnswer> => {
     // Computed before the commit: a keyed attempt records it as the answer its stored rows get.
     const answer = request.answer(outcome)
@@ -253,7 +256,7 @@ async function readAndStore (
     ticket.releaseBytes() // from here the writer counts them
     // The identity lets the writer find the rows again after an insert whose outcome is unknown.
     await deps.writer.write(summary.rowChunks(), summary.ingested, {
-      arrivedAt: ctx.startedAt, signal, identity: { orgId: org.id, stream: stream.name, seqBase },
+      arrivedAt: ctx.startedAt, heldSince, signal, identity: { orgId: org.id, stream: stream.name, seqBase },
     })
     metrics.linesIngested.inc(undefined, summary.ingested)
     metrics.bytesIngested.inc(undefined, decoded.bytes)

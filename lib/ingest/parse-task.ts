@@ -82,8 +82,8 @@ export interface ParseResult {
   rows: ArrayBuffer
   ingested: number
   /**
-   * Rows whose ts is the receive time: the line carried no timestamp of its own (or exactly that
-   * one). A body with any is never recognised as a shipper's retry (docs/api.md section 6.7).
+   * Rows whose ts is the receive time: the line carried no timestamp of its own. A body with any
+   * is never recognised as a shipper's retry (docs/api.md section 6.7).
    */
   untimed?: number
   failed: number

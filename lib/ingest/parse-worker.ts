@@ -88,7 +88,7 @@ export class TaskOutput implements LineSink {
     const seq = this.#seqBase + line
     this.#rows.write(row, seq, size)
     if (this.#live !== null) this.#live.add(row, seq)
-    if (row.ts === this.bounds.receivedAt) this.#untimed++
+    if (!row.tsGiven) this.#untimed++
     this.#ingested++
   }
 

@@ -350,7 +350,7 @@ export class BatchWriter {
     const calledAt = this.#now()
     const w: PendingWrite = {
       seq: ++this.#seq, chunks, rows, bytes, calledAt,
-      answerBy: calledAt + this.#holdMs,
+      answerBy: Math.min(options.heldSince ?? calledAt, calledAt) + this.#holdMs,
       arrivedAt: Math.min(options.arrivedAt ?? calledAt, calledAt), identity,
       idle: this.#sending === null && this.#waiting.length === 0 && this.#held.length === 0,
       state: 'held', promise, resolve, reject, signal, onAbort: undefined,
@@ -429,18 +429,21 @@ export class BatchWriter {
 
   /**
    * Rejects the queued writes (never sent) whose time is too short for an attempt, and arms a
-   * timer for the next one. Queues are FIFO by write(), so the expired ones are at the front.
+   * timer for the next one. Deadlines are nearly FIFO (a write's heldSince may move its own
+   * earlier), so every queued write is looked at: the queues are bounded by maxPendingBytes.
    */
   #expireQueued (): void {
     const now = this.#now()
     const expired: PendingWrite[] = []
+    let next = Infinity
     for (const queue of [this.#waiting, this.#held]) {
-      while (queue.length > 0 && this.#lastStartFor(queue[0]) <= now) {
-        const w = queue[0]
-        this.#remove(w)
-        expired.push(w)
+      for (const w of queue) {
+        const lastStart = this.#lastStartFor(w)
+        if (lastStart <= now) expired.push(w)
+        else if (lastStart < next) next = lastStart
       }
     }
+    for (const w of expired) this.#remove(w)
     if (expired.length > 0) {
       this.#log.error('ClickHouse insert slot busy past the writes\' deadline; answering 503', {
         table: this.#table, writes: expired.length, rows: sumRows(expired),
@@ -449,9 +452,6 @@ export class BatchWriter {
       for (const w of expired) settle(w, err)
       this.#admitHeld() // their bytes are free
     }
-    let next = Infinity
-    if (this.#waiting.length > 0) next = this.#lastStartFor(this.#waiting[0])
-    if (this.#held.length > 0) next = Math.min(next, this.#lastStartFor(this.#held[0]))
     if (next === Infinity) { this.#clearExpiryTimer(); return }
     if (this.#expiryTimer !== undefined && this.#expiryDueAt === next) return
     this.#clearExpiryTimer()

@@ -45,8 +45,10 @@ export interface IdempotencyStoreOptions {
   minFlushSpacingMs?: number
   /** ms between the starts of two inserts when a pending row waits in the queue (default 50). */
   pendingFlushSpacingMs?: number
-  /** ms a lookup may take before the request is refused with 503 (default 2000). */
+  /** ms a lookup may take before the request is refused with 503 (default 1000). */
   lookupTimeoutMs?: number
+  /** ms an insert holding pending rows may take before their attempts are refused with 503 (default 1000). */
+  pendingTimeoutMs?: number
   /** Rows queued at most while ClickHouse refuses them (default 10000). */
   maxPending?: number
   /**
@@ -103,6 +105,7 @@ export class IdempotencyStore {
   #spacingMs: number
   #pendingSpacingMs: number
   #lookupTimeoutMs: number
+  #pendingTimeoutMs: number
   #maxPending: number
   #holdMs: number
   #settleGapMs: number
@@ -121,7 +124,10 @@ export class IdempotencyStore {
     this.#log = options.log
     this.#spacingMs = options.minFlushSpacingMs ?? 200
     this.#pendingSpacingMs = Math.min(options.pendingFlushSpacingMs ?? 50, this.#spacingMs)
-    this.#lookupTimeoutMs = options.lookupTimeoutMs ?? 2000
+    // Both bounded so that a keyed request's lookup, pending row and writer budget stay within
+    // the 10 s clients wait (README "Guarantees").
+    this.#lookupTimeoutMs = options.lookupTimeoutMs ?? 1000
+    this.#pendingTimeoutMs = options.pendingTimeoutMs ?? 1000
     this.#maxPending = options.maxPending ?? 10_000
     this.#holdMs = options.holdMs ?? 9_000
     this.#settleGapMs = options.settleGapMs ?? 500
@@ -240,14 +246,21 @@ export class IdempotencyStore {
         this.#lastFlushAt = this.#now()
         const rows = this.#pending
         this.#pending = []
+        // Attempts wait for their pending rows: bounded. Final rows alone take the client's timeout.
+        const controller = new AbortController()
+        const cancel = rows.some((r) => r.done !== undefined)
+          ? this.#setTimer(() => { controller.abort(new Error(`pending idempotency keys not recorded within ${this.#pendingTimeoutMs} ms`)) }, this.#pendingTimeoutMs)
+          : () => {}
         try {
           await this.#ch.command(sql`INSERT INTO idempotency_keys (scope, key, fingerprint, answer, created_at, expires_at,
             state, org_id, stream, seq_base, rows, node, recorded_at) VALUES ${joinSql(
             rows.map((r) => sql`(${r.scope}, ${r.key}, ${r.fingerprint}, ${r.answer}, ${r.createdAt}, ${r.expiresAt},
               ${r.state}, ${r.pending?.orgId ?? ''}, ${r.pending?.stream ?? ''}, ${r.pending?.seqBase ?? 0}, ${r.pending?.rows ?? 0},
-              ${this.node}, ${r.recordedAt})`), ', ')}`)
+              ${this.node}, ${r.recordedAt})`), ', ')}`, { signal: controller.signal })
+          cancel()
           for (const r of rows) r.done?.resolve()
         } catch (err) {
+          cancel()
           // A pending row's attempt is refused (its rows are not written); final rows are kept.
           for (const r of rows) r.done?.reject(err)
           const now = this.#now()

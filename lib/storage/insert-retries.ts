@@ -89,8 +89,16 @@ export class InsertRetries {
    */
   async store (writes: readonly PendingWrite[]): Promise<void> {
     const o = this.#o
-    const oldest = writes[0] // FIFO: the oldest write sets the batch's deadlines
-    const retryUntil = oldest.calledAt + o.retryTimeoutMs
+    // The earliest deadlines of the batch's writes set the batch's (heldSince may put a later
+    // write's answerBy before an earlier one's).
+    let answerBy = Infinity
+    let calledAt = Infinity
+    for (const w of writes) {
+      if (w.answerBy < answerBy) answerBy = w.answerBy
+      if (w.calledAt < calledAt) calledAt = w.calledAt
+    }
+    const oldest = { answerBy }
+    const retryUntil = calledAt + o.retryTimeoutMs
     let pending = writes
     // Cluster mode: the shard this batch goes to; it changes only after a failure that stored nothing.
     let target = o.shards?.pick()

@@ -21,6 +21,12 @@ export interface WriteOptions {
    */
   arrivedAt?: number
   /**
+   * now() when the request's storage phase began (its idempotency lookup, the body read):
+   * the write settles by heldSince + retryTimeoutMs + attemptTimeoutMs, so that the whole hold
+   * stays within what clients wait. Default, and at the latest: when write() is called.
+   */
+  heldSince?: number
+  /**
    * Lets the writer find out whether the rows were stored after an insert whose outcome is
    * unknown (the table must have org_id, stream and seq columns). Without it such a write
    * rejects with storage_outcome_unknown.

@@ -6,6 +6,7 @@
 // dropped connection or storage_outcome_unknown a duplicate is allowed (the answer said so);
 // after only 503 storage_unavailable / shutting_down / 429 it contradicts the answer.
 import { spawn } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
 import type { ChildProcess } from 'node:child_process'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -101,6 +102,17 @@ export async function createStream (baseUrl: string, adminToken: string, stream:
   return (await call(`/api/streams/${stream}/ingest-token`, {})).token as string
 }
 
+/**
+ * How a load client retries (docs/api.md section 6.7):
+ * - legacy: the same body again, no key, events without a timestamp (a retry may store twice);
+ * - keyed: the same body with the same Idempotency-Key (sluice send);
+ * - timestamped: the same bytes again, no key, every event with its own ts (Fluent Bit, OTel, syslog);
+ * - changing: no key, every event with its ts, but each attempt's body differs (an `attempt`
+ *   field): not recognisable as a retry, so duplicates are possible and counted.
+ */
+export const loadClients = ['legacy', 'keyed', 'timestamped', 'changing'] as const
+export type LoadClient = typeof loadClients[number]
+
 /** One answer a batch got: an HTTP status and error code, or 'dropped' (no answer). */
 export interface Answer { status: number, code: string | null, ms: number }
 
@@ -125,6 +137,10 @@ export interface LoadOptions {
   retryDelayMs?: number
   /** ms an HTTP request may take before the load gives up on it (counted as dropped); default 120_000. */
   requestTimeoutMs?: number
+  /** How retries are sent; default legacy. */
+  client?: LoadClient
+  /** First event number (several loads into one check keep their numbers apart); default 0. */
+  firstNumber?: number
 }
 
 export interface LoadResult {
@@ -140,21 +156,37 @@ export async function runLoad (options: LoadOptions): Promise<LoadResult> {
   const maxAttempts = options.maxAttempts ?? 50
   const retryDelayMs = options.retryDelayMs ?? 100
   const dispatcher = new Agent({ connections: options.clients, headersTimeout: options.requestTimeoutMs ?? 120_000, bodyTimeout: options.requestTimeoutMs ?? 120_000 })
-  let next = 0
+  let next = options.firstNumber ?? 0
+  const kind = options.client ?? 'legacy'
   const client = async (): Promise<void> => {
     while (!options.stopped()) {
       const batch: BatchRecord = { first: next, count: options.linesPerRequest, answers: [] }
       next += options.linesPerRequest
       batches.push(batch)
-      let body = ''
-      for (let i = 0; i < batch.count; i++) body += `{"path":"/s/${batch.first + i}","status":200}\n`
+      const ts = Date.now()
+      const bodyOf = (attempt: number): string => {
+        let body = ''
+        for (let i = 0; i < batch.count; i++) {
+          const n = batch.first + i
+          if (kind === 'legacy' || kind === 'keyed') body += `{"path":"/s/${n}","status":200}\n`
+          else if (kind === 'timestamped') body += `{"ts":${ts + i},"path":"/s/${n}","status":200}\n`
+          else body += `{"ts":${ts + i},"path":"/s/${n}","status":200,"attempt":${attempt}}\n`
+        }
+        return body
+      }
+      const key = kind === 'keyed' ? randomUUID() : undefined
+      let body = bodyOf(1)
       for (let attempt = 1; attempt <= maxAttempts; attempt++) {
+        if (kind === 'changing' && attempt > 1) body = bodyOf(attempt)
         const started = performance.now()
         let answer: Answer
         try {
           const res = await request(`${options.url()}/api/ingest/${options.stream}`, {
             method: 'POST', body, dispatcher,
-            headers: { authorization: `Bearer ${options.token}`, 'content-type': 'application/x-ndjson' },
+            headers: {
+              authorization: `Bearer ${options.token}`, 'content-type': 'application/x-ndjson',
+              ...(key === undefined ? {} : { 'idempotency-key': key }),
+            },
           })
           const text = await res.body.text()
           let code: string | null = null

@@ -484,12 +484,13 @@ t.test('a stall: no new first attempt goes into the hung ClickHouse; writes queu
   // Written during the stall: queued, never sent, 503 storage_unavailable when its time is up.
   const later = track('later', writer.write([eventRows('gate-2', 2)], 2, { identity: identityOf('gate-2') }))
   // The clock runs on through the stall, timer by timer (the probes, the outcome check's polls).
-  while (answers.first === undefined || answers.later === undefined) {
-    const next = clock.nextDueAt
-    if (next === Infinity || next > 60_000) break
-    clock.advanceTo(next)
-    await new Promise((resolve) => setImmediate(resolve)) // let the aborted requests settle
-  }
+  // Every request into the stalled proxy hangs until its timer aborts it, so running the next
+  // timer is all that time passing would do; the real pause between steps lets aborts settle.
+  await waitFor(() => {
+    if (answers.first !== undefined && answers.later !== undefined) return true
+    if (clock.nextDueAt !== Infinity) clock.advanceTo(clock.nextDueAt)
+    return false
+  }, { what: 'both writes answered', timeoutMs: 60_000, intervalMs: 5 })
   await Promise.all([first, later])
   tt.same(answers, { first: 'storage_outcome_unknown', later: 'storage_unavailable' })
   tt.equal(inserts.length, 2, 'no insert was sent into the hung ClickHouse after the first went unanswered')
