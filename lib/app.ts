@@ -213,7 +213,12 @@ export async function createApp (config: Config, log: Logger, options: AppOption
       onTailsChange: clusterLive === undefined ? undefined : () => clusterLive.tailsChanged(),
     })
     // Idempotency keys in ClickHouse too: a retry holds on every node and after a restart.
-    const sharedKeys = new IdempotencyStore({ clickhouse, log: log.child({ component: 'idempotency' }) })
+    const sharedKeys = new IdempotencyStore({
+      clickhouse, log: log.child({ component: 'idempotency' }),
+      // A pending key's attempt is surely over after the writer's budget (docs/api.md section 6.7).
+      holdMs: config.writer.retryTimeoutMs + config.writer.attemptTimeoutMs + 1_000,
+      repairPartial: config.clickhouse.cluster === null,
+    })
     if (clusterLive !== undefined) {
       registry!.setAdvert(() => clusterLive.advert(tailHub.openTails()))
       registerForwardRoute(router, { secret: config.cluster.secret!, hub: tailHub })

@@ -32,7 +32,8 @@
 import { randomUUID } from 'node:crypto'
 import type { ClickHouse } from './clickhouse.ts'
 import type { Logger } from '../logger.ts'
-import { joinSql, sql } from './sql.ts'
+import { joinSql, quoteIdentifier, rawSql, sql } from './sql.ts'
+import { seqLineSpace } from './row-seq.ts'
 import { OutcomeCheck, presenceOf } from './outcome-check.ts'
 import type { Presence } from './outcome-check.ts'
 import { realTimer } from './pending-write.ts'
@@ -60,6 +61,12 @@ export interface IdempotencyStoreOptions {
   settleGapMs?: number
   /** The events table the rows are counted in (default events). */
   eventsTable?: string
+  /**
+   * A pending attempt found partly stored (a body cut off when its node was killed: 18.16 stores
+   * the rows before the cut) has its rows deleted (ALTER ... DELETE on the seq range), and is then
+   * absent: its retry stores it whole. Single node only (default false: then it stays unknown).
+   */
+  repairPartial?: boolean
   /** Wall clock in ms (records are compared across nodes); default Date.now. */
   now?: () => number
   /** Timers on that clock; default setTimeout. */
@@ -109,6 +116,8 @@ export class IdempotencyStore {
   #maxPending: number
   #holdMs: number
   #settleGapMs: number
+  #eventsTable: string
+  #repairPartial: boolean
   #now: () => number
   #setTimer: SetTimer
   #check: OutcomeCheck
@@ -131,6 +140,8 @@ export class IdempotencyStore {
     this.#maxPending = options.maxPending ?? 10_000
     this.#holdMs = options.holdMs ?? 9_000
     this.#settleGapMs = options.settleGapMs ?? 500
+    this.#eventsTable = options.eventsTable ?? 'events'
+    this.#repairPartial = options.repairPartial ?? false
     this.#now = options.now ?? Date.now
     this.#setTimer = options.setTimer ?? realTimer
     this.#check = new OutcomeCheck({ clickhouse: this.#ch, table: options.eventsTable ?? 'events', log: this.#log, now: this.#now, setTimer: this.#setTimer })
@@ -204,7 +215,11 @@ export class IdempotencyStore {
       for (let round = 0; round < 5; round++) {
         await this.#sleep(this.#settleGapMs)
         const [count] = await this.#check.countRows([identity])
-        if (count === previous) return { presence: presenceOf(count, record.rows), record }
+        if (count === previous) {
+          const presence = presenceOf(count, record.rows)
+          if (presence === 'unknown' && this.#repairPartial) return { presence: await this.#deleteRows(identity, record), record }
+          return { presence, record }
+        }
         previous = count
       }
       return { presence: 'unknown', record }
@@ -212,6 +227,29 @@ export class IdempotencyStore {
       this.#log.warn('a pending idempotency key could not be settled', { err })
       return { presence: 'unknown', record }
     }
+  }
+
+  /**
+   * Deletes a partly stored attempt's rows (a mutation; at most one at a time per seq range) and
+   * answers 'absent' once they are gone, 'unknown' while the mutation runs (the retry's retry
+   * settles it then).
+   */
+  async #deleteRows (identity: { orgId: string, stream: string, seqBase: number }, record: KeyRecord): Promise<Presence> {
+    const range = sql`org_id = ${identity.orgId} AND stream = ${identity.stream} AND seq >= ${identity.seqBase} AND seq < ${identity.seqBase + seqLineSpace}`
+    const running = await this.#ch.query<{ n: number }>(sql`SELECT count() AS n FROM system.mutations
+      WHERE database = ${this.#ch.database} AND table = ${this.#eventsTable} AND is_done = 0 AND position(command, ${`seq >= ${identity.seqBase}`}) > 0`)
+    if (Number(running[0].n) === 0) {
+      this.#log.warn('a pending idempotency key\'s attempt is partly stored (a body cut off); deleting its rows so that the retry stores it whole', {
+        orgId: identity.orgId, stream: identity.stream, seqBase: identity.seqBase, rows: record.rows,
+      })
+      await this.#ch.command(sql`ALTER TABLE ${rawSql(quoteIdentifier(this.#eventsTable))} DELETE WHERE ${range}`)
+    }
+    for (let round = 0; round < 20; round++) {
+      const [count] = await this.#check.countRows([identity])
+      if (count === 0) return 'absent'
+      await this.#sleep(250)
+    }
+    return 'unknown'
   }
 
   /** Resolves once the rows queued so far have been tried (inserted, or kept for a retry). */
