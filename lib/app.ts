@@ -226,6 +226,8 @@ export async function createApp (config: Config, log: Logger, options: AppOption
     const ingestDeps = {
       config: config.ingest, auth, store, admission, pool, writer, metrics, tailHub,
       idempotency: new IdempotencyCache(undefined, undefined, undefined, sharedKeys),
+      // Bodies recognised as shippers' retries: at most 10,000 answers in memory, the rest in ClickHouse.
+      retries: new IdempotencyCache(undefined, 10_000, undefined, sharedKeys),
     }
     registerIngestRoute(router, ingestDeps)
     registerOtlpRoutes(router, ingestDeps)

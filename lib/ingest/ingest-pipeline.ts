@@ -52,6 +52,11 @@ export interface IngestDeps {
   writer: BatchWriter
   metrics: SluiceMetrics
   idempotency: IdempotencyCache
+  /**
+   * Shippers' retries recognised by their bodies (config.dedupeRetries): keys of their own, in a
+   * smaller memory (most unkeyed bodies are never sent again); default: `idempotency`.
+   */
+  retries?: IdempotencyCache
   /** The live tail, fed as requests commit. */
   tailHub: TailHub
 }
@@ -267,7 +272,7 @@ async function readAndStore (
   // A shipper's retry (docs/api.md section 6.7, "Retries without a key"): the same bytes from the
   // same token to the same stream, every event with its own timestamp, are the same events sent
   // again. The body's fingerprint is the key; a replay stores nothing.
-  const { answer, replayed } = await deps.idempotency.once(`${org.id}/${stream.name}/${request.token.id}`,
+  const { answer, replayed } = await (deps.retries ?? deps.idempotency).once(`${org.id}/${stream.name}/${request.token.id}`,
     bodyKey(print.fingerprint()), ctx.requestId, store)
   if (replayed) {
     ctx.res.setHeader('idempotent-replayed', 'true')
