@@ -238,7 +238,7 @@ function isNothingStored (err: unknown): boolean {
 }
 
 /** A client error is a final answer, kept for replay; a retryable one (429, 5xx) is not. */
-function finalErrorAnswer (err: unknown, requestId: string): StoredAnswer | null {
+export function finalErrorAnswer (err: unknown, requestId: string): StoredAnswer | null {
   if (!(err instanceof SluiceError) || err.status >= 500 || err.status === 429) return null
   return { status: err.status, body: { error: err.code, message: err.message, ...err.details, request_id: requestId } }
 }

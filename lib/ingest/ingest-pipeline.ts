@@ -39,7 +39,7 @@ import { LineBatcher } from './line-batcher.ts'
 import { BodyCollector } from './body-collector.ts'
 import { WorkerDispatch } from './worker-dispatch.ts'
 import { IngestSummary } from './ingest-summary.ts'
-import { IdempotencyCache } from './idempotency.ts'
+import { IdempotencyCache, finalErrorAnswer } from './idempotency.ts'
 import { BodyFingerprint, checkRetryBody } from './body-fingerprint.ts'
 import type { KeyedCommit, StoredAnswer } from './idempotency.ts'
 import type { InputKind, LineFailure } from './parse-task.ts'
@@ -256,8 +256,18 @@ async function readAndStore (
   const heldSince = performance.now()
   const store = async (keyed: KeyedCommit | undefined): Promise<IngestAnswer> => {
     // Computed before the commit: a keyed attempt records it as the answer its stored rows get.
-    const answer = request.answer(outcome)
-    await keyed?.beforeWrite({ orgId: org.id, stream: stream.name, seqBase, rows: summary.ingested, answer })
+    // An answer may be a client error given after the commit (Loki's 400 entries_rejected when
+    // some entries failed): thrown once the rows are stored, as before.
+    let answer: IngestAnswer | undefined
+    let refusal: unknown
+    try {
+      answer = request.answer(outcome)
+    } catch (err) {
+      refusal = err
+    }
+    const recorded = answer ?? finalErrorAnswer(refusal, ctx.requestId)
+    if (recorded === null) throw refusal // not an answer to keep (a bug): nothing stored
+    await keyed?.beforeWrite({ orgId: org.id, stream: stream.name, seqBase, rows: summary.ingested, answer: recorded })
     ticket.releaseBytes() // from here the writer counts them
     // The identity lets the writer find the rows again after an insert whose outcome is unknown.
     await deps.writer.write(summary.rowChunks(), summary.ingested, {
@@ -266,6 +276,7 @@ async function readAndStore (
     metrics.linesIngested.inc(undefined, summary.ingested)
     metrics.bytesIngested.inc(undefined, decoded.bytes)
     if (live) deps.tailHub.publish(org.id, stream.name, live, summary.live.filter((x) => x !== undefined))
+    if (answer === undefined) throw refusal
     return answer
   }
   if (keyPrint !== undefined || print === undefined || summary.untimed > 0) return store(commit)
