@@ -80,7 +80,10 @@
 //   storage_outcome_unknown. Single node only: cluster mode retries on another shard instead.
 // - Memory: pendingBytes counts every byte handed to write() and not yet settled. While the
 //   bytes waiting and in flight would exceed maxPendingBytes, new writes are held (FIFO) and
-//   `needsDrain` is true: admission should answer 429 server_busy. A write may pass an
+//   `needsDrain` is true: admission should answer 429 server_busy. So it is while the oldest
+//   queued write has waited a third of retryTimeoutMs + attemptTimeoutMs: the queue is not
+//   draining in time (a stall, or inserts slower than writes arrive), and more writes would
+//   only expire as storage_unavailable. A write may pass an
 //   AbortSignal: aborted before its insert starts, it is dropped and rejects with the reason.
 // - Cluster mode (options.shards): each batch is one insert into the local table of one shard,
 //   picked among the healthy ones in turn (lib/storage/shard-set.ts), so a whole shard down
@@ -320,7 +323,17 @@ export class BatchWriter {
 
   /** True while writes are being held for want of room: admission should answer 429. */
   get needsDrain (): boolean {
-    return this.#held.length > 0 || this.#waitingBytes + this.#sendingBytes >= this.#maxPendingBytes
+    return this.#held.length > 0 || this.#waitingBytes + this.#sendingBytes >= this.#maxPendingBytes || this.#isBehind()
+  }
+
+  /**
+   * Behind its deadlines: the oldest queued write has waited a third of the hold for its insert
+   * (a stall, or inserts slower than the queue grows). More writes now would only expire in the
+   * queue as 503s: admission answers 429 server_busy instead (contract, "Memory").
+   */
+  #isBehind (): boolean {
+    const oldest = this.#waiting[0]
+    return oldest !== undefined && this.#now() - oldest.calledAt > this.#holdMs / 3
   }
 
   write (chunks: readonly Buffer[], rows: number, options: WriteOptions = {}): Promise<void> {
