@@ -54,7 +54,7 @@ export interface IdempotencyStoreOptions {
   maxPending?: number
   /**
    * ms after which another process's pending attempt is surely over: the writer's
-   * retryTimeoutMs + attemptTimeoutMs + 1000 (default 9000).
+   * retryTimeoutMs + attemptTimeoutMs + 1000 (default 16000, the default settings').
    */
   holdMs?: number
   /** ms between the two counts that settle a pending record (default 500). */
@@ -138,7 +138,7 @@ export class IdempotencyStore {
     this.#lookupTimeoutMs = options.lookupTimeoutMs ?? 1000
     this.#pendingTimeoutMs = options.pendingTimeoutMs ?? 1000
     this.#maxPending = options.maxPending ?? 10_000
-    this.#holdMs = options.holdMs ?? 9_000
+    this.#holdMs = options.holdMs ?? 16_000
     this.#settleGapMs = options.settleGapMs ?? 500
     this.#eventsTable = options.eventsTable ?? 'events'
     this.#repairPartial = options.repairPartial ?? false
