@@ -218,6 +218,7 @@ export async function createApp (config: Config, log: Logger, options: AppOption
       // A pending key's attempt is surely over after the writer's budget (docs/api.md section 6.7).
       holdMs: config.writer.retryTimeoutMs + config.writer.attemptTimeoutMs + 1_000,
       repairPartial: config.clickhouse.cluster === null,
+      onFailure: () => { metrics.storageRefusals.inc() },
     })
     if (clusterLive !== undefined) {
       registry!.setAdvert(() => clusterLive.advert(tailHub.openTails()))

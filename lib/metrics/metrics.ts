@@ -99,6 +99,7 @@ export function createSluiceMetrics () {
     insertFailures: registry.counter('sluice_insert_failures_total', 'ClickHouse insert attempts that failed'),
     insertsUnanswered: registry.counter('sluice_insert_unanswered_total', 'ClickHouse insert attempts that ended without an answer (timeout, reset): each may cost its writes storage_outcome_unknown'),
     writesUnanswered: registry.counter('sluice_insert_unanswered_writes_total', 'Ingest requests carried by insert attempts that ended without an answer'),
+    storageRefusals: registry.counter('sluice_idempotency_lookup_failures_total', 'Idempotency keys (given, or a body\'s) that ClickHouse did not look up or record in time: those requests were answered 503 storage_unavailable, nothing stored'),
     retriesRecognised: registry.counter('sluice_ingest_retries_recognised_total', 'Requests without an Idempotency-Key recognised as a retry of a body already stored (ingest.dedupeRetries): answered, nothing stored'),
     // The process's memory, under the names Prometheus' Node client uses. The heap and external
     // figures are the main thread's; RSS counts every thread.

@@ -71,6 +71,8 @@ export interface IdempotencyStoreOptions {
   now?: () => number
   /** Timers on that clock; default setTimeout. */
   setTimer?: SetTimer
+  /** Called when a lookup or a pending record failed (its request gets 503), for metrics. */
+  onFailure?: () => void
 }
 
 export const keyStates = ['final', 'pending', 'void'] as const
@@ -121,6 +123,7 @@ export class IdempotencyStore {
   #now: () => number
   #setTimer: SetTimer
   #check: OutcomeCheck
+  #onFailure: () => void
   /** This process's id in the records it writes. */
   readonly node = randomUUID()
   #pending: KeyRow[] = []
@@ -144,6 +147,7 @@ export class IdempotencyStore {
     this.#repairPartial = options.repairPartial ?? false
     this.#now = options.now ?? Date.now
     this.#setTimer = options.setTimer ?? realTimer
+    this.#onFailure = options.onFailure ?? (() => {})
     this.#check = new OutcomeCheck({ clickhouse: this.#ch, table: options.eventsTable ?? 'events', log: this.#log, now: this.#now, setTimer: this.#setTimer })
   }
 
@@ -172,6 +176,7 @@ export class IdempotencyStore {
       }
     } catch (err) {
       this.#log.warn('idempotency key lookup failed', { err })
+      this.#onFailure()
       throw err
     } finally {
       cancel()
@@ -301,6 +306,7 @@ export class IdempotencyStore {
           cancel()
           // A pending row's attempt is refused (its rows are not written); final rows are kept.
           for (const r of rows) r.done?.reject(err)
+          if (rows.some((r) => r.done !== undefined)) this.#onFailure()
           const now = this.#now()
           const kept = rows.filter((r) => r.done === undefined && r.expiresAt > now)
           this.#log.warn('idempotency keys not recorded; retried at the next flush', { err, rows: kept.length })
