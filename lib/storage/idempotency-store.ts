@@ -128,6 +128,8 @@ export class IdempotencyStore {
   readonly node = randomUUID()
   #pending: KeyRow[] = []
   #flushing: Promise<void> | null = null
+  /** Ends the flush loop's wait early: a pending row came while it waited the final rows' spacing. */
+  #wake: (() => void) | null = null
   #lastFlushAt = -Infinity
   #closed = false
 
@@ -277,6 +279,7 @@ export class IdempotencyStore {
       for (const r of dropped) r.done?.reject(new Error('idempotency key dropped: too many queued'))
       this.#log.warn('idempotency keys dropped: ClickHouse did not take them in time', { dropped: dropped.length })
     }
+    if (row.done !== undefined) this.#wake?.()
     this.#flushing ??= this.#flushLoop()
   }
 
@@ -285,7 +288,14 @@ export class IdempotencyStore {
       while (this.#pending.length > 0) {
         const spacing = this.#pending.some((r) => r.done !== undefined) ? this.#pendingSpacingMs : this.#spacingMs
         const wait = this.#lastFlushAt + spacing - this.#now()
-        if (wait > 0) await this.#sleep(wait)
+        if (wait > 0) {
+          // A request waiting for its pending row must not wait the final rows' spacing.
+          const woken = await new Promise<boolean>((resolve) => {
+            const cancel = this.#setTimer(() => { this.#wake = null; resolve(false) }, wait)
+            this.#wake = () => { this.#wake = null; cancel(); resolve(true) }
+          })
+          if (woken) continue // re-evaluate with the pending rows' spacing
+        }
         this.#lastFlushAt = this.#now()
         const rows = this.#pending
         this.#pending = []
