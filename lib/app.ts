@@ -77,12 +77,20 @@ export async function createApp (config: Config, log: Logger, options: AppOption
     const ingest = await startIngest({ config, log, clickhouse, registry, metrics })
     const live = startLive(config, log, registry, metrics)
     // Idempotency keys in ClickHouse too: a retry holds on every node and after a restart.
-    const sharedKeys = new IdempotencyStore({ clickhouse, log: log.child({ component: 'idempotency' }) })
+    const sharedKeys = new IdempotencyStore({
+      clickhouse, log: log.child({ component: 'idempotency' }),
+      // A pending key's attempt is surely over after the writer's budget (docs/api.md section 6.7).
+      holdMs: config.writer.retryTimeoutMs + config.writer.attemptTimeoutMs + 1_000,
+      repairPartial: config.clickhouse.cluster === null,
+      onFailure: () => { metrics.storageRefusals.inc() },
+    })
     const reads = new ReadLimits(config.query)
     const router = new Router()
     registerRoutes(router, {
       config, clickhouse, store, accounts, auth, audit, ingest, live, metrics, reads,
       idempotency: new IdempotencyCache(undefined, undefined, undefined, sharedKeys),
+      // Bodies recognised as shippers' retries: at most 10,000 answers in memory, the rest in ClickHouse.
+      retries: new IdempotencyCache(undefined, 10_000, undefined, sharedKeys),
       legacyAttrsBefore: await legacyAttrsBefore(clickhouse),
       // docs/schema-versions.md: the skip indexes' pre-filters, and how this server folds text.
       indexes: features.has('skipIndexes'), fold: await detectFold(clickhouse),

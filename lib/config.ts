@@ -89,6 +89,8 @@ export interface Config {
     minBytesPerSecond: number
     /** ms a body may lag behind minBytesPerSecond: at its start, or banked by faster sending. */
     minRateGraceMs: number
+    /** 'on': byte-identical bodies of timestamped events are recognised as retries (docs/api.md section 6.7). */
+    dedupeRetries: 'on' | 'off'
   }
   writer: {
     /** Rows in one INSERT at most (one request's rows are never split). */

@@ -33,7 +33,7 @@ export const errorCatalogue = {
   too_many_reads: { status: 429, message: 'Too many reads running for this organization' },
   internal_error: { status: 500, message: 'Internal server error' },
   storage_unavailable: { status: 503, message: 'Storage is unavailable; retry later' },
-  storage_outcome_unknown: { status: 503, message: 'Storage did not answer in time: the rows may or may not be stored, and a retry may store them twice' },
+  storage_outcome_unknown: { status: 503, message: 'Storage did not answer in time: the rows may or may not be stored; a retry with the same Idempotency-Key (or the same bytes, every event timestamped) stores them once, another may store them twice' },
   not_ready: { status: 503, message: 'Not ready' },
   shutting_down: { status: 503, message: 'The server is shutting down' },
   request_timeout: { status: 408, message: 'The request took too long to arrive' },

@@ -194,14 +194,16 @@ t.test('every setting can be set from its environment variable', async (t) => {
     port: '1234', positiveInt: '7', nonNegativeInt: '0', string: 'x', nullableString: '/bin/x',
     httpUrl: 'http://ch:8123', clickhouseUrl: 'http://ch:8123', identifier: 'logs', nullableIdentifier: 'logs', httpUrlList: 'http://ch:8123,http://ch2:8123', slpToken: 'slp_' + 'a'.repeat(36), enum: 'debug',
   }
+  // An enum takes one of its own values (the last: not the default).
+  const valueOf = (s: typeof settings[number]): string => s.type === 'enum' ? String(s.values?.at(-1)) : values[s.type]
   const env: Record<string, string> = {}
-  for (const s of settings) if (s.env) env[s.env] = values[s.type]
+  for (const s of settings) if (s.env) env[s.env] = valueOf(s)
   env.SLUICE_MAX_LINE_BYTES = '1' // maxDecodedBytes (7) must be at least maxLineBytes
   const c = loadConfig({ env, cwd: '/srv' }) as unknown as Record<string, unknown>
   for (const s of settings) {
     if (!s.env) continue
     const value = s.path.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown>)[k], c)
-    const expected = s.path === 'dataDir' ? '/srv/x' : s.env === 'SLUICE_MAX_LINE_BYTES' ? 1 : /Int|port/.test(s.type) ? Number(values[s.type]) : values[s.type]
+    const expected = s.path === 'dataDir' ? '/srv/x' : s.env === 'SLUICE_MAX_LINE_BYTES' ? 1 : /Int|port/.test(s.type) ? Number(values[s.type]) : valueOf(s)
     t.equal(value, expected, `${s.env} sets ${s.path}`)
   }
 })

@@ -80,6 +80,10 @@ export async function startIngest ({ config, log, clickhouse, registry, metrics 
       metrics.insertSeconds.observe(stats.durationMs / 1000)
     } else {
       metrics.insertFailures.inc()
+      if (stats.ambiguous) {
+        metrics.insertsUnanswered.inc()
+        metrics.writesUnanswered.inc(undefined, stats.writes)
+      }
     }
   })
   return { pool, shards, writer, admission }

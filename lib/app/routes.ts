@@ -44,6 +44,8 @@ export interface RouteDeps {
   ingest: Ingest
   live: Live
   idempotency: IdempotencyCache
+  /** Bodies recognised as shippers' retries (docs/api.md section 6.7, ingest.dedupeRetries). */
+  retries: IdempotencyCache
   metrics: SluiceMetrics
   reads: ReadLimits
   /** From lib/storage/legacy-attrs.ts, read once at start. */
@@ -74,7 +76,7 @@ export function registerRoutes (router: Router, d: RouteDeps): void {
 
   const { admission, pool, writer } = d.ingest
   const ingestDeps = {
-    config: config.ingest, auth, store: d.store, admission, pool, writer, metrics: d.metrics, tailHub: d.live.tailHub, idempotency: d.idempotency,
+    config: config.ingest, auth, store: d.store, admission, pool, writer, metrics: d.metrics, tailHub: d.live.tailHub, idempotency: d.idempotency, retries: d.retries,
   }
   registerIngestRoute(router, ingestDeps)
   registerOtlpRoutes(router, ingestDeps)

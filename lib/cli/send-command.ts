@@ -3,8 +3,9 @@
 // batches concurrent requests into one insert, so a few in flight hide most of each request's wait
 // for its commit), each with an Idempotency-Key so that a retry of an answered chunk is replayed,
 // not stored again. 429 and 503 are retried after the Retry-After the server sent; network errors
-// after a growing pause. A retry after `503 storage_outcome_unknown` (the rows may be stored;
-// docs/api.md section 6.6) runs again, as 5xx answers are not remembered: at least once, then.
+// after a growing pause. A retry after `503 storage_outcome_unknown` or a lost answer is settled
+// by the server under the same key (docs/api.md section 6.7): the first 200 if the rows are
+// stored, stored now if not. So a chunk is stored exactly once.
 //
 // Line numbers: the server numbers failures within each request body (docs/api.md section 6.6);
 // every chunk remembers the file line it starts at, so a failure is reported with its line in the

@@ -34,11 +34,15 @@ export class EventRow {
   scratch: Buffer = Buffer.allocUnsafeSlow(64 * 1024)
   scratchLength = 0
 
+  /** True once the line gave ts (else ts is the receive time): retries are recognised by it (docs/api.md section 6.7). */
+  tsGiven = false
+
   /** Empties the row: every field absent, ts the receive time, attrs empty (not yet '{}'). */
   reset (receivedAt: number): void {
     const numbers = this.number
     for (let k = 0; k < fieldCount; k++) numbers[k] = -1
     numbers[fTs] = receivedAt
+    this.tsGiven = false
     const sources = this.source
     for (let k = 0; k < fieldCount; k++) sources[k] = null
     this.attrsLength = 0

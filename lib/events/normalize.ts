@@ -99,6 +99,7 @@ function storeField (row: EventRow, field: number, value: unknown, bounds: TimeB
       if (Number.isNaN(ms)) return wrongType
       if (ms < bounds.minTs || ms > bounds.maxTs) return outOfRange
       row.number[field] = ms
+      row.tsGiven = true
       return stored
     }
   }

@@ -1,7 +1,13 @@
 // Idempotency-Key (extension, docs/api.md section 6.7): a retry with the same key, for the same
 // org, stream and token, within the window gets the first answer again and stores nothing twice.
 // A retry that arrives while the first attempt is still running on this node waits for it.
-// Answers that say "try again" (429, 5xx) are not kept, so the retry really runs.
+// Answers that say "try again" (429, 5xx) are not kept, so the retry really runs, except that
+// an attempt whose rows went to the writer is recorded as pending first (where its rows are,
+// and its answer once stored): a retry that finds the key pending settles it by counting those
+// rows (storage/idempotency-store.ts settle): stored, the answer is replayed; absent, it runs;
+// unknown (ClickHouse does not answer), 503 storage_unavailable: this retry stored nothing.
+// The same protocol, with the body's fingerprint as the key, recognises a shipper's byte-identical
+// retry of a body whose every event carries its own timestamp (ingest-pipeline.ts, section 6.7).
 //
 // Where keys live: this node's memory, and, with a shared store (lib/storage/idempotency-store.ts,
 // ClickHouse: every node in cluster mode), every node's. A key missing from memory is looked up
@@ -15,6 +21,8 @@
 // running, keep its final answer (a success, or a client error in the one error shape of
 // lib/http/reply.ts sendError), and run again when the attempt it waited for ended retryable.
 import { SluiceError } from '../errors.ts'
+import type { KeyRecord, PendingRows } from '../storage/idempotency-store.ts'
+import type { Presence } from '../storage/outcome-check.ts'
 
 export interface StoredAnswer {
   status: number
@@ -41,11 +49,24 @@ export interface RequestPrint {
 
 /** Answers shared beyond this node's memory, as opaque text (lib/storage/idempotency-store.ts). */
 export interface SharedKeyStore {
-  /** The answer recorded for (scope, key) and not expired at `now`, or null (also when the store fails). */
-  find (scope: string, key: string, now: number): Promise<{ answer: string, fingerprint: string, expiresAt: number } | null>
+  /** The latest record for (scope, key) not expired at `now`, or null; throws when the store does not answer. */
+  find (scope: string, key: string, now: number): Promise<KeyRecord | null>
   /** Records an answer; returns at once (the store writes it soon after). */
   record (scope: string, key: string, answer: string, fingerprint: string, createdAt: number, expiresAt: number): void
+  /** Records a pending attempt; resolves once a retry anywhere can find it. */
+  recordPending (scope: string, key: string, fingerprint: string, pending: PendingRows, createdAt: number, expiresAt: number): Promise<void>
+  /** Records that the attempt stored nothing. */
+  recordVoid (scope: string, key: string, createdAt: number, expiresAt: number): void
+  /** Whether a pending record's rows are stored; never throws. */
+  settle (scope: string, key: string, record: KeyRecord): Promise<{ presence: Presence, record: KeyRecord }>
 }
+
+/** What an attempt does before its rows go to the writer: record where they will be (pending). */
+export interface KeyedCommit {
+  beforeWrite (rows: { orgId: string, stream: string, seqBase: number, rows: number, answer: StoredAnswer }): Promise<void>
+}
+
+const noCommit: KeyedCommit = { beforeWrite: async () => {} }
 
 /** A final answer and the fingerprint of the request that got it ('' when unknown: not compared). */
 interface Kept {
@@ -98,7 +119,7 @@ export class IdempotencyCache {
    * retryable error (429, 5xx, anything else) keeps nothing, and a retry waiting for it runs its
    * own attempt. attempt's error is rethrown either way.
    */
-  async once (scope: string, key: string, requestId: string, attempt: () => Promise<StoredAnswer>,
+  async once (scope: string, key: string, requestId: string, attempt: (commit: KeyedCommit) => Promise<StoredAnswer>,
     print: RequestPrint = noPrint): Promise<IdempotentAnswer> {
     for (;;) {
       const claim = this.claim(scope, key)
@@ -109,7 +130,7 @@ export class IdempotencyCache {
         return { answer: kept.answer, replayed: true }
       }
       // Without a shared store the attempt starts in this same tick, as it always did.
-      const shared = this.#shared === null ? null : await this.#findShared(this.#shared, scope, key)
+      const shared = this.#shared === null ? null : await this.#findShared(this.#shared, scope, key, claim)
       if (shared !== null) {
         claim.expireAt(shared.expiresAt) // replayed here until the first node's expiry, no longer
         claim.settle(shared.kept)
@@ -117,13 +138,27 @@ export class IdempotencyCache {
         return { answer: shared.kept.answer, replayed: true }
       }
       let kept: Kept | null = null
+      let pendingRecorded = false
+      const store = this.#shared
+      const commit: KeyedCommit = store === null ? noCommit : {
+        beforeWrite: async (rows) => {
+          try {
+            await store.recordPending(scope, key, print.fingerprint(), { ...rows, answer: encodeAnswer(rows.answer) }, claim.claimedAt, claim.expiresAt)
+          } catch (err) {
+            throw new SluiceError('storage_unavailable', 'The Idempotency-Key could not be recorded in storage; nothing was stored', { retryAfter: 1, cause: err })
+          }
+          pendingRecorded = true
+        },
+      }
       try {
-        const answer = await attempt()
+        const answer = await attempt(commit)
         kept = { answer, fingerprint: print.fingerprint() }
         return { answer, replayed: false }
       } catch (err) {
         const answer = finalErrorAnswer(err, requestId)
         kept = answer === null ? null : { answer, fingerprint: print.fingerprint() }
+        // Known to have stored nothing: a retry need not count rows first.
+        if (pendingRecorded && kept === null && isNothingStored(err)) store?.recordVoid(scope, key, claim.claimedAt, claim.expiresAt)
         throw err
       } finally {
         claim.settle(kept)
@@ -155,10 +190,31 @@ export class IdempotencyCache {
     }
   }
 
-  /** The answer another node (or this one before a restart) recorded, or null (never a throw). */
-  async #findShared (shared: SharedKeyStore, scope: string, key: string): Promise<{ kept: Kept, expiresAt: number } | null> {
-    const found = await shared.find(scope, key, this.#now()).catch(() => null)
-    if (found === null) return null
+  /**
+   * The answer another node (or this one before a restart) recorded, or null: then the attempt
+   * runs. A pending record is settled first (see the header): stored, its answer; absent, null.
+   * Throws 503 storage_unavailable (releasing the claim) when the store cannot tell.
+   */
+  async #findShared (shared: SharedKeyStore, scope: string, key: string, claim: { settle (kept: Kept | null): void }): Promise<{ kept: Kept, expiresAt: number } | null> {
+    const unavailable = (cause?: unknown): SluiceError => {
+      claim.settle(null)
+      return new SluiceError('storage_unavailable', 'Storage could not tell whether an earlier attempt under this Idempotency-Key was stored; this request stored nothing', { retryAfter: 1, cause })
+    }
+    let found: KeyRecord | null
+    try {
+      found = await shared.find(scope, key, this.#now())
+    } catch (err) {
+      throw unavailable(err)
+    }
+    if (found === null || found.state === 'void') return null
+    if (found.state === 'pending') {
+      const settled = await shared.settle(scope, key, found)
+      if (settled.presence === 'unknown') throw unavailable()
+      if (settled.presence === 'absent') return null
+      found = settled.record
+      // Stored: from now on the key's answer is final everywhere.
+      if (found.state === 'pending') shared.record(scope, key, found.answer, found.fingerprint, this.#now(), found.expiresAt)
+    }
     try {
       return { kept: { answer: decodeAnswer(found.answer), fingerprint: found.fingerprint }, expiresAt: found.expiresAt }
     } catch {
@@ -176,8 +232,13 @@ export class IdempotencyCache {
   }
 }
 
+/** True for the answers that promise nothing was stored: a retry under the key runs at once. */
+function isNothingStored (err: unknown): boolean {
+  return err instanceof SluiceError && err.code !== 'storage_outcome_unknown' && err.code !== 'internal_error'
+}
+
 /** A client error is a final answer, kept for replay; a retryable one (429, 5xx) is not. */
-function finalErrorAnswer (err: unknown, requestId: string): StoredAnswer | null {
+export function finalErrorAnswer (err: unknown, requestId: string): StoredAnswer | null {
   if (!(err instanceof SluiceError) || err.status >= 500 || err.status === 429) return null
   return { status: err.status, body: { error: err.code, message: err.message, ...err.details, request_id: requestId } }
 }

@@ -39,9 +39,9 @@ import { LineBatcher } from './line-batcher.ts'
 import { BodyCollector } from './body-collector.ts'
 import { WorkerDispatch } from './worker-dispatch.ts'
 import { IngestSummary } from './ingest-summary.ts'
-import { IdempotencyCache } from './idempotency.ts'
+import { IdempotencyCache, finalErrorAnswer } from './idempotency.ts'
 import { BodyFingerprint, checkRetryBody } from './body-fingerprint.ts'
-import type { StoredAnswer } from './idempotency.ts'
+import type { KeyedCommit, StoredAnswer } from './idempotency.ts'
 import type { InputKind, LineFailure } from './parse-task.ts'
 
 /** What every input route shares: built once in lib/app.ts. */
@@ -52,6 +52,11 @@ export interface IngestDeps {
   writer: BatchWriter
   metrics: SluiceMetrics
   idempotency: IdempotencyCache
+  /**
+   * Shippers' retries recognised by their bodies (config.dedupeRetries): keys of their own, in a
+   * smaller memory (most unkeyed bodies are never sent again); default: `idempotency`.
+   */
+  retries?: IdempotencyCache
   /** The live tail, fed as requests commit. */
   tailHub: TailHub
 }
@@ -137,7 +142,7 @@ export async function runIngest (ctx: RequestContext, deps: IngestDeps, request:
     const path = ctx.url.pathname
     const print = new BodyFingerprint(path)
     const { answer, replayed } = await deps.idempotency.once(scope, key, ctx.requestId,
-      () => ingestBody(ctx, deps, request, ticket, decoder, print), {
+      (commit) => ingestBody(ctx, deps, request, ticket, decoder, print, commit), {
         fingerprint: () => print.fingerprint(),
         check: async (first) => {
           decoder?.destroy()
@@ -178,7 +183,7 @@ function acceptBody (ctx: RequestContext, config: Config['ingest'], check: (head
 /** One attempt at the body, with a signal that aborts when the client leaves. */
 async function ingestBody (
   ctx: RequestContext, deps: IngestDeps, request: IngestRequest, ticket: AdmissionTicket, decoder: Duplex | null,
-  print?: BodyFingerprint,
+  print?: BodyFingerprint, commit?: KeyedCommit,
 ): Promise<IngestAnswer> {
   const { res } = ctx
   const left = new AbortController()
@@ -187,7 +192,7 @@ async function ingestBody (
   }
   res.once('close', onClose)
   try {
-    return await readAndStore(ctx, deps, request, ticket, decoder, left.signal, print)
+    return await readAndStore(ctx, deps, request, ticket, decoder, left.signal, print, commit)
   } finally {
     res.off('close', onClose)
   }
@@ -203,7 +208,7 @@ class ClientLeftError extends Error {
 
 async function readAndStore (
   ctx: RequestContext, deps: IngestDeps, request: IngestRequest, ticket: AdmissionTicket, decoder: Duplex | null,
-  signal: AbortSignal, print?: BodyFingerprint,
+  signal: AbortSignal, keyPrint?: BodyFingerprint, commit?: KeyedCommit,
 ): Promise<IngestAnswer> {
   const { config, metrics } = deps
   const { org, stream } = request
@@ -228,6 +233,8 @@ async function readAndStore (
     live,
     ...(request.inputKind !== undefined && request.inputKind !== 'ndjson' ? { inputKind: request.inputKind } : {}),
   })
+  // Without a key, the body's fingerprint may still tell a shipper's retry (dedupeRetries).
+  const print = keyPrint ?? (config.dedupeRetries === 'on' ? new BodyFingerprint(ctx.url.pathname) : undefined)
   await pipeline([ctx.req, ...(print ? [print] : []), ...limits, ...framing.stages, dispatch])
 
   for (const [code, n] of summary.failedByCode) metrics.linesFailed.inc({ code }, n)
@@ -244,15 +251,50 @@ async function readAndStore (
   request.beforeCommit?.(outcome)
   if (summary.ingested === 0) return request.answer(outcome)
 
-  ticket.releaseBytes() // from here the writer counts them
-  // The identity lets the writer find the rows again after an insert whose outcome is unknown.
-  await deps.writer.write(summary.rowChunks(), summary.ingested, {
-    arrivedAt: ctx.startedAt, signal, identity: { orgId: org.id, stream: stream.name, seqBase },
-  })
-  metrics.linesIngested.inc(undefined, summary.ingested)
-  metrics.bytesIngested.inc(undefined, decoded.bytes)
-  if (live) deps.tailHub.publish(org.id, stream.name, live, summary.live.filter((x) => x !== undefined))
-  return request.answer(outcome)
+  // The storage phase (a body key's lookup, a pending key's record, the writer) is held to the
+  // writer's budget from here as a whole (README "Guarantees": within what clients wait).
+  const heldSince = performance.now()
+  const store = async (keyed: KeyedCommit | undefined): Promise<IngestAnswer> => {
+    // Computed before the commit: a keyed attempt records it as the answer its stored rows get.
+    // An answer may be a client error given after the commit (Loki's 400 entries_rejected when
+    // some entries failed): thrown once the rows are stored, as before.
+    let answer: IngestAnswer | undefined
+    let refusal: unknown
+    try {
+      answer = request.answer(outcome)
+    } catch (err) {
+      refusal = err
+    }
+    const recorded = answer ?? finalErrorAnswer(refusal, ctx.requestId)
+    if (recorded === null) throw refusal // not an answer to keep (a bug): nothing stored
+    await keyed?.beforeWrite({ orgId: org.id, stream: stream.name, seqBase, rows: summary.ingested, answer: recorded })
+    ticket.releaseBytes() // from here the writer counts them
+    // The identity lets the writer find the rows again after an insert whose outcome is unknown.
+    await deps.writer.write(summary.rowChunks(), summary.ingested, {
+      arrivedAt: ctx.startedAt, heldSince, signal, identity: { orgId: org.id, stream: stream.name, seqBase },
+    })
+    metrics.linesIngested.inc(undefined, summary.ingested)
+    metrics.bytesIngested.inc(undefined, decoded.bytes)
+    if (live) deps.tailHub.publish(org.id, stream.name, live, summary.live.filter((x) => x !== undefined))
+    if (answer === undefined) throw refusal
+    return answer
+  }
+  if (keyPrint !== undefined || print === undefined || summary.untimed > 0) return store(commit)
+  // A shipper's retry (docs/api.md section 6.7, "Retries without a key"): the same bytes from the
+  // same token to the same stream, every event with its own timestamp, are the same events sent
+  // again. The body's fingerprint is the key; a replay stores nothing.
+  const { answer, replayed } = await (deps.retries ?? deps.idempotency).once(`${org.id}/${stream.name}/${request.token.id}`,
+    bodyKey(print.fingerprint()), ctx.requestId, store)
+  if (replayed) {
+    ctx.res.setHeader('idempotent-replayed', 'true')
+    metrics.retriesRecognised.inc()
+  }
+  return answer
+}
+
+/** The key of a body's fingerprint: with a space, which no Idempotency-Key holds (printable ASCII without space). */
+export function bodyKey (fingerprint: string): string {
+  return `body ${fingerprint}`
 }
 
 /**

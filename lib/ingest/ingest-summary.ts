@@ -9,6 +9,8 @@ export class IngestSummary {
   /** Row bytes per task, indexed by task order, so the stored order follows the body. */
   readonly chunks: Buffer[] = []
   ingested = 0
+  /** Rows stored with the receive time as ts (ParseResult.untimed). */
+  untimed = 0
   failed = 0
   failures: LineFailure[] = []
   /** Live-view output per task (only while the stream is tailed), in task order. */
@@ -21,6 +23,7 @@ export class IngestSummary {
   addResult (index: number, result: ParseResult): void {
     if (result.bodyError !== undefined) this.bodyError ??= result.bodyError
     this.ingested += result.ingested
+    this.untimed += result.untimed ?? 0
     if (result.rows.byteLength > 0) this.chunks[index] = Buffer.from(result.rows)
     if (result.live) this.live[index] = result.live
     this.failed += result.failed

@@ -682,6 +682,7 @@ export class LineScanner extends JsonLexer {
   #storeTs (cls: number, ms: number): boolean {
     if (!(ms >= this.#bounds.minTs && ms <= this.#bounds.maxTs)) return false
     this.row.number[cls] = ms
+    this.row.tsGiven = true
     return true
   }
 

@@ -91,6 +91,11 @@ export interface ParseResult {
   /** Rows for the events table in the task's rowFormat (RowBinary by default), columns in `eventColumns` order. Transferred. */
   rows: ArrayBuffer
   ingested: number
+  /**
+   * Rows whose ts is the receive time: the line carried no timestamp of its own. A body with any
+   * is never recognised as a shipper's retry (docs/api.md section 6.7).
+   */
+  untimed?: number
   failed: number
   /** The first failures of this task, at most maxListedFailures. */
   failures: LineFailure[]

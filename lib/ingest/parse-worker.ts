@@ -39,16 +39,18 @@ const newline = 10
 class MovableParseResult implements ParseResult {
   rows: ArrayBuffer
   ingested: number
+  untimed: number
   failed: number
   failures: LineFailure[]
   failureCounts: Partial<Record<LineFailureCode, number>>
   declare live?: LiveOutput
   declare inputResult?: unknown
 
-  constructor (rows: ArrayBuffer, ingested: number, failed: number, failures: LineFailure[],
+  constructor (rows: ArrayBuffer, ingested: number, untimed: number, failed: number, failures: LineFailure[],
     failureCounts: Partial<Record<LineFailureCode, number>>, live: LiveOutput | undefined, inputResult?: unknown) {
     this.rows = rows
     this.ingested = ingested
+    this.untimed = untimed
     this.failed = failed
     this.failures = failures
     this.failureCounts = failureCounts
@@ -67,6 +69,7 @@ export class TaskOutput implements LineSink {
   readonly #seqBase: number
   readonly #live: LiveCollector | null
   #ingested = 0
+  #untimed = 0
   #failed = 0
   readonly #failures: LineFailure[] = []
   readonly #failureCounts: Partial<Record<LineFailureCode, number>> = {}
@@ -90,6 +93,7 @@ export class TaskOutput implements LineSink {
     const seq = this.#seqBase + line
     this.#rows.write(row, seq, size)
     if (this.#live !== null) this.#live.add(row, seq)
+    if (!row.tsGiven) this.#untimed++
     this.#ingested++
   }
 
@@ -137,7 +141,7 @@ export class TaskOutput implements LineSink {
   }
 
   finish (inputResult?: unknown): MovableParseResult {
-    return new MovableParseResult(this.#rows.finish(), this.#ingested, this.#failed, this.#failures, this.#failureCounts, this.#live?.finish(), inputResult)
+    return new MovableParseResult(this.#rows.finish(), this.#ingested, this.#untimed, this.#failed, this.#failures, this.#failureCounts, this.#live?.finish(), inputResult)
   }
 }
 

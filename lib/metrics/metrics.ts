@@ -97,6 +97,10 @@ export function createSluiceMetrics () {
     batchRows: registry.histogram('sluice_insert_rows', 'Rows per ClickHouse insert', [100, 1000, 5000, 10000, 25000, 50000, 100000, 250000]),
     insertSeconds: registry.histogram('sluice_insert_duration_seconds', 'ClickHouse insert latency', [0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 1, 2.5, 5, 10]),
     insertFailures: registry.counter('sluice_insert_failures_total', 'ClickHouse insert attempts that failed'),
+    insertsUnanswered: registry.counter('sluice_insert_unanswered_total', 'ClickHouse insert attempts that ended without an answer (timeout, reset): each may cost its writes storage_outcome_unknown'),
+    writesUnanswered: registry.counter('sluice_insert_unanswered_writes_total', 'Ingest requests carried by insert attempts that ended without an answer'),
+    storageRefusals: registry.counter('sluice_idempotency_lookup_failures_total', 'Idempotency keys (given, or a body\'s) that ClickHouse did not look up or record in time: those requests were answered 503 storage_unavailable, nothing stored'),
+    retriesRecognised: registry.counter('sluice_ingest_retries_recognised_total', 'Requests without an Idempotency-Key recognised as a retry of a body already stored (ingest.dedupeRetries): answered, nothing stored'),
     // The process's memory, under the names Prometheus' Node client uses. The heap and external
     // figures are the main thread's; RSS counts every thread.
     residentBytes: registry.gauge('process_resident_memory_bytes', 'Resident set size of the process', () => process.memoryUsage.rss()),

@@ -2,6 +2,11 @@
 // requests into few large ClickHouse inserts, because ClickHouse 18.16 makes a part per insert and
 // refuses inserts at 300 parts per partition.
 //
+// Modules, by job: this file is the queue (what goes into which insert, and when); each batch's
+// attempts and retries are insert-retries.ts, the outcome check outcome-check.ts, the reading of
+// ClickHouse's errors insert-errors.ts, and a write's state pending-write.ts. The contract of the
+// whole writer stays here.
+//
 // Contract
 // - write(chunks, rows) takes all of one request's rows, whole rows in `format` (RowBinary for the
 //   events table, see lib/ingest/row-serializer.ts; TabSeparated rows must each end in '\n'), in
@@ -64,10 +69,21 @@
 //   rejects with SluiceError('storage_outcome_unknown', { retryAfter }): its rows may or may not
 //   be stored, and a retry by the client may store them twice. A residual race remains: an
 //   insert that ClickHouse starts reading only after both checks (a thread starved for longer
-//   than the checks take) is missed, and its rows end up stored twice after the retry.
+//   than the checks take) is missed, and its rows end up stored twice after the retry. A keyed
+//   request answered storage_outcome_unknown is settled by its retry instead (docs/api.md
+//   section 6.7): its rows are counted again then, and stored only if absent.
+// - A stall (stall-gate.ts; docs/api.md section 6.6): after an attempt ends without an answer,
+//   no new first attempt starts until ClickHouse answers a probe (SELECT 1, every 250 ms) or one
+//   of the outcome check's queries. Writes queued meanwhile are never sent into the hung server:
+//   when their time is up they reject with storage_unavailable (nothing sent, a safe retry). So a
+//   stall of any length costs at most the writes of the one attempt that was in flight as
+//   storage_outcome_unknown. Single node only: cluster mode retries on another shard instead.
 // - Memory: pendingBytes counts every byte handed to write() and not yet settled. While the
 //   bytes waiting and in flight would exceed maxPendingBytes, new writes are held (FIFO) and
-//   `needsDrain` is true: admission should answer 429 server_busy. A write may pass an
+//   `needsDrain` is true: admission should answer 429 server_busy. So it is while the oldest
+//   queued write has waited a third of retryTimeoutMs + attemptTimeoutMs: the queue is not
+//   draining in time (a stall, or inserts slower than writes arrive), and more writes would
+//   only expire as storage_unavailable. A write may pass an
 //   AbortSignal: aborted before its insert starts, it is dropped and rejects with the reason.
 // - Cluster mode (options.shards): each batch is one insert into the local table of one shard,
 //   picked among the healthy ones in turn (lib/storage/shard-set.ts), so a whole shard down
@@ -81,32 +97,25 @@
 //   insert succeeds only once that many replicas of its shard hold it.
 // - Shutdown: close() refuses new writes with SluiceError('shutting_down') from the moment it is
 //   called and resolves when every write accepted before has settled.
-import { Readable } from 'node:stream'
-import { randomUUID } from 'node:crypto'
-import { ClickHouseError, clickhouseCodes } from './clickhouse.ts'
-import type { ClickHouse } from './clickhouse.ts'
-import { quoteIdentifier, sql, joinSql, rawSql } from './sql.ts'
-import type { SqlFragment } from './sql.ts'
+import { quoteIdentifier } from './sql.ts'
 import { seqLineSpace } from './row-seq.ts'
 import { SluiceError } from '../errors.ts'
+import type { ClickHouse } from './clickhouse.ts'
 import type { Logger } from '../logger.ts'
 import type { Config } from '../config.ts'
-import type { InsertTarget, ShardSet } from './shard-set.ts'
+import type { ShardSet } from './shard-set.ts'
+import { earliestArrival, realTimer, settle, sumRows } from './pending-write.ts'
+import type { CancelTimer, PendingWrite, WriteOptions } from './pending-write.ts'
+import { InsertRetries } from './insert-retries.ts'
+import type { InsertStats } from './insert-retries.ts'
+import { OutcomeCheck } from './outcome-check.ts'
+import { StallGate } from './stall-gate.ts'
 
-export interface InsertStats {
-  /** Rows and bytes of the attempted insert. */
-  rows: number
-  bytes: number
-  /** Milliseconds from sending the insert to its answer. */
-  durationMs: number
-  ok: boolean
-  /** How many write() calls the insert carries. */
-  writes: number
-  /** 1 for the first attempt of a batch, 2 for its first retry... */
-  attempt: number
-  /** True when the attempt ended without an answer after its request went out (timeout, reset). */
-  ambiguous: boolean
-}
+// The public API of the writer, whichever module holds each part.
+export { classifyInsertError, isAmbiguousFailure, insertFailureKinds } from './insert-errors.ts'
+export type { FailureKind } from './insert-errors.ts'
+export type { InsertStats } from './insert-retries.ts'
+export type { CancelTimer, WriteIdentity, WriteOptions } from './pending-write.ts'
 
 export interface BatchWriterOptions {
   clickhouse: ClickHouse
@@ -172,14 +181,8 @@ export interface BatchWriterOptions {
    * through it, so a test driving `now` drives them too. Default: setTimeout.
    */
   setTimer?: (fn: () => void, ms: number) => CancelTimer
-}
-
-/** Cancels a timer set with BatchWriterOptions.setTimer. */
-export type CancelTimer = () => void
-
-function realTimer (fn: () => void, ms: number): CancelTimer {
-  const timer = setTimeout(fn, Math.max(0, ms))
-  return () => { clearTimeout(timer) }
+  /** ms between the stall gate's probes while ClickHouse does not answer (default 250). */
+  stallProbeIntervalMs?: number
 }
 
 // Defaults of the options that are not settings (no config value to disagree with).
@@ -209,109 +212,6 @@ export function writerSettings (config: Pick<Config, 'writer' | 'limits'>): Pick
 export type RowFormat = 'TabSeparated' | 'RowBinary' | 'JSONCompactEachRow'
 const rowFormats: ReadonlySet<string> = new Set<RowFormat>(['TabSeparated', 'RowBinary', 'JSONCompactEachRow'])
 
-/** ClickHouse's own max_insert_block_size default; never ask for less. */
-const serverInsertBlockRows = 1_048_576
-/** Backoff: the first retry after ~100 ms, doubling, at most ~2 s between attempts. */
-const backoffBaseMs = 100
-const backoffMaxMs = 2_000
-/** ms one request of the outcome check may take; a hung ClickHouse is asked again after it. */
-const checkRequestTimeoutMs = 1_000
-/** ms between two rounds of the outcome check while ClickHouse does not answer. */
-const checkPollMs = 100
-
-const c = clickhouseCodes
-const transientCodes: ReadonlySet<number> = new Set([
-  c.TOO_MANY_PARTS, c.MEMORY_LIMIT_EXCEEDED, c.CANNOT_ALLOCATE_MEMORY, c.TIMEOUT_EXCEEDED,
-  c.TOO_MANY_SIMULTANEOUS_QUERIES, c.SOCKET_TIMEOUT, c.NETWORK_ERROR, c.TABLE_IS_READ_ONLY,
-  c.NOT_ENOUGH_SPACE, c.NO_ZOOKEEPER, c.KEEPER_EXCEPTION, c.TOO_FEW_LIVE_REPLICAS,
-  c.UNSATISFIED_QUORUM_FOR_PREVIOUS_WRITE, c.UNKNOWN_STATUS_OF_INSERT,
-])
-const malformedDataCodes: ReadonlySet<number> = new Set([
-  c.UNEXPECTED_END_OF_FILE, c.CANNOT_PARSE_TEXT, c.CANNOT_PARSE_ESCAPE_SEQUENCE,
-  c.CANNOT_PARSE_QUOTED_STRING, c.CANNOT_PARSE_INPUT_ASSERTION_FAILED, c.ATTEMPT_TO_READ_AFTER_EOF,
-  c.CANNOT_READ_ALL_DATA, c.CANNOT_PARSE_DATE, c.CANNOT_PARSE_DATETIME, c.CANNOT_PARSE_NUMBER,
-  c.INCORRECT_DATA, c.TOO_LARGE_STRING_SIZE,
-])
-/** Socket errors that mean the request never reached ClickHouse: nothing can have been stored. */
-const notSentSysCodes: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL'])
-
-/** transient: retried; malformed: the rows are bad, never retried; refused: anything else, never retried. */
-export const insertFailureKinds = ['transient', 'malformed', 'refused'] as const
-export type FailureKind = typeof insertFailureKinds[number]
-
-/** Retry what may pass by itself; never what will fail the same way again. */
-export function classifyInsertError (err: unknown): FailureKind {
-  if (!(err instanceof ClickHouseError)) return 'refused'
-  if (err.chCode === 0 || transientCodes.has(err.chCode)) return 'transient' // 0: no answer at all
-  return malformedDataCodes.has(err.chCode) ? 'malformed' : 'refused'
-}
-
-/**
- * True when a failed insert may nevertheless have been committed: no answer from ClickHouse
- * (timeout, abort, reset) once the connection was made. A server error answer and a refused
- * connection are not ambiguous: nothing was stored.
- */
-export function isAmbiguousFailure (err: unknown): boolean {
-  if (err instanceof ClickHouseError && err.chCode === c.UNKNOWN_STATUS_OF_INSERT) return true
-  if (!(err instanceof ClickHouseError) || err.chCode !== 0) return false
-  const sysCode = (err as { sysCode?: unknown }).sysCode
-  return !(typeof sysCode === 'string' && notSentSysCodes.has(sysCode))
-}
-
-/**
- * Where a write's rows can be found again: every row has this org_id and stream and a seq in
- * [seqBase, seqBase + 2^25) (row-seq.ts randomSeqBase), and no other row has.
- */
-export interface WriteIdentity {
-  orgId: string
-  stream: string
-  seqBase: number
-}
-
-export interface WriteOptions {
-  /** Aborted before the write's insert starts: the write is dropped and rejects with the reason. */
-  signal?: AbortSignal
-  /**
-   * performance.now() when the rows' request arrived: the flush interval counts from here.
-   * Default, and at the latest: when write() is called.
-   */
-  arrivedAt?: number
-  /**
-   * Lets the writer find out whether the rows were stored after an insert whose outcome is
-   * unknown (the table must have org_id, stream and seq columns). Without it such a write
-   * rejects with storage_outcome_unknown.
-   */
-  identity?: WriteIdentity
-}
-
-interface PendingWrite {
-  seq: number
-  chunks: readonly Buffer[]
-  rows: number
-  bytes: number
-  /** now() when write() was called: the retry deadline counts from here. */
-  calledAt: number
-  /** now() by which the write must be settled: calledAt + retryTimeoutMs + attemptTimeoutMs. */
-  answerBy: number
-  /** now() when its request arrived: the flush interval counts from here. */
-  arrivedAt: number
-  identity: WriteIdentity | undefined
-  /** Written to an idle writer (see the contract, "When"): sent without waiting flushIntervalMs. */
-  idle: boolean
-  state: 'held' | 'waiting' | 'sending' | 'done'
-  promise: Promise<void>
-  resolve: () => void
-  reject: (err: unknown) => void
-  signal: AbortSignal | undefined
-  onAbort: (() => void) | undefined
-}
-
-/** What one attempt did: stored, failed storing nothing, or failed with an unknown outcome. */
-type AttemptResult = { ok: true } | { ok: false, kind: FailureKind, err: unknown, ambiguous: boolean }
-
-/** What the outcome check found for one write. */
-type Presence = 'stored' | 'absent' | 'unknown'
-
 function positiveInteger (name: string, value: number): number {
   if (!Number.isSafeInteger(value) || value <= 0) throw new TypeError(`${name} must be a positive integer (got ${value})`)
   return value
@@ -322,30 +222,8 @@ function nonNegative (name: string, value: number): number {
   return value
 }
 
-function settle (w: PendingWrite, err?: unknown): void {
-  if (w.state === 'done') return
-  w.state = 'done'
-  if (w.onAbort !== undefined) w.signal?.removeEventListener('abort', w.onAbort)
-  if (err === undefined) w.resolve()
-  else w.reject(err)
-}
-
-function earliestArrival (writes: readonly PendingWrite[]): number {
-  let earliest = Infinity
-  for (const w of writes) if (w.arrivedAt < earliest) earliest = w.arrivedAt
-  return earliest
-}
-
-function sumRows (writes: readonly PendingWrite[]): number {
-  let rows = 0
-  for (const w of writes) rows += w.rows
-  return rows
-}
-
 export class BatchWriter {
-  readonly #clickhouse: ClickHouse
   readonly #table: string
-  readonly #statement: string
   readonly #format: RowFormat
   readonly #log: Logger
   readonly #maxBatchRows: number
@@ -353,19 +231,20 @@ export class BatchWriter {
   readonly #flushIntervalMs: number
   readonly #minInsertIntervalMs: number
   readonly #idleInsertIntervalMs: number
-  readonly #retryTimeoutMs: number
-  readonly #attemptTimeoutMs: number
   /** ms kept free after an attempt's abort for the outcome check, within the write's answerBy. */
   readonly #checkReserveMs: number
   /** ms an attempt needs at least; with less left, it is not started. */
   readonly #minAttemptMs: number
   readonly #maxPendingBytes: number
-  readonly #retryAfterS: number
   readonly #onInsert: ((stats: InsertStats) => void) | undefined
   readonly #now: () => number
   readonly #setTimer: (fn: () => void, ms: number) => CancelTimer
-  readonly #shards: ShardSet | undefined
-  readonly #insertQuorum: number
+  /** Attempts, retries and the outcome check of each batch (insert-retries.ts). */
+  readonly #retries: InsertRetries
+  /** answerBy - calledAt of a write: retryTimeoutMs + attemptTimeoutMs. */
+  readonly #holdMs: number
+  /** Closed after an attempt without an answer until ClickHouse answers (stall-gate.ts); single node only. */
+  readonly #gate: StallGate | undefined
 
   #held: PendingWrite[] = []
   #waiting: PendingWrite[] = []
@@ -388,32 +267,50 @@ export class BatchWriter {
   #closing: Promise<void> | undefined
 
   constructor (options: BatchWriterOptions) {
-    this.#clickhouse = options.clickhouse
     this.#table = options.table
     this.#log = options.log
     if (options.columns.length === 0) throw new TypeError('columns must not be empty')
     this.#format = options.format ?? 'TabSeparated'
     if (!rowFormats.has(this.#format)) throw new TypeError(`format must be one of ${[...rowFormats].join(', ')} (got ${String(this.#format)})`)
-    this.#statement = `INSERT INTO ${quoteIdentifier(options.table)} (${options.columns.map(quoteIdentifier).join(', ')}) FORMAT ${this.#format}`
+    const statement = `INSERT INTO ${quoteIdentifier(options.table)} (${options.columns.map(quoteIdentifier).join(', ')}) FORMAT ${this.#format}`
     this.#maxBatchRows = positiveInteger('maxBatchRows', options.maxBatchRows)
     this.#maxBatchBytes = positiveInteger('maxBatchBytes', options.maxBatchBytes ?? defaults.maxBatchBytes)
     this.#flushIntervalMs = nonNegative('flushIntervalMs', options.flushIntervalMs)
     this.#minInsertIntervalMs = nonNegative('minInsertIntervalMs', options.minInsertIntervalMs)
     this.#idleInsertIntervalMs = Math.min(nonNegative('idleInsertIntervalMs', options.idleInsertIntervalMs), this.#minInsertIntervalMs)
-    this.#retryTimeoutMs = nonNegative('retryTimeoutMs', options.retryTimeoutMs)
-    this.#attemptTimeoutMs = positiveInteger('attemptTimeoutMs', options.attemptTimeoutMs)
+    const retryTimeoutMs = nonNegative('retryTimeoutMs', options.retryTimeoutMs)
+    const attemptTimeoutMs = positiveInteger('attemptTimeoutMs', options.attemptTimeoutMs)
+    this.#holdMs = retryTimeoutMs + attemptTimeoutMs
     // A fifth of an attempt (1 s of the default 5 s) for the check: a few small queries that take
     // milliseconds on an answering ClickHouse. An attempt shorter than a tenth (500 ms) would
     // mostly time out and only add unknown outcomes.
-    this.#checkReserveMs = this.#attemptTimeoutMs / 5
-    this.#minAttemptMs = this.#attemptTimeoutMs / 10
+    this.#checkReserveMs = attemptTimeoutMs / 5
+    this.#minAttemptMs = attemptTimeoutMs / 10
     this.#maxPendingBytes = positiveInteger('maxPendingBytes', options.maxPendingBytes)
-    this.#retryAfterS = Math.max(1, Math.ceil(nonNegative('retryAfterS', options.retryAfterS ?? defaults.retryAfterS)))
+    const retryAfterS = Math.max(1, Math.ceil(nonNegative('retryAfterS', options.retryAfterS ?? defaults.retryAfterS)))
     this.#onInsert = options.onInsert
     this.#now = options.now ?? (() => performance.now())
     this.#setTimer = options.setTimer ?? realTimer
-    this.#shards = options.shards
-    this.#insertQuorum = options.insertQuorum ?? 0
+    const clock = { now: this.#now, setTimer: this.#setTimer }
+    // Cluster mode has its own health per host (shard-set.ts) and no outcome check: no gate there.
+    this.#gate = options.shards !== undefined ? undefined : new StallGate({
+      clickhouse: options.clickhouse, log: this.#log, setTimer: this.#setTimer, onOpen: () => { this.#schedule() },
+      ...(options.stallProbeIntervalMs === undefined ? {} : { probeIntervalMs: options.stallProbeIntervalMs }),
+    })
+    const check = new OutcomeCheck({
+      clickhouse: options.clickhouse, table: options.table, log: this.#log, ...clock, onAnswer: () => { this.#gate?.answered() },
+    })
+    this.#retries = new InsertRetries({
+      clickhouse: options.clickhouse, statement, table: options.table, log: this.#log,
+      retryTimeoutMs, attemptTimeoutMs, checkReserveMs: this.#checkReserveMs, minAttemptMs: this.#minAttemptMs,
+      retryAfterS, ...clock, check, shards: options.shards, insertQuorum: options.insertQuorum ?? 0,
+      queryIdPrefix: 'sluice-insert-',
+      onAttempt: (stats) => {
+        if (stats.ok) this.#gate?.answered()
+        else if (stats.ambiguous) this.#gate?.noAnswer()
+        this.#report(stats)
+      },
+    })
   }
 
   /** Bytes handed to write() and not yet settled: held, waiting and in flight. */
@@ -422,9 +319,22 @@ export class BatchWriter {
   /** Rows handed to write() and not yet settled. */
   get pendingRows (): number { return this.#heldRows + this.#waitingRows + this.#sendingRows }
 
+  /** How many stalls the writer saw: attempts that ended without an answer while inserts flowed. */
+  get stalls (): number { return this.#gate?.closedTimes ?? 0 }
+
   /** True while writes are being held for want of room: admission should answer 429. */
   get needsDrain (): boolean {
-    return this.#held.length > 0 || this.#waitingBytes + this.#sendingBytes >= this.#maxPendingBytes
+    return this.#held.length > 0 || this.#waitingBytes + this.#sendingBytes >= this.#maxPendingBytes || this.#isBehind()
+  }
+
+  /**
+   * Behind its deadlines: the oldest queued write has waited a third of the hold for its insert
+   * (a stall, or inserts slower than the queue grows). More writes now would only expire in the
+   * queue as 503s: admission answers 429 server_busy instead (contract, "Memory").
+   */
+  #isBehind (): boolean {
+    const oldest = this.#waiting[0]
+    return oldest !== undefined && this.#now() - oldest.calledAt > this.#holdMs / 3
   }
 
   write (chunks: readonly Buffer[], rows: number, options: WriteOptions = {}): Promise<void> {
@@ -454,7 +364,7 @@ export class BatchWriter {
     const calledAt = this.#now()
     const w: PendingWrite = {
       seq: ++this.#seq, chunks, rows, bytes, calledAt,
-      answerBy: calledAt + this.#retryTimeoutMs + this.#attemptTimeoutMs,
+      answerBy: Math.min(options.heldSince ?? calledAt, calledAt) + this.#holdMs,
       arrivedAt: Math.min(options.arrivedAt ?? calledAt, calledAt), identity,
       idle: this.#sending === null && this.#waiting.length === 0 && this.#held.length === 0,
       state: 'held', promise, resolve, reject, signal, onAbort: undefined,
@@ -481,7 +391,7 @@ export class BatchWriter {
 
   /** Refuses new writes from now on; resolves when every accepted write has settled. */
   close (): Promise<void> {
-    this.#closing ??= this.flush().then(() => { this.#clearTimer(); this.#clearExpiryTimer() })
+    this.#closing ??= this.flush().then(() => { this.#clearTimer(); this.#clearExpiryTimer(); this.#gate?.stop() })
     return this.#closing
   }
 
@@ -533,18 +443,21 @@ export class BatchWriter {
 
   /**
    * Rejects the queued writes (never sent) whose time is too short for an attempt, and arms a
-   * timer for the next one. Queues are FIFO by write(), so the expired ones are at the front.
+   * timer for the next one. Deadlines are nearly FIFO (a write's heldSince may move its own
+   * earlier), so every queued write is looked at: the queues are bounded by maxPendingBytes.
    */
   #expireQueued (): void {
     const now = this.#now()
     const expired: PendingWrite[] = []
+    let next = Infinity
     for (const queue of [this.#waiting, this.#held]) {
-      while (queue.length > 0 && this.#lastStartFor(queue[0]) <= now) {
-        const w = queue[0]
-        this.#remove(w)
-        expired.push(w)
+      for (const w of queue) {
+        const lastStart = this.#lastStartFor(w)
+        if (lastStart <= now) expired.push(w)
+        else if (lastStart < next) next = lastStart
       }
     }
+    for (const w of expired) this.#remove(w)
     if (expired.length > 0) {
       this.#log.error('ClickHouse insert slot busy past the writes\' deadline; answering 503', {
         table: this.#table, writes: expired.length, rows: sumRows(expired),
@@ -553,9 +466,6 @@ export class BatchWriter {
       for (const w of expired) settle(w, err)
       this.#admitHeld() // their bytes are free
     }
-    let next = Infinity
-    if (this.#waiting.length > 0) next = this.#lastStartFor(this.#waiting[0])
-    if (this.#held.length > 0) next = Math.min(next, this.#lastStartFor(this.#held[0]))
     if (next === Infinity) { this.#clearExpiryTimer(); return }
     if (this.#expiryTimer !== undefined && this.#expiryDueAt === next) return
     this.#clearExpiryTimer()
@@ -574,6 +484,8 @@ export class BatchWriter {
     this.#expireQueued()
     if (this.#sending !== null) return // its completion schedules again
     if (this.#waiting.length === 0) { this.#clearTimer(); return }
+    // A stall: no new first attempt until ClickHouse answers (the gate calls #schedule then).
+    if (this.#gate !== undefined && !this.#gate.isOpen) { this.#clearTimer(); return }
     const now = this.#now()
     let dueAt: number
     // Full, flushed, or memory filling up (then waiting longer for company only risks holding).
@@ -594,10 +506,6 @@ export class BatchWriter {
       this.#timerDueAt = dueAt
       this.#timer = this.#setTimer(() => { this.#timer = undefined; this.#schedule() }, Math.ceil(dueAt - now))
     }
-  }
-
-  #sleep (ms: number): Promise<void> {
-    return new Promise((resolve) => { this.#setTimer(resolve, Math.max(0, ms)) })
   }
 
   #clearTimer (): void {
@@ -627,9 +535,9 @@ export class BatchWriter {
     this.#sendingBytes = bytes
     this.#lastInsertStartedAt = this.#now()
     try {
-      await this.#storeWrites(batch)
+      await this.#retries.store(batch)
     } catch (err) {
-      // #storeWrites settles every write itself; this only guards against a bug in it.
+      // store() settles every write itself; this only guards against a bug in it.
       this.#log.error('batch writer failed unexpectedly', { table: this.#table, err })
       for (const w of batch) settle(w, new SluiceError('internal_error', undefined, { cause: err }))
     } finally {
@@ -641,184 +549,7 @@ export class BatchWriter {
   }
 
   #unavailable (cause?: unknown): SluiceError {
-    return new SluiceError('storage_unavailable', undefined, { retryAfter: this.#retryAfterS, cause })
-  }
-
-  #outcomeUnknown (cause?: unknown): SluiceError {
-    return new SluiceError('storage_outcome_unknown', undefined, { retryAfter: this.#retryAfterS, cause })
-  }
-
-  /**
-   * Inserts `writes` until they are stored, known not stored past their retries, or of unknown
-   * outcome; settles every one of them by the oldest one's answerBy.
-   */
-  async #storeWrites (writes: readonly PendingWrite[]): Promise<void> {
-    const oldest = writes[0] // FIFO: the oldest write sets the batch's deadlines
-    const retryUntil = oldest.calledAt + this.#retryTimeoutMs
-    let pending = writes
-    // Cluster mode: the shard this batch goes to; it changes only after a failure that stored nothing.
-    let target = this.#shards?.pick()
-    // Cluster mode: an attempt ended without an answer, so the rows may be stored on target's shard.
-    let maybeStored = false
-    const giveUp = (cause?: unknown): SluiceError => maybeStored ? this.#outcomeUnknown(cause) : this.#unavailable(cause)
-    for (let attempt = 1; ; attempt++) {
-      const now = this.#now()
-      const abortAt = Math.min(now + this.#attemptTimeoutMs, oldest.answerBy - this.#checkReserveMs)
-      if (abortAt - now < this.#minAttemptMs) {
-        // Only a split batch's later writes get here: their time went to their batch mates.
-        for (const w of pending) settle(w, giveUp())
-        return
-      }
-      const queryId = `sluice-insert-${randomUUID()}`
-      const result = await this.#attempt(pending, attempt, abortAt, queryId, target)
-      if (result.ok) {
-        if (target !== undefined) this.#shards?.succeeded(target)
-        for (const w of pending) settle(w)
-        return
-      }
-      const fields = { table: this.#table, writes: pending.length, rows: sumRows(pending), attempts: attempt, err: result.err }
-      if (result.kind === 'malformed') {
-        if (pending.length === 1) {
-          this.#log.error('ClickHouse could not parse the rows of a write: serializer bug, rows dropped', fields)
-          settle(pending[0], new SluiceError('internal_error', undefined, { cause: result.err }))
-          return
-        }
-        // One write's bytes are bad; store the others, each alone (each is one block: all or nothing).
-        this.#log.error('ClickHouse could not parse a batch; inserting its writes one by one', fields)
-        for (const w of pending) await this.#storeWrites([w])
-        return
-      }
-      if (result.kind === 'refused') {
-        this.#log.error('ClickHouse refused the insert; not retried', fields)
-        for (const w of pending) settle(w, giveUp(result.err))
-        return
-      }
-      if (this.#shards !== undefined && target !== undefined) {
-        // Cluster mode: the same bytes to the same shard after an unknown outcome (its replicated
-        // table stores an identical block once), any healthy shard after a failure that stored nothing.
-        this.#shards.failed(target)
-        if (result.ambiguous) maybeStored = true
-        target = maybeStored ? this.#shards.sameShard(target) : this.#shards.pick()
-      } else if (result.ambiguous) {
-        const presence = await this.#checkStored(pending, queryId, oldest.answerBy)
-        const absent: PendingWrite[] = []
-        let stored = 0
-        let unknown = 0
-        for (let i = 0; i < pending.length; i++) {
-          if (presence[i] === 'stored') { stored++; settle(pending[i]) } else if (presence[i] === 'absent') absent.push(pending[i])
-          else { unknown++; settle(pending[i], this.#outcomeUnknown(result.err)) }
-        }
-        this.#log[unknown > 0 ? 'error' : 'warn']('ClickHouse insert ended without an answer; checked what it stored', {
-          ...fields, stored, absent: absent.length, unknown,
-        })
-        if (absent.length === 0) return
-        pending = absent
-      }
-      const ceiling = Math.min(backoffMaxMs, backoffBaseMs * 2 ** (attempt - 1))
-      const delayMs = ceiling / 2 + Math.random() * ceiling / 2 // "equal jitter": spread, never zero
-      const nextStart = this.#now() + delayMs
-      const nextAbortAt = Math.min(nextStart + this.#attemptTimeoutMs, oldest.answerBy - this.#checkReserveMs)
-      if (nextStart >= retryUntil || nextAbortAt - nextStart < this.#minAttemptMs) {
-        this.#log.error('ClickHouse insert failed past its retries', { ...fields, writes: pending.length, rows: sumRows(pending), maybeStored })
-        for (const w of pending) settle(w, giveUp(result.err))
-        return
-      }
-      this.#log.warn('ClickHouse insert failed; retrying', { table: this.#table, rows: sumRows(pending), attempt, delayMs: Math.round(delayMs), err: result.err })
-      await this.#sleep(delayMs)
-    }
-  }
-
-  /** One insert of `writes` named `queryId`, aborted at `abortAt` (now() time). */
-  async #attempt (writes: readonly PendingWrite[], attempt: number, abortAt: number, queryId: string, target: InsertTarget | undefined): Promise<AttemptResult> {
-    const chunks: Buffer[] = []
-    let bytes = 0
-    for (const w of writes) {
-      for (const chunk of w.chunks) chunks.push(chunk)
-      bytes += w.bytes
-    }
-    const rows = sumRows(writes)
-    // One block, hence one part per partition, however many rows the batch holds. The rollup views
-    // run on the other cores instead of one after another in the inserting thread: with one insert
-    // in flight, the insert's time is the writer's ceiling (bench/README.md, "parallel views").
-    const settings: Record<string, string> = {
-      max_insert_block_size: String(Math.max(rows, serverInsertBlockRows)),
-      parallel_view_processing: '1',
-    }
-    if (target !== undefined) {
-      // Cluster mode: identical blocks are stored once (the default, stated: retries rely on it).
-      settings.insert_deduplicate = '1'
-      if (this.#insertQuorum > 0) {
-        settings.insert_quorum = String(this.#insertQuorum)
-        settings.insert_quorum_timeout = String(Math.max(1, Math.round(abortAt - this.#now())))
-      }
-    }
-    const startedAt = this.#now()
-    const controller = new AbortController()
-    const cancelAbort = this.#setTimer(() => {
-      controller.abort(new ClickHouseError(`insert attempt timed out after ${Math.round(this.#now() - startedAt)} ms`, 0))
-    }, Math.max(0, abortAt - startedAt))
-    let failure: unknown
-    try {
-      // Streamed chunk by chunk: no copy of the batch into one contiguous Buffer.
-      await (target?.clickhouse ?? this.#clickhouse).insertRaw(this.#statement, Readable.from(chunks), controller.signal, settings, queryId)
-    } catch (err) {
-      failure = err ?? new Error('insert failed')
-    } finally {
-      cancelAbort()
-    }
-    const ok = failure === undefined
-    // An abort's error says "aborted"; what matters is that the request may have gone out.
-    const ambiguous = !ok && (controller.signal.aborted || isAmbiguousFailure(failure))
-    this.#report({ rows, bytes, durationMs: this.#now() - startedAt, ok, writes: writes.length, attempt, ambiguous })
-    if (ok) return { ok: true }
-    if (controller.signal.aborted) return { ok: false, kind: 'transient', err: controller.signal.reason, ambiguous: true }
-    return { ok: false, kind: classifyInsertError(failure), err: failure, ambiguous }
-  }
-
-  /**
-   * After an attempt whose outcome is unknown: stops it (KILL QUERY ... SYNC), waits until it is
-   * gone from system.processes, and counts each write's rows; twice, so that an insert that was
-   * still queued in a socket at the first round is killed or seen at the second. Gives up at
-   * `answerBy` (now() time): then every write not yet found is 'unknown'.
-   */
-  async #checkStored (writes: readonly PendingWrite[], queryId: string, answerBy: number): Promise<Presence[]> {
-    const identified = writes.filter((w) => w.identity !== undefined)
-    let previous: Map<PendingWrite, number> | undefined
-    while (identified.length > 0 && this.#now() < answerBy) {
-      const timeoutMs = Math.min(checkRequestTimeoutMs, answerBy - this.#now())
-      try {
-        const signal = AbortSignal.timeout(Math.max(1, timeoutMs))
-        await this.#clickhouse.command(sql`KILL QUERY WHERE query_id = ${queryId} SYNC`, { signal })
-        const running = await this.#clickhouse.query<{ n: number }>(sql`SELECT count() AS n FROM system.processes WHERE query_id = ${queryId}`, { signal })
-        if (running[0].n > 0) { await this.#sleep(checkPollMs); continue }
-        const counts = await this.#countRows(identified, signal)
-        if (previous !== undefined && identified.every((w) => previous!.get(w) === counts.get(w))) {
-          return writes.map((w) => {
-            const n = counts.get(w)
-            return n === undefined ? 'unknown' : n >= w.rows ? 'stored' : n === 0 ? 'absent' : 'unknown'
-          })
-        }
-        previous = counts
-      } catch (err) {
-        this.#log.debug('outcome check: ClickHouse did not answer', { table: this.#table, queryId, err })
-        await this.#sleep(Math.min(checkPollMs, answerBy - this.#now()))
-      }
-    }
-    return writes.map(() => 'unknown')
-  }
-
-  /** Rows stored per write, by identity: org_id, stream and the write's seq range. */
-  async #countRows (writes: readonly PendingWrite[], signal: AbortSignal): Promise<Map<PendingWrite, number>> {
-    const conditions: SqlFragment[] = writes.map((w) => {
-      const id = w.identity!
-      return sql`(org_id = ${id.orgId} AND stream = ${id.stream} AND seq >= ${id.seqBase} AND seq < ${id.seqBase + seqLineSpace})`
-    })
-    const columns = conditions.map((cond, i) => sql`countIf(${cond}) AS ${rawSql(`c${i}`)}`)
-    const [row] = await this.#clickhouse.query<Record<string, number>>(
-      sql`SELECT ${joinSql(columns, ', ')} FROM ${rawSql(quoteIdentifier(this.#table))} WHERE ${joinSql(conditions, ' OR ')}`, { signal })
-    const counts = new Map<PendingWrite, number>()
-    writes.forEach((w, i) => counts.set(w, Number(row[`c${i}`])))
-    return counts
+    return this.#retries.unavailable(cause)
   }
 
   #report (stats: InsertStats): void {

@@ -1,40 +1,109 @@
-// Idempotency keys in ClickHouse (table idempotency_keys, migration 009), so that a retry holds
-// on any node and across restarts (docs/api.md section 6.7). lib/ingest/idempotency.ts keeps
+// Idempotency keys in ClickHouse (table idempotency_keys, migrations 009 and 012), so that a retry
+// holds on any node and across restarts (docs/api.md section 6.7). lib/ingest/idempotency.ts keeps
 // the answers in memory and asks this store on a miss; the answer is opaque text here.
 //
 // Contract:
-// - find(scope, key, now) answers the earliest recorded answer whose expiry is after `now` (with
-//   its fingerprint and expiry), or null. A lookup that fails or takes longer than lookupTimeoutMs answers null (logged): the
-//   request then runs as if the key were new, as it would have before keys were shared.
-// - record() queues a row and returns at once: the answer is not held back by it. Queued rows
-//   go to ClickHouse in one INSERT per flush, at most one insert at a time and one every
+// - find(scope, key, now) answers the key's latest record (by recorded_at) whose expiry is after
+//   `now`, or null. It throws when ClickHouse does not answer within lookupTimeoutMs: the caller
+//   cannot know whether an attempt under the key may be stored, so the request must not run
+//   (503 storage_unavailable).
+// - record() queues a final answer and returns at once: the answer is not held back by it. Queued
+//   rows go to ClickHouse in one INSERT per flush, at most one insert at a time and one every
 //   minFlushSpacingMs, so a node makes at most 1000 / minFlushSpacingMs inserts per second
 //   however many keyed requests it answers (each insert into a replicated table costs parts and
 //   ZooKeeper operations). A row therefore lands within minFlushSpacingMs plus one insert after
-//   the answer. A failed insert keeps its rows for the next flush while they have not expired,
-//   at most maxPending rows (the oldest are dropped beyond, logged).
+//   the answer. A failed insert keeps its final rows for the next flush while they have not
+//   expired, at most maxPending rows (the oldest are dropped beyond, logged).
+// - recordPending() queues a pending row (where the attempt's rows will be, and the answer they
+//   get once stored) and resolves once it is in ClickHouse, or rejects: the attempt's rows must
+//   not be written before a retry could find the record. Such a flush waits at most
+//   pendingFlushSpacingMs since the previous one. recordVoid() queues a row saying the attempt
+//   stored nothing (a retry then runs at once).
+// - settle(record) tells, for a pending record, whether its rows are stored: 'stored' (all),
+//   'absent' (none), 'unknown' (some, or ClickHouse did not answer). A record of another process
+//   is settled only once that process's attempt is surely over (holdMs after it was recorded:
+//   the writer's retryTimeoutMs + attemptTimeoutMs, plus a second); a final or void record that
+//   lands meanwhile settles it at once. The rows are counted twice, settleGapMs apart, and must
+//   agree: an insert still on its way (ClickHouse resuming from a stall) is seen by the second count.
 // - close() flushes what is queued (one attempt) and stops.
 // - dropExpiredKeys() drops the hourly partitions whose keys have all expired: ClickHouse 18.16
 //   has no table TTL (the retention janitor calls it). In cluster mode the table is replicated
 //   to every host and DROP PARTITION is replicated, so the local host's parts are the whole list.
+import { randomUUID } from 'node:crypto'
 import type { ClickHouse } from './clickhouse.ts'
 import type { Logger } from '../logger.ts'
-import { joinSql, sql } from './sql.ts'
+import { joinSql, quoteIdentifier, rawSql, sql } from './sql.ts'
+import { seqLineSpace } from './row-seq.ts'
+import { OutcomeCheck, presenceOf } from './outcome-check.ts'
+import type { Presence } from './outcome-check.ts'
+import { realTimer } from './pending-write.ts'
+import type { SetTimer } from './pending-write.ts'
 
 export interface IdempotencyStoreOptions {
   clickhouse: ClickHouse
   log: Logger
-  /** ms between the starts of two inserts of queued rows (default 200). */
+  /** ms between the starts of two inserts of queued final rows (default 200). */
   minFlushSpacingMs?: number
-  /** ms a lookup may take before the request runs as if the key were new (default 2000). */
+  /** ms between the starts of two inserts when a pending row waits in the queue (default 50). */
+  pendingFlushSpacingMs?: number
+  /** ms a lookup may take before the request is refused with 503 (default 1000). */
   lookupTimeoutMs?: number
+  /** ms an insert holding pending rows may take before their attempts are refused with 503 (default 1000). */
+  pendingTimeoutMs?: number
   /** Rows queued at most while ClickHouse refuses them (default 10000). */
   maxPending?: number
-  /** Clock in ms; default Date.now. */
+  /**
+   * ms after which another process's pending attempt is surely over: the writer's
+   * retryTimeoutMs + attemptTimeoutMs + 1000 (default 16000, the default settings').
+   */
+  holdMs?: number
+  /** ms between the two counts that settle a pending record (default 500). */
+  settleGapMs?: number
+  /** The events table the rows are counted in (default events). */
+  eventsTable?: string
+  /**
+   * A pending attempt found partly stored (a body cut off when its node was killed: 18.16 stores
+   * the rows before the cut) has its rows deleted (ALTER ... DELETE on the seq range), and is then
+   * absent: its retry stores it whole. Single node only (default false: then it stays unknown).
+   */
+  repairPartial?: boolean
+  /** Wall clock in ms (records are compared across nodes); default Date.now. */
   now?: () => number
+  /** Timers on that clock; default setTimeout. */
+  setTimer?: SetTimer
+  /** Called when a lookup or a pending record failed (its request gets 503), for metrics. */
+  onFailure?: () => void
 }
 
-interface KeyRow { scope: string, key: string, answer: string, fingerprint: string, createdAt: number, expiresAt: number }
+export const keyStates = ['final', 'pending', 'void'] as const
+export type KeyState = typeof keyStates[number]
+
+/** A key's latest record. `answer` is the answer to replay ('final'), or the one a stored pending attempt gets. */
+export interface KeyRecord {
+  state: KeyState
+  answer: string
+  fingerprint: string
+  expiresAt: number
+  /** Pending: where the attempt's rows are (the seq range [seqBase, seqBase + 2^25)) and how many. */
+  orgId: string
+  stream: string
+  seqBase: number
+  rows: number
+  /** The process that recorded it (a random id per start). */
+  node: string
+  recordedAt: number
+}
+
+/** Where a pending attempt's rows will be, and the answer they get once stored. */
+export interface PendingRows { orgId: string, stream: string, seqBase: number, rows: number, answer: string }
+
+interface KeyRow {
+  scope: string, key: string, state: KeyState, answer: string, fingerprint: string, createdAt: number, expiresAt: number
+  pending: PendingRows | null
+  recordedAt: number
+  /** A pending row's waiter: resolved once inserted, rejected when its insert failed. */
+  done?: { resolve: () => void, reject: (err: unknown) => void }
+}
 
 /** Partition width of idempotency_keys: one hour of expiry times, in ms (migration 009). */
 const partitionMs = 3_600_000
@@ -43,11 +112,24 @@ export class IdempotencyStore {
   #ch: ClickHouse
   #log: Logger
   #spacingMs: number
+  #pendingSpacingMs: number
   #lookupTimeoutMs: number
+  #pendingTimeoutMs: number
   #maxPending: number
+  #holdMs: number
+  #settleGapMs: number
+  #eventsTable: string
+  #repairPartial: boolean
   #now: () => number
+  #setTimer: SetTimer
+  #check: OutcomeCheck
+  #onFailure: () => void
+  /** This process's id in the records it writes. */
+  readonly node = randomUUID()
   #pending: KeyRow[] = []
   #flushing: Promise<void> | null = null
+  /** Ends the flush loop's wait early: a pending row came while it waited the final rows' spacing. */
+  #wake: (() => void) | null = null
   #lastFlushAt = -Infinity
   #closed = false
 
@@ -55,34 +137,126 @@ export class IdempotencyStore {
     this.#ch = options.clickhouse
     this.#log = options.log
     this.#spacingMs = options.minFlushSpacingMs ?? 200
-    this.#lookupTimeoutMs = options.lookupTimeoutMs ?? 2000
+    this.#pendingSpacingMs = Math.min(options.pendingFlushSpacingMs ?? 50, this.#spacingMs)
+    // Both bounded so that a keyed request's lookup, pending row and writer budget stay within
+    // the 10 s clients wait (README "Guarantees").
+    this.#lookupTimeoutMs = options.lookupTimeoutMs ?? 1000
+    this.#pendingTimeoutMs = options.pendingTimeoutMs ?? 1000
     this.#maxPending = options.maxPending ?? 10_000
+    this.#holdMs = options.holdMs ?? 16_000
+    this.#settleGapMs = options.settleGapMs ?? 500
+    this.#eventsTable = options.eventsTable ?? 'events'
+    this.#repairPartial = options.repairPartial ?? false
     this.#now = options.now ?? Date.now
+    this.#setTimer = options.setTimer ?? realTimer
+    this.#onFailure = options.onFailure ?? (() => {})
+    this.#check = new OutcomeCheck({ clickhouse: this.#ch, table: options.eventsTable ?? 'events', log: this.#log, now: this.#now, setTimer: this.#setTimer })
   }
 
   /** Rows queued and not yet inserted. */
   get pending (): number { return this.#pending.length }
 
-  async find (scope: string, key: string, now: number): Promise<{ answer: string, fingerprint: string, expiresAt: number } | null> {
+  #sleep (ms: number): Promise<void> {
+    return new Promise((resolve) => { this.#setTimer(resolve, Math.max(0, ms)) })
+  }
+
+  async find (scope: string, key: string, now: number): Promise<KeyRecord | null> {
+    const controller = new AbortController()
+    const cancel = this.#setTimer(() => { controller.abort(new Error(`idempotency key lookup took over ${this.#lookupTimeoutMs} ms`)) }, this.#lookupTimeoutMs)
     try {
-      const rows = await this.#ch.query<{ answer: string, fingerprint: string, expires_at: number }>(sql`SELECT answer, fingerprint, expires_at FROM idempotency_keys
+      const rows = await this.#ch.query<Record<string, string | number>>(sql`SELECT state, answer, fingerprint, expires_at, org_id, stream,
+        seq_base, rows, node, recorded_at FROM idempotency_keys
         WHERE scope = ${scope} AND key = ${key} AND expires_at > ${now}
-        ORDER BY created_at LIMIT 1`, { signal: AbortSignal.timeout(this.#lookupTimeoutMs) })
-      return rows.length === 0 ? null : { answer: rows[0].answer, fingerprint: rows[0].fingerprint, expiresAt: Number(rows[0].expires_at) }
+        ORDER BY recorded_at DESC, created_at LIMIT 1`, { signal: controller.signal })
+      if (rows.length === 0) return null
+      const r = rows[0]
+      const state = (keyStates as readonly string[]).includes(String(r.state)) ? r.state as KeyState : 'final'
+      return {
+        state, answer: String(r.answer), fingerprint: String(r.fingerprint), expiresAt: Number(r.expires_at),
+        orgId: String(r.org_id), stream: String(r.stream), seqBase: Number(r.seq_base), rows: Number(r.rows),
+        node: String(r.node), recordedAt: Number(r.recorded_at),
+      }
     } catch (err) {
-      this.#log.warn('idempotency key lookup failed; the request runs as a new one', { err })
-      return null
+      this.#log.warn('idempotency key lookup failed', { err })
+      this.#onFailure()
+      throw err
+    } finally {
+      cancel()
     }
   }
 
   record (scope: string, key: string, answer: string, fingerprint: string, createdAt: number, expiresAt: number): void {
-    if (this.#closed) return
-    this.#pending.push({ scope, key, answer, fingerprint, createdAt, expiresAt })
-    if (this.#pending.length > this.#maxPending) {
-      const dropped = this.#pending.splice(0, this.#pending.length - this.#maxPending)
-      this.#log.warn('idempotency keys dropped: ClickHouse did not take them in time', { dropped: dropped.length })
+    this.#queue({ scope, key, state: 'final', answer, fingerprint, createdAt, expiresAt, pending: null, recordedAt: this.#now() })
+  }
+
+  /** Records that an attempt under the key stored nothing (its retry runs at once). */
+  recordVoid (scope: string, key: string, createdAt: number, expiresAt: number): void {
+    this.#queue({ scope, key, state: 'void', answer: '', fingerprint: '', createdAt, expiresAt, pending: null, recordedAt: this.#now() })
+  }
+
+  /** Records a pending attempt; resolves once the row is in ClickHouse (rejects if it could not be written). */
+  recordPending (scope: string, key: string, fingerprint: string, pending: PendingRows, createdAt: number, expiresAt: number): Promise<void> {
+    if (this.#closed) return Promise.reject(new Error('the idempotency store is closed'))
+    return new Promise((resolve, reject) => {
+      this.#queue({ scope, key, state: 'pending', answer: pending.answer, fingerprint, createdAt, expiresAt, pending, recordedAt: this.#now(), done: { resolve, reject } })
+    })
+  }
+
+  /**
+   * Whether a pending record's rows are stored (see the contract). Never throws: a ClickHouse
+   * that does not answer makes it 'unknown'.
+   */
+  async settle (scope: string, key: string, record: KeyRecord): Promise<{ presence: Presence, record: KeyRecord }> {
+    try {
+      // Another process's attempt may still be running (cluster mode): wait until it is surely
+      // over, or until that process records how it ended.
+      while (record.node !== this.node && this.#now() < record.recordedAt + this.#holdMs) {
+        await this.#sleep(Math.min(250, record.recordedAt + this.#holdMs - this.#now()))
+        const latest = await this.find(scope, key, this.#now())
+        if (latest === null) return { presence: 'absent', record }
+        if (latest.state !== 'pending') return { presence: latest.state === 'final' ? 'stored' : 'absent', record: latest }
+        record = latest
+      }
+      const identity = { orgId: record.orgId, stream: record.stream, seqBase: record.seqBase }
+      let previous = (await this.#check.countRows([identity]))[0]
+      for (let round = 0; round < 5; round++) {
+        await this.#sleep(this.#settleGapMs)
+        const [count] = await this.#check.countRows([identity])
+        if (count === previous) {
+          const presence = presenceOf(count, record.rows)
+          if (presence === 'unknown' && this.#repairPartial) return { presence: await this.#deleteRows(identity, record), record }
+          return { presence, record }
+        }
+        previous = count
+      }
+      return { presence: 'unknown', record }
+    } catch (err) {
+      this.#log.warn('a pending idempotency key could not be settled', { err })
+      return { presence: 'unknown', record }
     }
-    this.#flushing ??= this.#flushLoop()
+  }
+
+  /**
+   * Deletes a partly stored attempt's rows (a mutation; at most one at a time per seq range) and
+   * answers 'absent' once they are gone, 'unknown' while the mutation runs (the retry's retry
+   * settles it then).
+   */
+  async #deleteRows (identity: { orgId: string, stream: string, seqBase: number }, record: KeyRecord): Promise<Presence> {
+    const range = sql`org_id = ${identity.orgId} AND stream = ${identity.stream} AND seq >= ${identity.seqBase} AND seq < ${identity.seqBase + seqLineSpace}`
+    const running = await this.#ch.query<{ n: number }>(sql`SELECT count() AS n FROM system.mutations
+      WHERE database = ${this.#ch.database} AND table = ${this.#eventsTable} AND is_done = 0 AND position(command, ${`seq >= ${identity.seqBase}`}) > 0`)
+    if (Number(running[0].n) === 0) {
+      this.#log.warn('a pending idempotency key\'s attempt is partly stored (a body cut off); deleting its rows so that the retry stores it whole', {
+        orgId: identity.orgId, stream: identity.stream, seqBase: identity.seqBase, rows: record.rows,
+      })
+      await this.#ch.command(sql`ALTER TABLE ${rawSql(quoteIdentifier(this.#eventsTable))} DELETE WHERE ${range}`)
+    }
+    for (let round = 0; round < 20; round++) {
+      const [count] = await this.#check.countRows([identity])
+      if (count === 0) return 'absent'
+      await this.#sleep(250)
+    }
+    return 'unknown'
   }
 
   /** Resolves once the rows queued so far have been tried (inserted, or kept for a retry). */
@@ -93,23 +267,58 @@ export class IdempotencyStore {
   async close (): Promise<void> {
     this.#closed = true
     this.#spacingMs = 0
+    this.#pendingSpacingMs = 0
     await this.flushed()
+  }
+
+  #queue (row: KeyRow): void {
+    if (this.#closed) { row.done?.reject(new Error('the idempotency store is closed')); return }
+    this.#pending.push(row)
+    if (this.#pending.length > this.#maxPending) {
+      const dropped = this.#pending.splice(0, this.#pending.length - this.#maxPending)
+      for (const r of dropped) r.done?.reject(new Error('idempotency key dropped: too many queued'))
+      this.#log.warn('idempotency keys dropped: ClickHouse did not take them in time', { dropped: dropped.length })
+    }
+    if (row.done !== undefined) this.#wake?.()
+    this.#flushing ??= this.#flushLoop()
   }
 
   async #flushLoop (): Promise<void> {
     try {
       while (this.#pending.length > 0) {
-        const wait = this.#lastFlushAt + this.#spacingMs - this.#now()
-        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait))
+        const spacing = this.#pending.some((r) => r.done !== undefined) ? this.#pendingSpacingMs : this.#spacingMs
+        const wait = this.#lastFlushAt + spacing - this.#now()
+        if (wait > 0) {
+          // A request waiting for its pending row must not wait the final rows' spacing.
+          const woken = await new Promise<boolean>((resolve) => {
+            const cancel = this.#setTimer(() => { this.#wake = null; resolve(false) }, wait)
+            this.#wake = () => { this.#wake = null; cancel(); resolve(true) }
+          })
+          if (woken) continue // re-evaluate with the pending rows' spacing
+        }
         this.#lastFlushAt = this.#now()
         const rows = this.#pending
         this.#pending = []
+        // Attempts wait for their pending rows: bounded. Final rows alone take the client's timeout.
+        const controller = new AbortController()
+        const cancel = rows.some((r) => r.done !== undefined)
+          ? this.#setTimer(() => { controller.abort(new Error(`pending idempotency keys not recorded within ${this.#pendingTimeoutMs} ms`)) }, this.#pendingTimeoutMs)
+          : () => {}
         try {
-          await this.#ch.command(sql`INSERT INTO idempotency_keys (scope, key, fingerprint, answer, created_at, expires_at) VALUES ${joinSql(
-            rows.map((r) => sql`(${r.scope}, ${r.key}, ${r.fingerprint}, ${r.answer}, ${r.createdAt}, ${r.expiresAt})`), ', ')}`)
+          await this.#ch.command(sql`INSERT INTO idempotency_keys (scope, key, fingerprint, answer, created_at, expires_at,
+            state, org_id, stream, seq_base, rows, node, recorded_at) VALUES ${joinSql(
+            rows.map((r) => sql`(${r.scope}, ${r.key}, ${r.fingerprint}, ${r.answer}, ${r.createdAt}, ${r.expiresAt},
+              ${r.state}, ${r.pending?.orgId ?? ''}, ${r.pending?.stream ?? ''}, ${r.pending?.seqBase ?? 0}, ${r.pending?.rows ?? 0},
+              ${this.node}, ${r.recordedAt})`), ', ')}`, { signal: controller.signal })
+          cancel()
+          for (const r of rows) r.done?.resolve()
         } catch (err) {
+          cancel()
+          // A pending row's attempt is refused (its rows are not written); final rows are kept.
+          for (const r of rows) r.done?.reject(err)
+          if (rows.some((r) => r.done !== undefined)) this.#onFailure()
           const now = this.#now()
-          const kept = rows.filter((r) => r.expiresAt > now)
+          const kept = rows.filter((r) => r.done === undefined && r.expiresAt > now)
           this.#log.warn('idempotency keys not recorded; retried at the next flush', { err, rows: kept.length })
           if (this.#closed) break
           this.#pending = [...kept, ...this.#pending].slice(-this.#maxPending)

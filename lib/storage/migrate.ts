@@ -30,6 +30,7 @@ import { migration as nodes } from './migrations/008_nodes.ts'
 import { migration as idempotency } from './migrations/009_idempotency.ts'
 import { migration as nodeTails } from './migrations/010_node_tails.ts'
 import { migration as eventsAttributes } from './migrations/011_events_attributes.ts'
+import { migration as idempotencyPending } from './migrations/012_idempotency_pending.ts'
 
 export interface Migration {
   id: number
@@ -37,7 +38,7 @@ export interface Migration {
   statements: string[]
 }
 
-export const migrations: readonly Migration[] = [metadata, events, rollups, audit, streamLifecycle, eventsLevel, levelRollup, nodes, idempotency, nodeTails, eventsAttributes]
+export const migrations: readonly Migration[] = [metadata, events, rollups, audit, streamLifecycle, eventsLevel, levelRollup, nodes, idempotency, nodeTails, eventsAttributes, idempotencyPending]
 
 /**
  * The statements that make today's `events` table alone (no rollups), in order: for tests and

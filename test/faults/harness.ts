@@ -6,6 +6,7 @@
 // dropped connection or storage_outcome_unknown a duplicate is allowed (the answer said so);
 // after only 503 storage_unavailable / shutting_down / 429 it contradicts the answer.
 import { spawn } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
 import type { ChildProcess } from 'node:child_process'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -102,6 +103,17 @@ export async function createStream (baseUrl: string, adminToken: string, stream:
   return (await call(`/api/streams/${stream}/ingest-token`, {})).token as string
 }
 
+/**
+ * How a load client retries (docs/api.md section 6.7):
+ * - legacy: the same body again, no key, events without a timestamp (a retry may store twice);
+ * - keyed: the same body with the same Idempotency-Key (sluice send);
+ * - timestamped: the same bytes again, no key, every event with its own ts (Fluent Bit, OTel, syslog);
+ * - changing: no key, every event with its ts, but each attempt's body differs (an `attempt`
+ *   field): not recognisable as a retry, so duplicates are possible and counted.
+ */
+export const loadClients = ['legacy', 'keyed', 'timestamped', 'changing'] as const
+export type LoadClient = typeof loadClients[number]
+
 /** One answer a batch got: an HTTP status and error code, or 'dropped' (no answer). */
 export interface Answer {
   status: number
@@ -138,6 +150,10 @@ export interface LoadOptions {
   retryDelayMs?: number
   /** ms an HTTP request may take before the load gives up on it (counted as dropped); default 120_000. */
   requestTimeoutMs?: number
+  /** How retries are sent; default legacy. */
+  client?: LoadClient
+  /** First event number (several loads into one check keep their numbers apart); default 0. */
+  firstNumber?: number
 }
 
 export interface LoadResult {
@@ -147,9 +163,14 @@ export interface LoadResult {
 }
 
 /** Sequence-numbered load: each client sends batches of consecutive numbers until stopped. */
-/** One line of a batch; its `path` carries the event's number, which the checker looks for. */
-function batchLine (n: number): string {
-  return `{"path":"/s/${n}","status":200}\n`
+/**
+ * One line of a batch; its `path` carries the event's number, which the checker looks for. How
+ * the client retries (loadClients) decides whether it carries a ts, and an attempt number.
+ */
+function batchLine (n: number, kind: LoadClient, ts: number, attempt: number): string {
+  if (kind === 'legacy' || kind === 'keyed') return `{"path":"/s/${n}","status":200}\n`
+  if (kind === 'timestamped') return `{"ts":${ts},"path":"/s/${n}","status":200}\n`
+  return `{"ts":${ts},"path":"/s/${n}","status":200,"attempt":${attempt}}\n`
 }
 
 /**
@@ -157,13 +178,13 @@ function batchLine (n: number): string {
  * are generated in 64 KiB chunks for each attempt, so that 128 clients do not hold 2 GiB of bodies
  * in the test process.
  */
-function batchBody (first: number, count: number): { length: number, bytes: string | null, chunks: () => Generator<string> } {
+function batchBody (count: number, lineOf: (i: number) => string): { length: number, bytes: string | null, chunks: () => Generator<string> } {
   let length = 0
-  for (let i = 0; i < count; i++) length += batchLine(first + i).length
+  for (let i = 0; i < count; i++) length += lineOf(i).length
   const chunks = function * (): Generator<string> {
     let chunk = ''
     for (let i = 0; i < count; i++) {
-      chunk += batchLine(first + i)
+      chunk += lineOf(i)
       if (chunk.length >= 65_536) {
         yield chunk
         chunk = ''
@@ -180,20 +201,28 @@ export async function runLoad (options: LoadOptions): Promise<LoadResult> {
   const maxAttempts = options.maxAttempts ?? 50
   const retryDelayMs = options.retryDelayMs ?? 100
   const dispatcher = new Agent({ connections: options.clients, headersTimeout: options.requestTimeoutMs ?? 120_000, bodyTimeout: options.requestTimeoutMs ?? 120_000 })
-  let next = 0
+  let next = options.firstNumber ?? 0
+  const kind = options.client ?? 'legacy'
   const client = async (): Promise<void> => {
     while (!options.stopped()) {
       const batch: BatchRecord = { first: next, count: options.linesPerRequest, answers: [] }
       next += options.linesPerRequest
       batches.push(batch)
-      const body = batchBody(batch.first, batch.count)
+      const ts = Date.now()
+      const bodyOf = (attempt: number): ReturnType<typeof batchBody> => batchBody(batch.count, (i) => batchLine(batch.first + i, kind, ts + i, attempt))
+      const key = kind === 'keyed' ? randomUUID() : undefined
+      let body = bodyOf(1)
       for (let attempt = 1; attempt <= maxAttempts; attempt++) {
+        if (kind === 'changing' && attempt > 1) body = bodyOf(attempt)
         const started = performance.now()
         let answer: Answer
         try {
           const res = await request(`${options.url()}/api/ingest/${options.stream}`, {
             method: 'POST', body: body.bytes === null ? Readable.from(body.chunks()) : body.bytes, dispatcher,
-            headers: { authorization: `Bearer ${options.token}`, 'content-type': 'application/x-ndjson', 'content-length': String(body.length) },
+            headers: {
+              authorization: `Bearer ${options.token}`, 'content-type': 'application/x-ndjson', 'content-length': String(body.length),
+              ...(key === undefined ? {} : { 'idempotency-key': key }),
+            },
           })
           const text = await res.body.text()
           let code: string | null = null

@@ -42,3 +42,32 @@ t.test('another request under a used key is refused; the same one is replayed, a
   t.equal((await postIngest(tgt2, '{"path":"/c"}\n', { 'idempotency-key': 'k-1' })).body.error, 'idempotency_key_reused')
   t.equal(await countEvents(tgt2), 2, 'stored once across the restart')
 })
+
+t.test('without a key, a byte-identical body of timestamped events is a retry: replayed, stored once (ingest.dedupeRetries)', async (t) => {
+  const s = await startServer(t)
+  const tgt = await createIngestTarget(s, 'shipper')
+  const ts = Date.now()
+  const timed = `{"ts":${ts},"path":"/a"}\n{"time":"${new Date(ts).toISOString()}","path":"/b"}\n`
+  const first = await postIngest(tgt, timed)
+  t.equal(first.status, 200)
+  const again = await postIngest(tgt, timed)
+  t.equal(again.status, 200)
+  t.equal(again.headers['idempotent-replayed'], 'true')
+  t.same(again.body, first.body, 'the first answer')
+  t.equal(await countEvents(tgt), 2, 'stored once')
+
+  // Not a retry: one event without a timestamp (it may legitimately repeat), or other bytes.
+  const untimed = `{"ts":${ts},"path":"/c"}\n{"path":"/d"}\n`
+  await postIngest(tgt, untimed)
+  const untimedAgain = await postIngest(tgt, untimed)
+  t.equal(untimedAgain.headers['idempotent-replayed'], undefined)
+  t.equal(await countEvents(tgt), 6, 'a body with an untimestamped event is stored each time')
+  const other = await postIngest(tgt, timed.replace('/a', '/z'))
+  t.equal(other.headers['idempotent-replayed'], undefined)
+  t.equal(await countEvents(tgt), 8)
+  const s2 = await startServer(t, { ingest: { dedupeRetries: 'off' } })
+  const tgt2 = await createIngestTarget(s2, 'fixed-body')
+  await postIngest(tgt2, timed)
+  await postIngest(tgt2, timed)
+  t.equal(await countEvents(tgt2), 4, 'off: every body is stored')
+})

@@ -77,12 +77,18 @@ t.test('every failure code with its line number; blank lines numbered but not co
   t.strictSame(columns(result).map((row) => row.host), ['ok', 'ok2'])
 })
 
+t.test('untimed counts the rows stored with the receive time as ts: lines without a timestamp of their own', async (t) => {
+  const result = parse(['{"host":"a"}', `{"host":"b","ts":${receivedAt - 1000}}`, '{"log":"x","time":"2025-11-21T10:00:00Z"}', '{"host":"c","timestamp":"nope"}'].join('\n'))
+  t.equal(result.ingested, 4)
+  t.equal(result.untimed, 2, 'lines 1 and 4 (a ts that is no time stays in attrs)')
+})
+
 t.test('the last line may lack its newline; an empty task has no rows', async (t) => {
   const result = parse('{"host":"a"}\n{"host":"b"}')
   t.equal(result.ingested, 2)
   t.strictSame(columns(result).map((row) => row.host), ['a', 'b'])
   const empty = parse('')
-  t.strictSame({ ...empty, rows: empty.rows.byteLength }, { rows: 0, ingested: 0, failed: 0, failures: [], failureCounts: {} })
+  t.strictSame({ ...empty, rows: empty.rows.byteLength }, { rows: 0, ingested: 0, untimed: 0, failed: 0, failures: [], failureCounts: {} })
   const blanks = parse('\n\n  \n')
   t.strictSame({ ingested: blanks.ingested, failed: blanks.failed, bytes: blanks.rows.byteLength }, { ingested: 0, failed: 0, bytes: 0 })
 })
@@ -193,7 +199,7 @@ t.test('the result is marked for piscina to transfer its rows', async (t) => {
   const [received] = await once(port2, 'message') as [ParseResult]
   port1.close()
   t.ok(result.rows.detached, 'moved, not copied')
-  t.strictSame(Object.keys(received), ['rows', 'ingested', 'failed', 'failures', 'failureCounts'], 'a plain ParseResult arrives')
+  t.strictSame(Object.keys(received), ['rows', 'ingested', 'untimed', 'failed', 'failures', 'failureCounts'], 'a plain ParseResult arrives')
   t.equal(received.rows.byteLength, size)
 })
 

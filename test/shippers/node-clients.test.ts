@@ -16,7 +16,7 @@ import { Client } from '@elastic/elasticsearch'
 import winston from 'winston'
 import LokiTransport from 'winston-loki'
 import pino from 'pino'
-import { docBlock, startShipperRig } from './shipper-harness.ts'
+import { docBlock, startShipperRig, storageFailures } from './shipper-harness.ts'
 import { waitFor } from '../helpers/wait-for.ts'
 import type { ShipperRig } from './shipper-harness.ts'
 import { storedEvents } from '../helpers/ingest.ts'
@@ -191,10 +191,10 @@ t.test('@elastic/elasticsearch helpers.bulk: per-item 429s (a busy org, a storag
   t.ok(first.retry >= 100, `the refused documents were resent (${first.retry})`)
 
   // 2. Storage outage: per-item 429s storage_unavailable, resent the same way.
-  const failuresBefore = rig.server.app.metrics.insertFailures.get()
+  const failuresBefore = storageFailures(rig.server.app.metrics)
   rig.storage.down()
   const during = bulk(docs(100, 100))
-  await waitFor(() => rig.server.app.metrics.insertFailures.get() > failuresBefore && rig.server.app.http.inFlight === 0, { what: 'a failed insert, answered', timeoutMs: 30_000, intervalMs: 20 })
+  await waitFor(() => storageFailures(rig.server.app.metrics) > failuresBefore && rig.server.app.http.inFlight === 0, { what: 'a failed insert, answered', timeoutMs: 30_000, intervalMs: 20 })
   rig.storage.up()
   const stats = await during
   t.equal(stats.successful, 100)
@@ -228,10 +228,10 @@ t.test('pino-elasticsearch: per-item 429s (a busy org, a storage outage) are res
   await settled(rig, 'the first 100 records', 100)
 
   // 2. Storage outage: the same.
-  const failuresBefore = rig.server.app.metrics.insertFailures.get()
+  const failuresBefore = storageFailures(rig.server.app.metrics)
   rig.storage.down()
   for (const m of records(100, 100)) log.warn(m)
-  await waitFor(() => rig.server.app.metrics.insertFailures.get() > failuresBefore, { what: 'a failed insert for pino-elasticsearch', timeoutMs: 30_000, intervalMs: 20 })
+  await waitFor(() => storageFailures(rig.server.app.metrics) > failuresBefore, { what: 'a failed insert for pino-elasticsearch', timeoutMs: 30_000, intervalMs: 20 })
   rig.storage.up()
   await settled(rig, 'all 200 records', 200)
   stream.end()

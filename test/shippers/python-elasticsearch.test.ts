@@ -8,7 +8,7 @@ import { spawn, spawnSync } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { docBlock, startShipperRig } from './shipper-harness.ts'
+import { docBlock, startShipperRig, storageFailures } from './shipper-harness.ts'
 import { storedEvents } from '../helpers/ingest.ts'
 import { waitFor } from '../helpers/wait-for.ts'
 
@@ -65,10 +65,10 @@ t.test('streaming_bulk(max_retries=5) with the documented code: every record onc
   t.same(JSON.parse(first[2]), ['invalid_field'], 'the bad one comes back as its 400, not retried')
 
   // 2. Storage outage: ClickHouse refused; Sluice answers per-item 429s until it is back.
-  const failuresBefore = rig.server.app.metrics.insertFailures.get()
+  const failuresBefore = storageFailures(rig.server.app.metrics)
   rig.storage.down()
   child.stdin.write('300 300 0\n')
-  await waitFor(() => rig.server.app.metrics.insertFailures.get() > failuresBefore && rig.server.app.http.inFlight === 0,
+  await waitFor(() => storageFailures(rig.server.app.metrics) > failuresBefore && rig.server.app.http.inFlight === 0,
     { what: 'a failed insert, answered', timeoutMs: 20_000 })
   rig.storage.up()
   const second = await shipped(2)

@@ -74,3 +74,12 @@ export async function startShipperRig (t: Test, stream: string): Promise<Shipper
     },
   }
 }
+
+/**
+ * Storage failures a request met: failed inserts, and idempotency lookups or records that
+ * failed (a body recognisable as a retry, or a keyed one, is refused before any insert when
+ * ClickHouse does not answer its key lookup: docs/api.md section 6.7).
+ */
+export function storageFailures (metrics: { insertFailures: { get (): number }, storageRefusals: { get (): number } }): number {
+  return metrics.insertFailures.get() + metrics.storageRefusals.get()
+}

@@ -311,11 +311,12 @@ t.test('idle writer: a lone write goes at once; under load writes wait and batch
 
 t.test('an idle writer waits idleInsertIntervalMs, not minInsertIntervalMs; writes that queue up still batch (injected clock)', async (tt) => {
   // The clock stands still: minInsertIntervalMs (1 minute) never passes, idleInsertIntervalMs 0 always has.
-  const clock = 1_000
+  const clock = new ManualClock(1_000)
   const { writer, inserts } = startWriter(tt, {
-    flushIntervalMs: 600_000, minInsertIntervalMs: 60_000, idleInsertIntervalMs: 0, retryTimeoutMs: 3_600_000, now: () => clock,
+    flushIntervalMs: 600_000, minInsertIntervalMs: 60_000, idleInsertIntervalMs: 0, retryTimeoutMs: 3_600_000, now: clock.now, setTimer: clock.setTimer,
   })
-  const settled = () => new Promise((resolve) => setTimeout(resolve, 10)) // the writer's own bookkeeping after an insert
+  // The writer's own bookkeeping after an insert (its rows leave pendingRows after the answer).
+  const settled = (w = writer) => waitFor(() => w.pendingRows === 0, { what: 'the writer idle again' })
   await writer.write([eventRows('idle-fast-1', 1)], 1)
   await settled()
   await writer.write([eventRows('idle-fast-2', 2)], 2) // idle again right after the first insert: at once
@@ -325,7 +326,8 @@ t.test('an idle writer waits idleInsertIntervalMs, not minInsertIntervalMs; writ
   const first = writer.write([eventRows('idle-fast-3', 3)], 3)
   const queued = [writer.write([eventRows('idle-fast-4', 4)], 4), writer.write([eventRows('idle-fast-5', 5)], 5)]
   await first
-  await new Promise((resolve) => setTimeout(resolve, 50))
+  tt.ok(await waitFor(() => clock.dueTimes.includes(601_000), { what: 'the flush timer, flushIntervalMs after the first queued write' }),
+    'the queued writes wait flushIntervalMs for company')
   tt.equal(inserts.length, 3, 'the queued writes wait')
   await writer.flush()
   await Promise.all(queued)
@@ -333,7 +335,7 @@ t.test('an idle writer waits idleInsertIntervalMs, not minInsertIntervalMs; writ
   // idleInsertIntervalMs is used up to minInsertIntervalMs, never beyond.
   const { writer: capped, inserts: cappedInserts } = startWriter(tt, { flushIntervalMs: 600_000, minInsertIntervalMs: 0, idleInsertIntervalMs: 600_000 })
   await capped.write([eventRows('idle-cap-1', 1)], 1)
-  await settled()
+  await settled(capped)
   await capped.write([eventRows('idle-cap-2', 1)], 1)
   tt.equal(cappedInserts.length, 2, 'capped at minInsertIntervalMs (0)')
 })
@@ -442,11 +444,12 @@ t.test('hung ClickHouse: the attempt is aborted; the write settles storage_outco
   const clickhouse = clientFor(tt, proxy.url, 60_000) // the client's idle timeout must not be what ends the wait
   const { writer, inserts } = startWriter(tt, { clickhouse, retryTimeoutMs: 300, attemptTimeoutMs: 1_000, flushIntervalMs: 0, minInsertIntervalMs: 0 })
   await writer.write([eventRows('hung-warm', 1)], 1, { identity: identityOf('hung-warm') }) // a pooled socket, as in steady state
+  await waitFor(() => writer.pendingRows === 0, { what: 'the writer idle' })
   proxy.stall()
   const settled: string[] = []
   const first = writer.write([eventRows('hung-1', 3)], 3, { identity: identityOf('hung-1') })
     .then(() => 'ok', (e: SluiceError) => e.code).then((code) => { settled.push(`first:${code}`); return code })
-  await new Promise((resolve) => setTimeout(resolve, 50))
+  // The first write went out at once (an idle writer, minInsertIntervalMs 0): the second queues behind it.
   const second = writer.write([eventRows('hung-2', 2)], 2, { identity: identityOf('hung-2') })
     .then(() => 'ok', (e: SluiceError) => e.code).then((code) => { settled.push(`second:${code}`); return code })
   tt.equal(await first, 'storage_outcome_unknown', 'its insert may be committed when ClickHouse resumes')
@@ -456,10 +459,60 @@ t.test('hung ClickHouse: the attempt is aborted; the write settles storage_outco
   tt.equal(writer.pendingRows, 0)
   proxy.resume()
   // What the stalled server does with the held insert when it runs again is exactly the doubt
-  // the answer admitted: stored or not. The never-sent write must not appear.
-  await new Promise((resolve) => setTimeout(resolve, 500))
+  // the answer admitted: stored or not. The never-sent write must not appear. A write after the
+  // resume goes through once the stall gate's probe has answered.
+  await writer.write([eventRows('hung-3', 1)], 1, { identity: identityOf('hung-3') })
   tt.equal(await countRows('hung-2'), 0)
   tt.ok([0, 3].includes(await countRows('hung-1')), 'the unknown write is stored whole or not at all')
+})
+
+t.test('a stall: no new first attempt goes into the hung ClickHouse; writes queued meanwhile get storage_unavailable; a probe reopens the gate (injected clock)', { skip: httpOnly }, async (tt) => {
+  const proxy = await startTcpProxy(tt, db.url)
+  const clickhouse = clientFor(tt, proxy.url, 600_000) // only the writer's own deadlines end a wait
+  const clock = new ManualClock()
+  const { writer, inserts, logLines } = startWriter(tt, {
+    clickhouse, retryTimeoutMs: 5_000, attemptTimeoutMs: 3_000, flushIntervalMs: 0, minInsertIntervalMs: 0, now: clock.now, setTimer: clock.setTimer,
+  })
+  await writer.write([eventRows('gate-warm', 1)], 1, { identity: identityOf('gate-warm') })
+  await waitFor(() => writer.pendingRows === 0, { what: 'the writer idle' })
+  proxy.stall()
+  const answers: Record<string, string> = {}
+  const answeredAt: Record<string, number> = {}
+  const track = (name: string, p: Promise<void>) => p.then(() => 'ok', (e: SluiceError) => e.code).then((code) => { answers[name] = code; answeredAt[name] = clock.now() })
+  // In flight when the stall begins: its attempt is aborted at attemptTimeoutMs (3 s).
+  const first = track('first', writer.write([eventRows('gate-1', 3)], 3, { identity: identityOf('gate-1') }))
+  clock.advanceTo(3_000)
+  await waitFor(() => inserts.length === 2, { what: 'the aborted attempt reported' })
+  tt.same([inserts[1].ok, inserts[1].ambiguous], [false, true], 'the attempt ended without an answer')
+  tt.equal(writer.stalls, 1, 'the gate closed')
+  // Written during the stall: queued, never sent, 503 storage_unavailable when its time is up.
+  const later = track('later', writer.write([eventRows('gate-2', 2)], 2, { identity: identityOf('gate-2') }))
+  // The clock runs on through the stall, timer by timer (the probes, the outcome check's polls).
+  // Every request into the stalled proxy hangs until its timer aborts it, so running the next
+  // timer is all that time passing would do; the real pause between steps lets aborts settle.
+  await waitFor(() => {
+    if (answers.first !== undefined && answers.later !== undefined) return true
+    if (clock.nextDueAt !== Infinity) clock.advanceTo(clock.nextDueAt)
+    return false
+  }, { what: 'both writes answered', timeoutMs: 60_000, intervalMs: 5 })
+  await Promise.all([first, later])
+  tt.same(answers, { first: 'storage_outcome_unknown', later: 'storage_unavailable' })
+  tt.equal(inserts.length, 2, 'no insert was sent into the hung ClickHouse after the first went unanswered')
+  // Each within retryTimeoutMs + attemptTimeoutMs (8 s) of its write(): the first at 0, the later one at 3 s.
+  tt.ok(answeredAt.first <= 8_000 && answeredAt.later <= 3_000 + 8_000, `both answered within their 8 s (${JSON.stringify(answeredAt)})`)
+  proxy.resume()
+  // The next probe (every 250 ms on the writer's clock) answers: the gate opens. The clock moves
+  // one probe interval per 100 ms of real time, well inside a probe's own 1 s timeout.
+  await waitFor(() => {
+    if (logLines.some((l) => l.msg === 'ClickHouse answers again; inserts resume')) return true
+    clock.advance(250)
+    return false
+  }, { what: 'the gate to open after the resume', timeoutMs: 30_000, intervalMs: 100 })
+  await writer.write([eventRows('gate-3', 4)], 4, { identity: identityOf('gate-3') })
+  tt.equal(await countRows('gate-3'), 4)
+  tt.equal(await countRows('gate-2'), 0, 'the write queued during the stall was never sent')
+  tt.equal(writer.stalls, 1)
+  tt.ok(logLines.some((l) => l.msg === 'ClickHouse answers again; inserts resume'))
 })
 
 t.test('a stall shorter than the deadline: the aborted insert is checked once ClickHouse answers; stored exactly once', { skip: httpOnly }, async (tt) => {
@@ -472,7 +525,7 @@ t.test('a stall shorter than the deadline: the aborted insert is checked once Cl
     onInsert: (stats) => { inserts.push(stats); if (stats.ambiguous) stallEnds?.() },
   })
   await writer.write([eventRows('stall-warm', 1)], 1)
-  stallEnds = () => { stallEnds = undefined; setTimeout(() => proxy.resume(), 200) }
+  stallEnds = () => { stallEnds = undefined; setImmediate(() => proxy.resume()) }
   proxy.stall()
   await writer.write([eventRows('stall-1', 6)], 6, { identity: identityOf('stall-1') })
   tt.equal(await countRows('stall-1'), 6, 'resolved, and stored exactly once')

@@ -66,15 +66,48 @@ t.test('client errors and binary answers are recorded; retryable outcomes are no
   t.same(await nodeB.once('s', 'busy', 'req-8', async () => ok(2)), { answer: ok(2), replayed: false }, 'a 503 is not recorded: the retry runs')
 })
 
-t.test('a ClickHouse that fails the lookup: the request runs as a new one', async (t) => {
+t.test('a ClickHouse that fails the lookup: 503 storage_unavailable, the attempt does not run (an earlier one may be stored)', async (t) => {
   const { url } = await createTestDatabase(t)
   const missing = createClickHouse({ url, database: 'sluice_no_such_database', user: 'default', password: '', requestTimeoutMs: 5_000 })
   t.teardown(() => missing.close())
   const store = new IdempotencyStore({ clickhouse: missing, log })
   const cache = new IdempotencyCache(600_000, 100, Date.now, store)
-  t.same(await cache.once('s', 'k', 'req-1', async () => ok(1)), { answer: ok(1), replayed: false })
-  t.same(await cache.once('s', 'k', 'req-2', async () => ok(2)), { answer: ok(1), replayed: true }, 'this node\'s memory still holds it')
+  let runs = 0
+  await t.rejects(cache.once('s', 'k', 'req-1', async () => { runs++; return ok(1) }), { code: 'storage_unavailable' })
+  t.equal(runs, 0)
   await store.close()
+})
+
+t.test('a pending key: settled by counting its rows; stored, the answer is replayed; absent, the retry runs', async (t) => {
+  const { clickhouse } = await createTestDatabase(t)
+  await migrate(clickhouse, log)
+  const storeA = new IdempotencyStore({ clickhouse, log, settleGapMs: 10 })
+  const storeB = new IdempotencyStore({ clickhouse, log, settleGapMs: 10, holdMs: 0, repairPartial: true })
+  const nodeA = new IdempotencyCache(600_000, 100, Date.now, storeA)
+  const nodeB = new IdempotencyCache(600_000, 100, Date.now, storeB)
+  const row = (seq: number) => `('org1', 'pend', ${Date.now()}, ${Date.now()}, ${seq}, 10)`
+  // Attempts on node A whose rows went to the writer and whose answers were lost (503 unknown).
+  // 'partial': a body cut off when its node was killed (18.16 stores the rows before the cut).
+  for (const [key, seqBase, stored] of [['stored', 2 ** 25, 2], ['absent', 2 * 2 ** 25, 0], ['partial', 3 * 2 ** 25, 1]] as const) {
+    await t.rejects(nodeA.once('s', key, 'req-a', async (commit) => {
+      await commit.beforeWrite({ orgId: 'org1', stream: 'pend', seqBase, rows: 2, answer: ok(2) })
+      if (stored > 0) await clickhouse.command(`INSERT INTO events (org_id, stream, ts, received_at, seq, size) VALUES ${[row(seqBase), row(seqBase + 1)].slice(0, stored).join(', ')}`)
+      throw new SluiceError('storage_outcome_unknown', undefined, { retryAfter: 1 })
+    }), { code: 'storage_outcome_unknown' })
+  }
+  let runs = 0
+  // Node B (or A after a restart) gets the retries.
+  t.same(await nodeB.once('s', 'stored', 'req-b', async () => { runs++; return ok(9) }), { answer: ok(2), replayed: true }, 'stored: replayed')
+  t.same(await nodeB.once('s', 'absent', 'req-c', async () => { runs++; return ok(3) }), { answer: ok(3), replayed: false }, 'absent: run')
+  t.equal(runs, 1)
+  t.same(await nodeB.once('s', 'partial', 'req-e', async () => { runs++; return ok(4) }), { answer: ok(4), replayed: false }, 'partly stored: its rows deleted, then run')
+  const [left] = await clickhouse.query<{ n: number }>(`SELECT count() AS n FROM events WHERE seq >= ${3 * 2 ** 25}`)
+  t.equal(Number(left.n), 0, 'the cut-off rows are gone')
+  t.equal(runs, 2)
+  // Node A's own retry of the stored key, after it recorded the answer final.
+  await storeB.flushed()
+  t.same(await nodeA.once('s', 'stored', 'req-d', async () => { runs++; return ok(8) }), { answer: ok(2), replayed: true })
+  t.equal(runs, 2)
 })
 
 t.test('the janitor drops the hours whose keys have all expired', async (t) => {
