@@ -59,7 +59,6 @@ t.test('a key answered on node 1 is replayed on node 2: the first answer, stored
   t.equal(first.body.ingested, 3)
   t.equal(first.headers['idempotent-replayed'], undefined, 'the first attempt ran')
   t.equal(await storedRows(stream), before + 3)
-
   // The retry of a client that timed out comes seconds later; node 2 sees the key once its host
   // (s2r2) has the row node 1's host (s1r1) took.
   await waitFor(async () => (await keyRows(b.clickhouseUrl, 'order-1')) > 0 ? true : undefined, { what: 'node 2\'s host has the key', timeoutMs: 10_000, intervalMs: 50, until: isDefined, retryErrors: true })
@@ -79,8 +78,11 @@ t.test('a key answered on node 1 is replayed on node 2: the first answer, stored
   t.equal(again.headers['idempotent-replayed'], 'true', 'node 1 replays from its memory')
 
   t.equal(await storedRows(stream), before + 3, 'stored once across both shards')
-  const total = Number(await hostSql(cluster.clickhouseUrls[0], `SELECT count() FROM ${db}.idempotency_keys WHERE key = 'order-1'`))
-  t.equal(total, 1, 'one record of the key: replays record nothing')
+  // The attempt's two records (docs/api.md section 6.7): pending before its rows were written, then
+  // its answer (written after the 200); the replays and refusals add none.
+  const total = await waitFor(async () => Number(await hostSql(cluster.clickhouseUrls[0], `SELECT count() FROM ${db}.idempotency_keys WHERE key = 'order-1'`)),
+    { what: 'the answer recorded', until: (n) => n >= 2, timeoutMs: 10_000, intervalMs: 50 })
+  t.equal(total, 2, 'the pending record and the answer; replays record nothing')
 })
 
 t.test('a client error is replayed across nodes too; a new key on node 2 runs', async (t) => {
