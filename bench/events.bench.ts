@@ -15,8 +15,8 @@
 //   the ClickHouse queries of the page (the page is read in time windows), the rows they read,
 //   their summed query_duration_ms and their CPU (UserTimeMicroseconds + SystemTimeMicroseconds:
 //   what the page costs ClickHouse whatever the neighbours do);
-// - the same for one query over the whole range (`windowed: false`, the plan before windows), with
-//   `--single-runs` calls (0 skips it).
+// - the same for one query over the whole range (`windowed: false`: the plan before windows, and the
+//   page on servers with skip indexes; the filter in PREWHERE now), with `--single-runs` calls (0 skips it).
 // The database is dropped at the end unless `--keep` or `--database`.
 import { parseArgs } from 'node:util'
 import { randomBytes } from 'node:crypto'

@@ -50,7 +50,7 @@ export interface EventsParams {
   cursor?: string | null
   /** Rows received at or before this time (ms) belong to a deleted stream of the same name: hidden. 0: none. */
   hiddenBefore?: number
-  /** false: one query over the whole range, the filter in WHERE (servers with skip indexes; benchmarks). Default true. */
+  /** false: one query over the whole range (servers with skip indexes; benchmarks). Default true. */
   windowed?: boolean
 }
 
@@ -144,19 +144,16 @@ const maxGrowth = 16
 /** Windows are sized to hold this many times the rows still missing (matches are not even). */
 const sizingMargin = 1.5
 
-/**
- * The SELECT of the page's rows in [lo, hi) after the cursor's (ts, seq), at most `limit`; the filter in PREWHERE, or in WHERE
- * as one query over the whole range had it before windows (`prewhere` false).
- */
-function eventsWindowSql (params: EventsParams, after: { ts: number, seq: number } | null, lo: number, hi: number, limit: number, prewhere = true): SqlFragment {
+/** The SELECT of the page's rows in [lo, hi) after the cursor's (ts, seq), at most `limit`; the filter in PREWHERE. */
+function eventsWindowSql (params: EventsParams, after: { ts: number, seq: number } | null, lo: number, hi: number, limit: number): SqlFragment {
   const keyset = after ? sql`AND (ts < ${after.ts} OR (ts = ${after.ts} AND seq < ${after.seq}))` : sql``
   const filter = params.filter ?? null
   return sql`
       SELECT ${eventSelectList}
       FROM events
-      ${filter !== null && prewhere ? sql`PREWHERE ${filter}` : sql``}
+      ${filter !== null ? sql`PREWHERE ${filter}` : sql``}
       WHERE org_id = ${params.orgId} AND stream = ${params.stream}${params.hiddenBefore ? sql` AND received_at > ${params.hiddenBefore}` : sql``}
-        AND ts >= ${lo} AND ts < ${hi} ${keyset} ${filter !== null && !prewhere ? sql`AND ${filter}` : sql``}
+        AND ts >= ${lo} AND ts < ${hi} ${keyset}
       ORDER BY ts DESC, seq DESC
       LIMIT ${limit}`
 }
@@ -177,7 +174,7 @@ export async function queryEventsJson (clickhouse: ClickHouse, params: EventsPar
   const top = after ? Math.min(params.to, after.ts + 1) : params.to
   let rows: EventRowOut[]
   if (params.windowed === false) {
-    rows = await clickhouse.query<EventRowOut>(eventsWindowSql(params, after, params.from, params.to, wanted, false))
+    rows = await clickhouse.query<EventRowOut>(eventsWindowSql(params, after, params.from, params.to, wanted))
   } else {
     rows = []
     let hi = top
