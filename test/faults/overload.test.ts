@@ -28,9 +28,10 @@ t.test('overload with the largest bodies: bounded memory, no 5xx, every 200 dura
   })
   // A refused body (429 at admission, or after limits.maxReadingWaitMs without a reading slot) is
   // not read to its end: the server answers and closes while the client is still sending 16 MiB,
-  // and undici reports the write's EPIPE instead of the answer.
+  // and undici reports the write's EPIPE instead of the answer, or ECONNRESET when the close
+  // arrives as a reset while it still writes (seen once in 36 drops of a CI run).
   assertGuarantees(t, r, { everyAnswered: false })
-  t.same(Object.keys(r.dropCauses).filter((cause) => cause !== 'EPIPE'), [], 'every request unanswered was cut while sending a refused body (EPIPE)')
+  t.same(Object.keys(r.dropCauses).filter((cause) => cause !== 'EPIPE' && cause !== 'ECONNRESET'), [], 'every request unanswered was cut while sending a refused body (EPIPE, ECONNRESET)')
   t.comment(`dropped requests' causes: ${JSON.stringify(r.dropCauses)}`)
   t.ok((r.answerCounts['429 server_busy'] ?? 0) > 0, 'the server pushed back (429 server_busy): it was overloaded')
   t.equal(r.duplicated, 0, 'no acknowledged event stored twice')
