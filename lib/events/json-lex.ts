@@ -232,3 +232,26 @@ export function encodeUtf8 (text: string, bytes: Uint8Array, at: number): number
   }
   return at
 }
+
+/**
+ * True when the JSON text src[start, end) opens more than `levels` objects or arrays inside one
+ * another: a scan of its brackets outside strings (the text is valid JSON).
+ */
+export function nestsDeeper (src: Uint8Array, start: number, end: number, levels: number): boolean {
+  let depth = 0
+  for (let i = start; i < end; i++) {
+    const c = src[i]
+    if (c === QUOTE) { // a string: skip to its closing quote
+      for (i++; i < end; i++) {
+        const d = src[i]
+        if (d === BACKSLASH) i++
+        else if (d === QUOTE) break
+      }
+    } else if (c === 0x7b || c === 0x5b) {
+      if (++depth > levels) return true
+    } else if (c === 0x7d || c === 0x5d) {
+      depth--
+    }
+  }
+  return false
+}

@@ -29,6 +29,7 @@ import { EventJsonBuffer } from '../events/event-json.ts'
 import { EventRow } from '../events/event-row.ts'
 import { eventFields, fieldCount, fTs, isStringField } from '../events/fields.ts'
 import { maxValueDepth } from '../events/normalize.ts'
+import { nestsDeeper } from '../events/json-lex.ts'
 import type { ClickHouse } from '../storage/clickhouse.ts'
 import { rawSql, sql } from '../storage/sql.ts'
 import type { SqlFragment } from '../storage/sql.ts'
@@ -93,34 +94,16 @@ function fillRow (row: EventRow, r: EventRowOut): void {
  * deeper than ingest now allows: a row stored before the limit (maxValueDepth, enforced since
  * issue 13) could nest thousands of levels, which a client's recursive JSON parser of the page
  * would fail on. The stored text is JSON that Sluice's own writer made, so a scan of its brackets
- * outside strings tells the depth; a JSON.parse per row here took 12% of an export's CPU
- * (bench/README.md, "Find anything"). A text shorter than twice the levels cannot nest that deep.
+ * outside strings tells the depth (a JSON.parse per row took 12% of an export's CPU;
+ * bench/README.md, "Find anything"; the export checks its bytes the same way, export-lines.ts).
+ * A text shorter than twice the levels cannot nest that deep.
  */
 export function readAttrs (text: string): string {
   // attrs is itself one level: its values may nest maxValueDepth more.
   const levels = maxValueDepth + 1
   if (text.length < 2 * (levels + 1)) return text
-  return nestsDeeperThanText(text, levels) ? JSON.stringify(text) : text
-}
-
-/** True when the JSON `text` opens more than `levels` objects or arrays inside one another. */
-export function nestsDeeperThanText (text: string, levels: number): boolean {
-  let depth = 0
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i)
-    if (c === 0x22) { // a string: skip to its closing quote
-      for (i++; i < text.length; i++) {
-        const d = text.charCodeAt(i)
-        if (d === 0x5c) i++
-        else if (d === 0x22) break
-      }
-    } else if (c === 0x7b || c === 0x5b) {
-      if (++depth > levels) return true
-    } else if (c === 0x7d || c === 0x5d) {
-      depth--
-    }
-  }
-  return false
+  const bytes = Buffer.from(text)
+  return nestsDeeper(bytes, 0, bytes.length, levels) ? JSON.stringify(text) : text
 }
 
 /** The field table's columns, as the SELECT lists them. */

@@ -4,7 +4,7 @@
 //
 // Contract and why:
 // - Memory stays flat whatever the range: the range is read in consecutive time windows, each one
-//   query ordered by (ts, seq) and streamed row by row (clickhouse.queryLines), and the caller
+//   query ordered by (ts, seq) and streamed as it comes (clickhouse.queryChunks), and the caller
 //   pulls chunks of about chunkBytes only as fast as its client takes them. ClickHouse sorts one
 //   window at a time, so a window holds about windowRows events.
 // - Windows are planned from the minute rollup (events_1m: every event of the stream), a day of
@@ -21,18 +21,18 @@
 //   and the query ahead waits that long too. With the read's 20 s a slow client's download, or
 //   the window ahead of a busy one, was cut by 504 query_timeout (docs/api.md section 7.8).
 // - ClickHouse writes the lines: the SELECT names the API's members in its order, JSONEachRow
-//   escapes the strings, and only attrs (a JSON string of its text there) is spliced back in as
-//   the object (exportLine). Parsing every row into an object and writing it again took most of
-//   the export's CPU (12 Sluice CPU-s per million events; bench/README.md, "Find anything").
+//   escapes the strings, and only attrs (a JSON string of its text there) is put back as the
+//   object, in bytes (export-lines.ts). Parsing every row into an object and writing it again
+//   took most of the export's CPU (12 Sluice CPU-s per million events; bench/README.md, "Find
+//   anything"), and strings per line 4.2.
 //   The lines hold the same JSON values as /events' (ClickHouse writes `/` as `\/`).
 // - Windows are disjoint and ascending, so every event is exported once, in (ts, seq) order; each
 //   window reads what is committed when it runs.
 import type { ClickHouse } from '../storage/clickhouse.ts'
-import { Buffer } from 'node:buffer'
 import { rawSql, sql } from '../storage/sql.ts'
 import type { SqlFragment } from '../storage/sql.ts'
 import { eventFields } from '../events/fields.ts'
-import { readAttrs } from './events-query.ts'
+import { ExportLineWriter } from './export-lines.ts'
 
 /** Events one window query aims at (ClickHouse sorts a window in memory). */
 export const windowRows = 200_000
@@ -141,85 +141,57 @@ class WindowPlan {
 }
 
 /**
- * The export's SELECT list: the events API's members in its order (section 7.3), so that
- * ClickHouse's JSONEachRow writes each line as the API's JSON of the event, but for attrs, which
- * comes as a JSON string of its text (exportLine splices the text in).
+ * The export's SELECT list: attrs, then the events API's members in its order (section 7.3), so
+ * that ClickHouse's JSONEachRow writes each line as the API's JSON of the event but for attrs,
+ * which comes first as a JSON string of its text (ExportLineWriter puts the text in its place).
  */
-const exportSelectList: SqlFragment = rawSql(['concat(toString(ts), \'-\', toString(seq)) AS id', ...eventFields.map((f) => f.column === f.name ? f.column : `${f.column} AS ${f.name}`), 'attrs', 'received_at'].join(', '))
-
-const attrsKey = ',"attrs":"'
-const receivedAtKey = '","received_at":'
-
-/**
- * A JSONEachRow line of exportSelectList as the events API's JSON of the event: the attrs member,
- * a JSON string there, replaced by the object text it holds (readAttrs). Inside that string every
- * quote is escaped, so the last `","received_at":` ends it and the last `,"attrs":"` before that
- * starts it.
- */
-export function exportLine (line: string): string {
-  const end = line.lastIndexOf(receivedAtKey)
-  const start = line.lastIndexOf(attrsKey, end)
-  if (end < 0 || start < 0) throw new Error(`unexpected export row: ${line.slice(0, 200)}`)
-  const open = start + attrsKey.length - 1
-  const text = JSON.parse(line.slice(open, end + 1)) as string
-  return line.slice(0, open) + readAttrs(text) + line.slice(end + 1)
-}
+const exportSelectList: SqlFragment = rawSql(['attrs', 'concat(toString(ts), \'-\', toString(seq)) AS id', ...eventFields.map((f) => f.column === f.name ? f.column : `${f.column} AS ${f.name}`), 'received_at'].join(', '))
 
 /** The NDJSON of the export, in chunks of about chunkBytes (whole lines). */
 export async function * exportEvents (clickhouse: ClickHouse, params: ExportParams): AsyncGenerator<Uint8Array> {
   const hidden = params.hiddenBefore > 0 ? sql` AND received_at > ${params.hiddenBefore}` : sql``
   const filter = params.where === undefined ? sql`` : sql` AND (${params.where})`
-  /** A window's query, started: its first row asked for, so ClickHouse sorts it now. */
+  /** A window's query, started: its first bytes asked for, so ClickHouse sorts it now. */
   const start = (window: ExportWindow): Started => {
-    const rows = clickhouse.queryLines(sql`SELECT ${exportSelectList} FROM events
+    const chunks = clickhouse.queryChunks(sql`SELECT ${exportSelectList} FROM events
       WHERE org_id = ${params.orgId} AND stream = ${params.stream}${hidden} AND ts >= ${window.lo} AND ts < ${window.hi}${filter}
       ORDER BY ts, seq`, { settings: unlimitedTime })[Symbol.asyncIterator]()
-    const first = rows.next()
+    const first = chunks.next()
     first.catch(() => {}) // awaited in turn; a window never reached (an earlier one failed) must not be unhandled
-    return { window, rows, first }
+    return { window, chunks, first }
   }
-  let lines: string[] = []
-  let length = 0
+  const out = new ExportLineWriter(chunkBytes)
   const plan = new WindowPlan(clickhouse, params)
   const firstWindow = await plan.next()
   let current = firstWindow === null ? null : start(firstWindow)
   let ahead: Started | null = null
   try {
     while (current !== null) {
-      let row = await current.first
+      let chunk = await current.first
       // The next window starts while this one streams.
       const nextWindow = await plan.next()
       ahead = nextWindow === null ? null : start(nextWindow)
-      let seen = 0
-      while (row.done !== true) {
-        const line = exportLine(row.value)
-        lines.push(line)
-        length += line.length + 1
-        seen++
-        if (length >= chunkBytes) {
-          lines.push('')
-          yield Buffer.from(lines.join('\n'))
-          lines = []
-          length = 0
-        }
-        row = await current.rows.next()
+      const before = out.lines
+      while (chunk.done !== true) {
+        out.push(chunk.value)
+        const full = out.take()
+        if (full !== null) yield full
+        chunk = await current.chunks.next()
       }
-      plan.report(current.window, seen)
+      const rest = out.end()
+      if (rest !== null) yield rest
+      plan.report(current.window, out.lines - before)
       current = ahead
       ahead = null
     }
   } finally {
-    await current?.rows.return?.(undefined)
-    await ahead?.rows.return?.(undefined)
-  }
-  if (lines.length > 0) {
-    lines.push('')
-    yield Buffer.from(lines.join('\n'))
+    await current?.chunks.return?.(undefined)
+    await ahead?.chunks.return?.(undefined)
   }
 }
 
 interface Started {
   window: ExportWindow
-  rows: AsyncIterator<string>
-  first: Promise<IteratorResult<string>>
+  chunks: AsyncIterator<Uint8Array>
+  first: Promise<IteratorResult<Uint8Array>>
 }

@@ -125,7 +125,7 @@ function withOptions (clickhouse: ClickHouse, options: RequestOptions): ClickHou
   return {
     ...clickhouse,
     query: async (statement, own) => await clickhouse.query(statement, merged(options, own)),
-    queryLines: (statement, own) => clickhouse.queryLines(statement, merged(options, own)),
+    queryChunks: (statement, own) => clickhouse.queryChunks(statement, merged(options, own)),
   }
 }
 

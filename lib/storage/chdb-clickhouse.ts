@@ -172,7 +172,7 @@ export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHous
       return parseRows<T>(result.bytes())
     },
 
-    async * queryLines (statement: SqlFragment | string, opts: RequestOptions = {}): AsyncIterable<string> {
+    async * queryChunks (statement: SqlFragment | string, opts: RequestOptions = {}): AsyncIterable<Uint8Array> {
       const text = select(statement, opts)
       opts.signal?.throwIfAborted()
       const s = await acquire(opts.signal)
@@ -183,9 +183,7 @@ export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHous
           s.usesDatabase = true
         }
         stream = s.session.queryStream(text, { format: 'JSONEachRow', signal: opts.signal })
-        for await (const chunk of stream) {
-          for (const line of splitLines(chunk.raw())) yield line
-        }
+        for await (const chunk of stream) yield chunk.raw()
       } catch (err) {
         throw wrapError(err, text)
       } finally {

@@ -108,11 +108,12 @@ export interface ClickHouse {
   /** Runs a SELECT and returns its rows as objects (JSONEachRow, 64-bit integers as numbers). */
   query<T = Record<string, unknown>>(statement: SqlFragment | string, options?: RequestOptions): Promise<T[]>
   /**
-   * Runs a SELECT and yields each row's JSONEachRow text as it arrives, unparsed, with
-   * backpressure: the response is read only as fast as the caller iterates; breaking out of the
-   * loop aborts it. For a caller that passes rows on as JSON (the export, lib/query/export-query.ts).
+   * Runs a SELECT and yields its JSONEachRow output (64-bit integers as numbers) as it arrives, in
+   * chunks of bytes cut anywhere, with backpressure: the response is read only as fast as the
+   * caller iterates; breaking out of the loop aborts it. For a caller that passes rows on as JSON
+   * (the export, lib/query/export-lines.ts).
    */
-  queryLines(statement: SqlFragment | string, options?: RequestOptions): AsyncIterable<string>
+  queryChunks(statement: SqlFragment | string, options?: RequestOptions): AsyncIterable<Uint8Array>
   /** Runs a statement that returns nothing (DDL, ALTER, INSERT ... VALUES). */
   command (statement: SqlFragment | string, options?: RequestOptions): Promise<void>
   /**
@@ -188,21 +189,18 @@ export function createClickHouse (options: ClickHouseOptions): ClickHouse {
       })
     },
 
-    async * queryLines (statement: SqlFragment | string, opts: RequestOptions = {}): AsyncIterable<string> {
+    async * queryChunks (statement: SqlFragment | string, opts: RequestOptions = {}): AsyncIterable<Uint8Array> {
       const text = String(statement)
-      const rs = await run(text, async () => await client.query({
-        query: text, format: 'JSONEachRow', abort_signal: opts.signal, query_id: opts.queryId,
+      const res = await run(text, async () => await client.exec({
+        query: `${text}\nFORMAT JSONEachRow`, abort_signal: opts.signal, query_id: opts.queryId,
         clickhouse_settings: opts.settings === undefined ? querySettings : { ...querySettings, ...opts.settings } as ClickHouseSettings,
       }))
-      const stream = rs.stream()
       try {
-        for await (const rows of stream) {
-          for (const row of rows) yield row.text
-        }
+        for await (const chunk of res.stream) yield chunk as Buffer
       } catch (err) {
         throw wrapError(err, text)
       } finally {
-        stream.destroy()
+        res.stream.destroy()
       }
     },
 

@@ -61,7 +61,7 @@ if (!onChdb) {
 
   t.test('an insert does not wait for a session while slow readers hold every read session', async (t) => {
     // Four exports whose clients stop reading after their first row: each holds its session.
-    const readers = Array.from({ length: 4 }, () => ch.queryLines('SELECT number FROM numbers(1000000)')[Symbol.asyncIterator]())
+    const readers = Array.from({ length: 4 }, () => ch.queryChunks('SELECT number FROM numbers(1000000)')[Symbol.asyncIterator]())
     await Promise.all(readers.map((r) => r.next()))
     const started = performance.now()
     await ch.insertRaw('INSERT INTO t (n, s) FORMAT JSONEachRow', Buffer.from('{"n":10,"s":"beside the readers"}\n'))
@@ -71,13 +71,17 @@ if (!onChdb) {
     t.same(await ch.query('SELECT s FROM t WHERE n = 10'), [{ s: 'beside the readers' }])
   })
 
-  t.test('queryLines streams a result larger than one block', async (t) => {
-    let n = 0
-    let sum = 0
-    for await (const line of ch.queryLines('SELECT number FROM numbers(200000)')) {
-      n++
-      sum += (JSON.parse(line) as { number: number }).number
+  t.test('queryChunks streams a result larger than one block', async (t) => {
+    let text = ''
+    let chunks = 0
+    for await (const chunk of ch.queryChunks('SELECT number FROM numbers(200000)')) {
+      chunks++
+      text += Buffer.from(chunk).toString('utf8')
     }
+    const lines = text.split('\n').filter((l) => l !== '')
+    const n = lines.length
+    const sum = lines.reduce((s, l) => s + (JSON.parse(l) as { number: number }).number, 0)
+    t.ok(chunks > 1, `${chunks} chunks`)
     t.equal(n, 200000)
     t.equal(sum, 199999 * 200000 / 2)
   })
