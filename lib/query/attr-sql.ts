@@ -76,3 +76,12 @@ export function attrPresentSql (path: string, scope: AttrScope = noLegacyRows): 
 export function attrValuesSql (paths: readonly string[], scope: AttrScope = noLegacyRows): SqlFragment {
   return joinSql(paths.map((p) => attrValueSql(p, scope)), ', ')
 }
+
+/**
+ * True for every row whose attributes hold `value` under some key: a pre-filter of an equality
+ * on any attribute (filter-sql.ts valuesPrefilterSql), reading one array of the two. Rows from
+ * before migration 11 have none, so it is only for reads whose scope has no such rows.
+ */
+export function attrHasValueSql (value: string): SqlFragment {
+  return sql`has(attr_values, ${value})`
+}

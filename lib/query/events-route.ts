@@ -27,6 +27,7 @@ export function registerEventsRoute (router: Router, deps: ReadDeps): void {
       from: read.range.from,
       to: read.range.to,
       filter: read.where,
+      prewhere: read.prewhere,
       limit,
       cursor: read.params.get('cursor'),
       hiddenBefore: read.hiddenBefore,

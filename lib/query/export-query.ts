@@ -50,6 +50,8 @@ export interface ExportParams {
   from: number
   to: number
   where?: SqlFragment
+  /** A pre-filter for PREWHERE (filter-sql.ts valuesPrefilterSql), `where` still in WHERE. */
+  prewhere?: SqlFragment
   hiddenBefore: number
   /** Events a window aims at; default windowRows (tests make it small). */
   windowRows?: number
@@ -151,9 +153,10 @@ const exportSelectList: SqlFragment = rawSql(['attrs', 'concat(toString(ts), \'-
 export async function * exportEvents (clickhouse: ClickHouse, params: ExportParams): AsyncGenerator<Uint8Array> {
   const hidden = params.hiddenBefore > 0 ? sql` AND received_at > ${params.hiddenBefore}` : sql``
   const filter = params.where === undefined ? sql`` : sql` AND (${params.where})`
+  const prewhere = params.prewhere === undefined ? sql`` : sql` PREWHERE ${params.prewhere}`
   /** A window's query, started: its first bytes asked for, so ClickHouse sorts it now. */
   const start = (window: ExportWindow): Started => {
-    const chunks = clickhouse.queryChunks(sql`SELECT ${exportSelectList} FROM events
+    const chunks = clickhouse.queryChunks(sql`SELECT ${exportSelectList} FROM events${prewhere}
       WHERE org_id = ${params.orgId} AND stream = ${params.stream}${hidden} AND ts >= ${window.lo} AND ts < ${window.hi}${filter}
       ORDER BY ts, seq`, { settings: unlimitedTime })[Symbol.asyncIterator]()
     const first = chunks.next()

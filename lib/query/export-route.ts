@@ -25,6 +25,7 @@ export function registerExportRoute (router: Router, deps: ReadDeps): void {
         from: read.range.from,
         to: read.range.to,
         where: read.where,
+        prewhere: read.prewhere,
         hiddenBefore: read.hiddenBefore,
       })
       // The first chunk before the headers: a bad query or an unavailable ClickHouse is still a

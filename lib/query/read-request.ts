@@ -11,7 +11,7 @@ import type { StreamRecord } from '../storage/metadata-store.ts'
 import { findStream } from '../streams/streams.ts'
 import { parseFilter } from './filter-parser.ts'
 import type { FilterNode } from './filter-parser.ts'
-import { filterToSql } from './filter-sql.ts'
+import { filterToSql, valuesPrefilterSql } from './filter-sql.ts'
 import type { FoldMode } from './filter-sql.ts'
 import { parseTimeRange } from './time-range.ts'
 import type { TimeRange } from './time-range.ts'
@@ -41,6 +41,11 @@ export interface ReadRequest {
   filter: FilterNode | null
   /** The filter as a WHERE fragment, attributes read over `scope`; undefined for an empty q. */
   where: SqlFragment | undefined
+  /**
+   * A pre-filter for PREWHERE, with `where` then in WHERE (filter-sql.ts valuesPrefilterSql: on
+   * servers without skip indexes); undefined when there is none.
+   */
+  prewhere: SqlFragment | undefined
   /** How attributes are read over this range (rows from before migration 11 or not). */
   scope: AttrScope
   /** Rows received at or before this time (ms) belong to a deleted stream of the same name. */
@@ -61,6 +66,7 @@ export function readRequest (ctx: RequestContext, deps: Pick<ReadDeps, 'auth' | 
     range,
     filter,
     where: filter === null ? undefined : filterToSql(filter, scope, { indexes: deps.indexes, fold: deps.fold }),
+    prewhere: valuesPrefilterSql(filter, scope, { indexes: deps.indexes }) ?? undefined,
     scope,
     hiddenBefore: deps.accounts.store.hiddenBefore(org.id, stream.name),
     params,

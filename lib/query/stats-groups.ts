@@ -83,13 +83,13 @@ export async function queryGroups (clickhouse: ClickHouse, plan: StatsPlan, by: 
   const slices = plan.groupSample === 0 ? null : groupSlices(plan, await eventsInRange(clickhouse, plan), plan.groupSample)
   if (slices !== null) return await querySampledGroups(clickhouse, plan, by, where, slices)
   const top = await clickhouse.query<{ value: string, n: number }>(sql`SELECT assumeNotNull(${by.text}) AS value, count() AS n
-    FROM events WHERE ${where} GROUP BY value ORDER BY n DESC, value LIMIT ${plan.topN}`)
+    FROM events${plan.prewhere} WHERE ${where} GROUP BY value ORDER BY n DESC, value LIMIT ${plan.topN}`)
   const byPoint = new Map<number, Record<string, number>>()
   if (top.length > 0) {
     const values = joinSql(top.map((g) => sql`${g.value}`), ', ')
     const rows = await clickhouse.query<{ t: number, value: string, n: number }>(sql`SELECT intDiv(ts, ${plan.stepMs}) * ${plan.stepMs} AS t,
         assumeNotNull(${by.text}) AS value, count() AS n
-      FROM events WHERE ${where} AND ${by.text} IN (${values}) GROUP BY t, value`)
+      FROM events${plan.prewhere} WHERE ${where} AND ${by.text} IN (${values}) GROUP BY t, value`)
     for (const row of rows) {
       const point = byPoint.get(row.t) ?? {}
       point[row.value] = row.n
@@ -104,7 +104,8 @@ export async function queryGroups (clickhouse: ClickHouse, plan: StatsPlan, by: 
  * (at most about `sample` rows, so as many groups), then per value, the top ones with their
  * points. The slice test is the PREWHERE: ClickHouse reads ts, and the other columns only of the
  * granules with rows in a slice. Each point's counts scale by its step over its slice; a value's
- * total is the sum of its points'.
+ * total is the sum of its points'. The plan's pre-filter (plan.prewhere) stays out: in PREWHERE it
+ * would read its column for every row of the range, where the slices read a few granules.
  */
 async function querySampledGroups (clickhouse: ClickHouse, plan: StatsPlan, by: GroupBy, where: SqlFragment, slices: GroupSlices): Promise<StatsGroups> {
   const rows = await clickhouse.query<{ value: string, n: number, points: Array<[number, number]> }>(sql`SELECT value, sum(n) AS total, groupArray((t, n)) AS points

@@ -17,6 +17,7 @@
 // - At most maxPoints series points; more is SluiceError('invalid_query').
 import { SluiceError } from '../errors.ts'
 import type { GroupBy } from './stats-groups.ts'
+import { sql } from '../storage/sql.ts'
 import type { SqlFragment } from '../storage/sql.ts'
 
 export type StatsSource = 'events' | 'events_1m' | 'events_1h'
@@ -108,6 +109,8 @@ export interface StatsParams {
   stepMs?: number
   /** The compiled `q` (a condition on `events` columns); absent or rawSql('1') means none. */
   filter?: SqlFragment
+  /** A pre-filter of `q` for PREWHERE (filter-sql.ts valuesPrefilterSql); `filter` then stays in WHERE. */
+  prewhere?: SqlFragment
   /** Entries per top list, 1..maxTopN; default 10. */
   topN?: number
   /** Forces the series source, to compare sources in tests and benchmarks. */
@@ -133,6 +136,8 @@ export interface StatsPlan {
   topN: number
   /** null when there is no filter. */
   filter: SqlFragment | null
+  /** ` PREWHERE <pre-filter>` for a read of raw rows that scans the range with the filter; empty when none. */
+  prewhere: SqlFragment
   /** Raw rows received at or before this (ms) are not read; 0: none. */
   hiddenBefore: number
   /** `by` groups come from the hourly levels rollup (by=level, no q, a day or more; see below). */
@@ -177,5 +182,6 @@ export function planStats (params: StatsParams): StatsPlan {
   if (points > maxPoints) {
     throw new SluiceError('invalid_query', `step ${stepMs} ms gives ${points} points over this range; at most ${maxPoints}: use a larger step`)
   }
-  return { orgId: params.orgId, stream: params.stream, source, from: alignedFrom, to: alignedTo, stepMs, topN, filter, hiddenBefore: params.hiddenBefore ?? 0, groupsFromRollup, groupSample: params.groupSample ?? groupSampleRows }
+  const prewhere = filter !== null && params.prewhere !== undefined ? sql` PREWHERE ${params.prewhere}` : sql``
+  return { orgId: params.orgId, stream: params.stream, source, from: alignedFrom, to: alignedTo, stepMs, topN, filter, prewhere, hiddenBefore: params.hiddenBefore ?? 0, groupsFromRollup, groupSample: params.groupSample ?? groupSampleRows }
 }

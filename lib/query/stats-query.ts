@@ -118,7 +118,7 @@ function seriesSql (plan: StatsPlan): SqlFragment {
     : `${raw ? c.aggregate : `sum(${c.name})`} AS ${c.name}_total`).join(', '))
   const filter = plan.filter ? sql` AND (${plan.filter})` : rawSql('')
   return sql`SELECT intDiv(${time}, ${plan.stepMs}) * ${plan.stepMs} AS t, ${columns}
-    FROM ${rawSql(plan.source)}
+    FROM ${rawSql(plan.source)}${raw ? plan.prewhere : rawSql('')}
     WHERE ${raw ? rawStreamIs(plan) : streamIs(plan)} AND ${time} >= ${plan.from} AND ${time} < ${plan.to}${filter}
     GROUP BY t ORDER BY t`
 }
@@ -193,7 +193,7 @@ function dimRows (plan: StatsPlan, parts: TopParts, dim: Dim | TopCountDim, colu
   if (parts.raw) {
     const column = rawSql(dim)
     branches.push(sql`SELECT assumeNotNull(${column}) AS value, ${rawSql(columns.map((c) => `${c.aggregate} AS ${c.name}`).join(', '))}
-      FROM events WHERE ${parts.raw} AND ${hasValue(dim)} AND ${valueIs(dim)} GROUP BY value`)
+      FROM events${plan.prewhere} WHERE ${parts.raw} AND ${hasValue(dim)} AND ${valueIs(dim)} GROUP BY value`)
   }
   return joinSql(branches, ' UNION ALL ')
 }

@@ -28,6 +28,7 @@ export function registerStatsRoute (router: Router, deps: ReadDeps): void {
       to: read.range.to,
       stepMs: step === null ? undefined : parseStep(step),
       filter: read.where,
+      prewhere: read.prewhere,
       topN: integerParam(read.params, 'top', 1, maxTopN, defaultTopN),
       hiddenBefore: read.hiddenBefore,
       rollupsPurged: deps.accounts.store.rollupsPurged(read.orgId, read.stream.name),

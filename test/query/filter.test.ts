@@ -16,7 +16,8 @@ import { migration as attributesMigration } from '../../lib/storage/migrations/0
 import { joinSql, rawSql, sql } from '../../lib/storage/sql.ts'
 import type { SqlFragment } from '../../lib/storage/sql.ts'
 import { maxFilterTerms, parseFilter } from '../../lib/query/filter-parser.ts'
-import { detectFold, filterToSql } from '../../lib/query/filter-sql.ts'
+import { detectFold, filterToSql, valuesPrefilterSql } from '../../lib/query/filter-sql.ts'
+import { noLegacyRows } from '../../lib/query/attr-sql.ts'
 import type { FoldMode } from '../../lib/query/filter-sql.ts'
 import { compileMatcher } from '../../lib/query/filter-match.ts'
 import { flattenAttrsText } from '../../lib/events/attr-flatten.ts'
@@ -191,22 +192,36 @@ async function insertEvents (clickhouse: ClickHouse, stream: string, events: rea
 let fold: FoldMode | undefined
 
 /**
- * The events q selects in ClickHouse; each query runs twice, with and without the skip-index
- * pre-filters of current versions (filter-sql.ts, docs/schema-versions.md), which must not
- * change a result: their SQL is portable, so 18.16 checks them too (without the indexes).
+ * The events q selects in ClickHouse; each query runs three times: with and without the
+ * skip-index pre-filters of current versions (filter-sql.ts, docs/schema-versions.md), and with
+ * 18.16's attribute-value pre-filter as the PREWHERE (valuesPrefilterSql). None may change a
+ * result: their SQL is portable, so either engine checks them all (without the indexes).
  */
 async function selectIds (clickhouse: ClickHouse, stream: string, q: string): Promise<number[]> {
   fold ??= await detectFold(clickhouse)
-  const run = async (indexes: boolean): Promise<number[]> => (await clickhouse.query<{ ts: number }>(
-    sql`SELECT ts FROM events WHERE org_id = 'org' AND stream = ${stream} AND ${filterToSql(parseFilter(q), undefined, { indexes, fold })} ORDER BY ts`))
+  const filter = parseFilter(q)
+  const run = async (indexes: boolean, prewhere: SqlFragment | null = null): Promise<number[]> => (await clickhouse.query<{ ts: number }>(
+    sql`SELECT ts FROM events ${prewhere === null ? sql`` : sql`PREWHERE ${prewhere}`}
+      WHERE org_id = 'org' AND stream = ${stream} AND ${filterToSql(filter, undefined, { indexes, fold })} ORDER BY ts`))
     .map((r) => Number(r.ts))
   const exact = await run(false)
   const prefiltered = await run(true)
   if (JSON.stringify(exact) !== JSON.stringify(prefiltered)) {
     throw new Error(`${JSON.stringify(q)}: with pre-filters ${JSON.stringify(prefiltered)}, without ${JSON.stringify(exact)}`)
   }
+  const values = valuesPrefilterSql(filter, noLegacyRows)
+  if (values !== null) {
+    const withValues = await run(false, values)
+    if (JSON.stringify(exact) !== JSON.stringify(withValues)) {
+      throw new Error(`${JSON.stringify(q)}: with the values pre-filter ${JSON.stringify(withValues)}, without ${JSON.stringify(exact)}`)
+    }
+    valuesPrefiltered++
+  }
   return exact
 }
+
+/** Queries that had a values pre-filter (selectIds). */
+let valuesPrefiltered = 0
 
 function matchIds (events: readonly Fixture[], q: string): number[] {
   const matches = compileMatcher(parseFilter(q))
@@ -252,6 +267,7 @@ t.test('the SQL filter selects exactly what the matcher accepts', async (t) => {
     }
   }), { numRuns: 400, seed: Number(process.env.FILTER_SEED ?? 2222) })
   t.ok(checked >= 400, `${checked} generated queries agree on ${generatedEvents.length} generated events`)
+  t.ok(valuesPrefiltered >= 20, `${valuesPrefiltered} queries ran with the attribute-value pre-filter as well`)
 })
 
 // ---- Generators ----

@@ -87,6 +87,15 @@ t.test('stats?by= and /fields see the attributes', async (t) => {
   t.same(stats.body.groups, [{ value: 'cart', count: 2 }, { value: 'checkout', count: 2 }, { value: 'billing-api', count: 1 }])
   const byRegion = await s.api('GET', `/api/streams/app/stats?${range()}&by=region&q=${encodeURIComponent('service:checkout')}`)
   t.same(byRegion.body.groups, [{ value: 'eu', count: 1 }, { value: 'us', count: 1 }])
+  // An attribute equality (on 18.16 also the read's PREWHERE: filter-sql.ts valuesPrefilterSql),
+  // alone and beside a column term, in the series and the groups.
+  for (const q of ['region:eu', 'region:eu service:checkout', '(user_id:7 OR user_id:43) -level:debug']) {
+    const byService = await s.api('GET', `/api/streams/app/stats?${range()}&by=service&sample=0&q=${encodeURIComponent(q)}`)
+    t.equal(byService.status, 200, q)
+    const expected = q.startsWith('region') ? [{ value: 'checkout', count: 1 }] : [{ value: 'cart', count: 1 }, { value: 'checkout', count: 1 }]
+    t.same(byService.body.groups, expected, `${q}: groups`)
+    t.equal((byService.body.series as Array<{ count: number }>).reduce((n, p) => n + p.count, 0), q.startsWith('region') ? 1 : 2, `${q}: series`)
+  }
   const fields = await s.api('GET', `/api/streams/app/fields?${range()}`)
   const names = new Map((fields.body.fields as Array<{ name: string, kind: string, count: number }>).map((f) => [f.name, f]))
   t.match(names.get('user_id'), { kind: 'attribute', count: 3 })
