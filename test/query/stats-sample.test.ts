@@ -3,8 +3,12 @@
 import t from 'tap'
 import { startServer } from '../helpers/server.ts'
 import { createIngestTarget, postIngest } from '../helpers/ingest.ts'
-import { groupSlices } from '../../lib/query/stats-groups.ts'
+import { groupSlices, sliceRanges, slicedCountsSql } from '../../lib/query/stats-groups.ts'
 import { planStats } from '../../lib/query/stats-plan.ts'
+import { createTestDatabase } from '../helpers/clickhouse.ts'
+import { migrate } from '../../lib/storage/migrate.ts'
+import { createLogger } from '../../lib/logger.ts'
+import { rawSql, sql } from '../../lib/storage/sql.ts'
 
 const hour = 3_600_000
 const base = Math.floor((Date.now() - 3 * hour) / hour) * hour
@@ -52,4 +56,26 @@ t.test('a sampled by=: scaled counts close to the exact ones, the points adding 
   const bad = await s.api('GET', `/api/streams/big/stats?${range}&sample=-1`)
   t.equal(bad.status, 400)
   t.equal(bad.body.error, 'invalid_query')
+})
+
+t.test('the slices as one statement each and as a test per row count the same rows', async (t) => {
+  const { clickhouse } = await createTestDatabase(t)
+  await migrate(clickhouse, createLogger({ level: 'warn', fd: 2 }))
+  const plan = planStats({ orgId: 'o', stream: 's', from: base, to: base + hour, stepMs: 60_000 })
+  const slices = groupSlices(plan, 1_000_000, 50_000)!
+  const ranges = sliceRanges(plan, slices)
+  t.equal(ranges.length, 60, 'a slice per point')
+  t.ok(ranges.every(([lo, hi], i) => hi - lo === slices.widthMs && lo >= base + i * 60_000 && hi <= base + (i + 1) * 60_000), 'each inside its point')
+  // 36,000 events, one every 100 ms, with a host among five; slice edges fall between and on them.
+  const rows = Array.from({ length: 36_000 }, (_, i) => JSON.stringify({ org_id: 'o', stream: 's', ts: base + i * 100, received_at: base, host: `h${i % 5}`, attrs: '{}', seq: i + 1, size: 10 }))
+  await clickhouse.insertRaw('INSERT INTO events (org_id, stream, ts, received_at, host, attrs, seq, size) FORMAT JSONEachRow', Buffer.from(rows.join('\n')))
+  const by = { text: rawSql('host'), present: rawSql('isNotNull(host)') }
+  const where = sql`org_id = 'o' AND stream = 's' AND ts >= ${plan.from} AND ts < ${plan.to}`
+  const counts = async (perSlice: boolean): Promise<string[]> => (await clickhouse.query<{ t: number, value: string, n: number }>(
+    sql`SELECT t, value, n FROM (${slicedCountsSql(plan, by, where, slices, perSlice)}) ORDER BY t, value`)).map((r) => `${r.t} ${r.value} ${r.n}`)
+  const union = await counts(true)
+  t.ok(union.length > 0)
+  t.same(union, await counts(false), 'the same counts per point and value')
+  const inRanges = ranges.reduce((n, [lo, hi]) => n + Math.ceil((hi - base) / 100) - Math.ceil((lo - base) / 100), 0)
+  t.equal(union.reduce((n, r) => n + Number(r.split(' ')[2]), 0), inRanges, 'every event in a slice, once')
 })
