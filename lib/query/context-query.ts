@@ -4,16 +4,20 @@
 // side in (ts, seq) order that share the `same` fields with the anchor (an absent field matches
 // events where it is absent too), each list in ascending time.
 //
-// Each side is read in widening windows from the anchor (1 s, then x16 up to a day): a busy stream
-// fills a side from the first window, and a quiet one reads at most a day each way, never the
-// whole history. Filters of the `q` do not apply: context shows what surrounded the event.
+// Each side is read in widening windows from the anchor, up to a day: 1 s, then x16 while nothing
+// matched, else sized from the matches so far to hold what is missing (events-query.ts
+// nextWindowMs). A busy stream fills a side from the first window, a rare host and service
+// (10 matches in ~20 minutes of a 30 M-event day) reads about the span it needs rather than the
+// next x16 (1.4 M rows a side: bench/README.md, "Find anything", f2), and a quiet stream reads at
+// most a day each way, never the whole history. Filters of the `q` do not apply: context shows
+// what surrounded the event.
 import { SluiceError } from '../errors.ts'
 import { EventJsonBuffer } from '../events/event-json.ts'
 import { parseEventId } from '../events/event-json.ts'
 import type { ClickHouse } from '../storage/clickhouse.ts'
 import { joinSql, rawSql, sql } from '../storage/sql.ts'
 import type { SqlFragment } from '../storage/sql.ts'
-import { appendStoredEvent, eventSelectList } from './events-query.ts'
+import { appendStoredEvent, eventSelectList, nextWindowMs } from './events-query.ts'
 import type { EventRowOut } from './events-query.ts'
 import { fieldTextSql } from './field-ref.ts'
 import type { FieldRef } from './field-ref.ts'
@@ -26,7 +30,6 @@ export const maxContextLines = 500
 export const defaultContextSame = ['host', 'service']
 
 const firstWindowMs = 1000
-const windowGrowth = 16
 const maxSpanMs = 86_400_000
 
 export interface ContextParams {
@@ -73,7 +76,7 @@ async function side (clickhouse: ClickHouse, params: ContextParams, anchor: { ts
     for (const row of got) rows.push(row)
     if (direction === 'before' && far === 0) break
     near = direction === 'before' ? far : far - 1
-    windowMs *= windowGrowth
+    windowMs = nextWindowMs(windowMs, Math.abs(near - ts), rows.length, limit - rows.length)
     first = false
   }
   return rows

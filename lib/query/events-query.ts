@@ -147,8 +147,12 @@ function eventsWindowSql (params: EventsParams, after: { ts: number, seq: number
       LIMIT ${limit}`
 }
 
-/** The size of the next window, from the matches so far over the span read so far. */
-function nextWindowMs (previousMs: number, spanReadMs: number, found: number, missing: number): number {
+/**
+ * The size of the next window, from the matches so far over the span read so far: 16x the
+ * previous while nothing matched, else sized to hold what is missing with a margin, between 1x
+ * and 16x the previous (also the context's windows, context-query.ts).
+ */
+export function nextWindowMs (previousMs: number, spanReadMs: number, found: number, missing: number): number {
   if (found === 0) return previousMs * maxGrowth
   const wanted = Math.ceil((missing * spanReadMs / found) * sizingMargin)
   return Math.min(previousMs * maxGrowth, Math.max(previousMs, wanted))

@@ -84,6 +84,27 @@ t.test('context: the events around one from the same host and service, in ascend
   t.equal(bad.body.error, 'not_found')
 })
 
+t.test('context of a rare host: the nearest events however far apart, none skipped between windows', async (t) => {
+  const tgt = await createIngestTarget(s, 'sparse')
+  // A busy host every 100 ms, and a rare one at uneven gaps: windows sized from sparse matches.
+  const rareAt = [5, 40, 100, 149, 150, 151, 152, 200, 290].map((sec) => base + sec * 1000)
+  const lines = [
+    ...Array.from({ length: 3000 }, (_, i) => JSON.stringify({ ts: base + i * 100, host: 'busy', service: 'api', msg: `busy ${i}` })),
+    ...rareAt.map((ts, i) => JSON.stringify({ ts: ts + 7, host: 'rare', service: 'api', msg: `rare ${i}` })),
+  ]
+  t.equal((await postIngest(tgt, lines.join('\n'))).body.ingested, lines.length)
+  const page = await s.api('GET', `/api/streams/sparse/events?from=${base}&to=${base + 300_000}&q=host:rare&limit=100`)
+  const rare = (page.body.events as Event[]).reverse()
+  t.equal(rare.length, rareAt.length)
+  const anchor = rare[4]
+  for (const [before, after] of [[10, 10], [2, 1], [4, 4]]) {
+    const r = await s.api('GET', `/api/streams/sparse/events/${anchor.id}/context?before=${before}&after=${after}`)
+    t.equal(r.status, 200)
+    t.same(r.body.before.map((e: Event) => e.message), rare.slice(Math.max(0, 4 - before), 4).map((e) => e.message), `before=${before}`)
+    t.same(r.body.after.map((e: Event) => e.message), rare.slice(5, 5 + after).map((e) => e.message), `after=${after}`)
+  }
+})
+
 t.test('export: every matching event as NDJSON, oldest first, as a download', async (t) => {
   const r = await fetch(`${s.url}/api/streams/app/export?${range}&q=${encodeURIComponent('host:web-2')}`, { headers: { authorization: `Bearer ${s.adminToken}` } })
   t.equal(r.status, 200)
