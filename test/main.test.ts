@@ -3,6 +3,8 @@
 // the README; SIGTERM stops Sluice and its ClickHouse and exits 0.
 import t from 'tap'
 import { spawn } from 'node:child_process'
+import type { ChildProcessWithoutNullStreams } from 'node:child_process'
+import type { Test } from 'tap'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { existsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -14,12 +16,9 @@ import { onChdb } from './helpers/clickhouse.ts'
 
 const main = new URL('../lib/main.ts', import.meta.url).pathname
 
-t.test('starts with a managed ClickHouse, serves the README flow, stops cleanly', { skip: onChdb ? 'the managed server: npm test' : findClickHouseBinary() ? false : 'no clickhouse-server here' }, async (t) => {
-  const dataDir = await mkdtemp(join(tmpdir(), 'sluice-main-'))
-  t.teardown(() => rm(dataDir, { recursive: true, force: true }))
-  const env: NodeJS.ProcessEnv = { ...process.env, ...serverEnv, SLUICE_DATA_DIR: dataDir, SLUICE_PORT: '0', SLUICE_LOG_LEVEL: 'warn' }
-  delete env.CLICKHOUSE_URL
-  const child = spawn(process.execPath, [...serverNodeFlags, main], { env })
+/** `node lib/main.ts` with `env`, resolved once it printed its URL and what to do next. */
+async function startMain (t: Test, env: NodeJS.ProcessEnv, cwd?: string): Promise<{ child: ChildProcessWithoutNullStreams, url: string, stderr: () => string }> {
+  const child = spawn(process.execPath, [...serverNodeFlags, main], { env, cwd })
   t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
   let stderr = ''
   child.stdout.resume()
@@ -31,21 +30,41 @@ t.test('starts with a managed ClickHouse, serves the README flow, stops cleanly'
     })
     child.once('exit', (code) => reject(new Error(`exited ${code}: ${stderr}`)))
   })
+  return { child, url, stderr: () => stderr }
+}
+
+/** A JSON call of the API at `url` with `token`. */
+function apiCaller (url: string, token: string) {
+  return async (method: string, path: string, body?: unknown) => {
+    const res = await request(url + path, {
+      method: method as 'GET', body: body === undefined ? undefined : JSON.stringify(body),
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    })
+    return { status: res.statusCode, body: await res.body.json().catch(() => null) as any }
+  }
+}
+
+/** SIGTERM, and the exit code. */
+async function stopMain (child: ChildProcessWithoutNullStreams): Promise<number | null> {
+  child.kill('SIGTERM')
+  return await new Promise<number | null>((resolve) => child.once('exit', resolve))
+}
+
+t.test('starts with a managed ClickHouse, serves the README flow, stops cleanly', { skip: onChdb ? 'the managed server: npm test' : findClickHouseBinary() ? false : 'no clickhouse-server here' }, async (t) => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'sluice-main-'))
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+  const env: NodeJS.ProcessEnv = { ...process.env, ...serverEnv, SLUICE_DATA_DIR: dataDir, SLUICE_PORT: '0', SLUICE_LOG_LEVEL: 'warn' }
+  delete env.CLICKHOUSE_URL
+  const { child, url, stderr } = await startMain(t, env)
   const token = (await readFile(join(dataDir, 'admin-token'), 'utf8')).trim()
-  t.ok(stderr.includes(token), 'the admin token is printed')
-  t.match(stderr, /curl -s -X POST http:\/\/127\.0\.0\.1:\d+\/api\/streams/, 'with a curl example')
+  t.ok(stderr().includes(token), 'the admin token is printed')
+  t.match(stderr(), /curl -s -X POST http:\/\/127\.0\.0\.1:\d+\/api\/streams/, 'with a curl example')
   t.ok(existsSync(join(dataDir, 'clickhouse')), 'ClickHouse data lives under the data dir')
   const pidFile = await readFile(join(dataDir, 'clickhouse', 'sluice-clickhouse.pid'), 'utf8')
   const chPid = Number(pidFile.trim().split(/\s+/)[0])
   t.ok(chPid > 0, `managed ClickHouse pid ${chPid}`)
 
-  const call = async (method: string, path: string, body?: unknown, auth = token) => {
-    const res = await request(url + path, {
-      method: method as 'GET', body: body === undefined ? undefined : JSON.stringify(body),
-      headers: { authorization: `Bearer ${auth}`, 'content-type': 'application/json' },
-    })
-    return { status: res.statusCode, body: await res.body.json().catch(() => null) as any }
-  }
+  const call = apiCaller(url, token)
   t.equal((await call('POST', '/api/streams', { name: 'web' })).status, 201)
   const issued = await call('POST', '/api/streams/web/ingest-token', {})
   t.equal(issued.status, 201)
@@ -58,9 +77,7 @@ t.test('starts with a managed ClickHouse, serves the README flow, stops cleanly'
   await ingested.body.dump()
   t.equal((await call('DELETE', `/api/streams/web/ingest-tokens/${issued.body.id}`)).status, 204)
 
-  child.kill('SIGTERM')
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
-  t.equal(code, 0, 'exit 0 on SIGTERM')
+  t.equal(await stopMain(child), 0, 'exit 0 on SIGTERM')
   let alive = true
   try { process.kill(chPid, 0) } catch { alive = false }
   t.notOk(alive, 'the managed ClickHouse is stopped')
@@ -88,28 +105,10 @@ t.test('starts on the embedded engine (CLICKHOUSE_URL=chdb:<relative dir>), serv
   t.teardown(() => rm(dataDir, { recursive: true, force: true }))
   const env: NodeJS.ProcessEnv = { ...process.env, ...serverEnv, SLUICE_DATA_DIR: dataDir, SLUICE_PORT: '0', SLUICE_LOG_LEVEL: 'warn', CLICKHOUSE_URL: 'chdb:ch-data' }
   const started = performance.now()
-  const child = spawn(process.execPath, [...serverNodeFlags, main], { env, cwd: dataDir })
-  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
-  let stderr = ''
-  child.stdout.resume()
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stderr.on('data', (d) => {
-      stderr += d
-      const m = /Sluice is running at (http:\/\/\S+)/.exec(stderr)
-      if (m && stderr.includes('Stop with Ctrl-C')) resolve(m[1])
-    })
-    child.once('exit', (code) => reject(new Error(`exited ${code}: ${stderr}`)))
-  })
+  const { child, url } = await startMain(t, env, dataDir)
   t.comment(`ready in ${Math.round(performance.now() - started)} ms`)
   t.ok(existsSync(join(dataDir, 'ch-data')), 'the data directory is the working directory\'s')
-  const token = (await readFile(join(dataDir, 'admin-token'), 'utf8')).trim()
-  const call = async (method: string, path: string, body?: unknown, auth = token) => {
-    const res = await request(url + path, {
-      method: method as 'GET', body: body === undefined ? undefined : JSON.stringify(body),
-      headers: { authorization: `Bearer ${auth}`, 'content-type': 'application/json' },
-    })
-    return { status: res.statusCode, body: await res.body.json().catch(() => null) as any }
-  }
+  const call = apiCaller(url, (await readFile(join(dataDir, 'admin-token'), 'utf8')).trim())
   t.equal((await call('POST', '/api/streams', { name: 'web' })).status, 201)
   const issued = await call('POST', '/api/streams/web/ingest-token', {})
   const ingested = await request(url + '/api/ingest/web', {
@@ -120,7 +119,5 @@ t.test('starts on the embedded engine (CLICKHOUSE_URL=chdb:<relative dir>), serv
   const events = await call('GET', '/api/streams/web/events?q=hello')
   t.equal(events.status, 200)
   t.same(events.body.events.map((e: { path: string }) => e.path), ['/b'], 'a 200 means the rows are queryable')
-  child.kill('SIGTERM')
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
-  t.equal(code, 0, 'exit 0 on SIGTERM')
+  t.equal(await stopMain(child), 0, 'exit 0 on SIGTERM')
 })
