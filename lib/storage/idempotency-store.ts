@@ -27,14 +27,17 @@
 //   agree: an insert still on its way (ClickHouse resuming from a stall) is seen by the second count.
 //   Where they are counted: the events table on a single node; in cluster mode (options.shards)
 //   the local table on every host, each shard's count being its replica holding the most (a
-//   replica still fetching the part holds fewer), and a host that does not answer, or whose shard
-//   is not known yet, makes the count 'unknown' (it may hold the only copy).
+//   replica still fetching the part holds fewer). A host that does not answer is left out while
+//   another replica of its shard answers (its parts reach that replica by replication; missed
+//   only when the replica that took the insert went down before any other fetched it, the
+//   window in which, without insert_quorum, an acknowledged insert can be lost too); a shard none
+//   of whose hosts answers, or a host whose shard is not known yet, makes the count 'unknown'.
 // - Repair (options.repairPartial): a pending attempt found partly stored (its body cut off when
 //   its process was killed: 18.16 stores the rows before the cut) has its seq range deleted, on a
 //   single node from the events table, in cluster mode from the local table of each shard that
 //   holds some (one ALTER ... DELETE on the replica holding the most: a replicated mutation,
-//   which every replica of the shard runs). It is 'absent' once every host counts none of its
-//   rows, 'unknown' while the mutation runs (a retry finds it running and waits again, no second
+//   which every replica of the shard runs). It is 'absent' once no answering host counts any of
+//   its rows, 'unknown' while the mutation runs (a retry finds it running and waits again, no second
 //   delete). docs/api.md section 6.7.
 // - close() flushes what is queued (one attempt) and stops.
 // - dropExpiredKeys() drops the hourly partitions whose keys have all expired: ClickHouse 18.16
@@ -123,10 +126,15 @@ interface KeyRow {
   done?: { resolve: () => void, reject: (err: unknown) => void }
 }
 
-/** A seq range's rows per shard and host, and in all (each shard counted on its replica holding the most). */
+/** A seq range's rows per shard and host (null: no answer), and in all (each shard counted on its answering replica holding the most). */
 interface RowCount {
-  byShard: Array<{ hosts: ClickHouse[], counts: number[] }>
+  byShard: Array<{ hosts: ClickHouse[], counts: Array<number | null> }>
   total: number
+}
+
+/** The most rows an answering host of a shard holds. */
+function mostOf (counts: ReadonlyArray<number | null>): number {
+  return Math.max(...counts.map((n) => n ?? 0))
 }
 
 /** ms one host may take to count a pending key's rows before the key is 'unknown' (503, retried). */
@@ -286,25 +294,31 @@ export class IdempotencyStore {
   }
 
   /**
-   * A seq range's rows: per shard, per host; `total` sums each shard's replica holding the most.
-   * Throws when a host does not answer within countTimeoutMs.
+   * A seq range's rows: per shard, per host (null: the host did not answer within
+   * countTimeoutMs); `total` sums each shard's answering replica holding the most. Throws when
+   * no replica of a shard answers (see the contract).
    */
   async #countRows (range: SqlFragment): Promise<RowCount> {
     const table = rawSql(quoteIdentifier(this.#eventsTable))
-    const byShard = await Promise.all(this.#sites().map(async (hosts) => ({
-      hosts,
-      counts: await Promise.all(hosts.map(async (ch) => {
+    const byShard = await Promise.all(this.#sites().map(async (hosts) => {
+      let failure: unknown
+      const counts = await Promise.all(hosts.map(async (ch) => {
         const controller = new AbortController()
         const cancel = this.#setTimer(() => { controller.abort(new Error(`counting a pending key's rows took over ${countTimeoutMs} ms`)) }, countTimeoutMs)
         try {
           const [row] = await ch.query<{ n: number }>(sql`SELECT count() AS n FROM ${table} WHERE ${range}`, { signal: controller.signal })
           return Number(row.n)
+        } catch (err) {
+          failure = err
+          return null
         } finally {
           cancel()
         }
-      })),
-    })))
-    return { byShard, total: byShard.reduce((sum, s) => sum + Math.max(...s.counts), 0) }
+      }))
+      if (counts.every((n) => n === null)) throw new Error('no ClickHouse host of a shard answered the count of a pending key\'s rows', { cause: failure })
+      return { hosts, counts }
+    }))
+    return { byShard, total: byShard.reduce((sum, s) => sum + mostOf(s.counts), 0) }
   }
 
   /**
@@ -316,7 +330,7 @@ export class IdempotencyStore {
   async #deleteRows (range: SqlFragment, record: KeyRecord, count: RowCount): Promise<Presence> {
     const table = rawSql(quoteIdentifier(this.#eventsTable))
     for (const { hosts, counts } of count.byShard) {
-      const most = Math.max(...counts)
+      const most = mostOf(counts)
       if (most === 0) continue
       const ch = hosts[counts.indexOf(most)]
       const running = await ch.query<{ n: number }>(sql`SELECT count() AS n FROM system.mutations

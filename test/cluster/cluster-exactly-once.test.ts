@@ -63,4 +63,6 @@ t.test('node 1 SIGKILLed mid-insert, the clients retry on node 2: exactly once f
   }, { what: 'replicas in agreement', timeoutMs: 60_000, intervalMs: 500 })
   const r = await summarize('node 1 SIGKILLed mid-insert, retries on node 2', cluster.clickhouseUrls[0], db, results, node2.url)
   assertExactlyOnce(t, r)
+  // The kill caught requests of every client in flight: their retries went through node 2.
+  for (const c of retryClients) t.ok((r.clients[c].answerCounts['0 dropped'] ?? 0) > 0, `${c}: requests dropped by the kill, retried on node 2`)
 })

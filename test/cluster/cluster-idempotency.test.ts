@@ -127,7 +127,7 @@ t.test('how long until a key answered on node 1 is visible to node 2 (measured, 
   }
 })
 
-t.test('another node\'s pending keys settled across the shards: stored replayed, absent run, partly stored on one shard repaired then run, a host of unknown shard unknown', async (t) => {
+t.test('another node\'s pending keys settled across the shards: stored replayed, absent run, partly stored on one shard repaired then run; a replica down is left out, a shard down is unknown', async (t) => {
   const log = createLogger({ level: 'silent' })
   const client = { user: 'default', password: '', database: db, requestTimeoutMs: 60_000 }
   const shards = new ShardSet({ urls: cluster.clickhouseUrls, client, log })
@@ -171,11 +171,17 @@ t.test('another node\'s pending keys settled across the shards: stored replayed,
   t.same(partial, { answer: ok(4), replayed: false }, 'partly stored on shard 2: its rows deleted, then run')
   t.equal(runs, 2)
   for (const host of [2, 3]) t.equal(await rangeRows(cluster.clickhouseUrls[host], 3 * 2 ** 25), '0', `the cut-off row is gone from host ${host}`)
-  // A host whose shard is not known yet may hold the only copy: the key stays unknown (503).
-  const blind = new IdempotencyCache(600_000, 100, Date.now, new IdempotencyStore({
-    clickhouse: chB, ...options, holdMs: 0, shards: { hosts: [...shards.hosts, { shard: undefined, clickhouse: chB }] },
-  }))
-  await t.rejects(blind.once('s', 'c-unknown', 'req-f', async () => { runs++; return ok(5) }), { code: 'storage_unavailable' })
-  t.equal(runs, 2, 'nothing run while a host cannot be counted')
-  t.same(await nodeB.once('s', 'c-unknown', 'req-g', async () => { runs++; return ok(5) }), { answer: ok(2), replayed: true }, 'every host counted: stored, replayed')
+  // A replica that does not answer is left out while another of its shard answers; a shard none
+  // of whose hosts answers, or a host whose shard is not known yet, leaves the key unknown (503).
+  const dead = createClickHouse({ ...client, url: 'http://127.0.0.1:1' }) // nothing listens there
+  t.teardown(() => dead.close())
+  const withHosts = (extra: Array<{ shard: string | undefined, clickhouse: typeof dead }>): IdempotencyCache =>
+    new IdempotencyCache(600_000, 100, Date.now, new IdempotencyStore({ clickhouse: chB, ...options, holdMs: 0, shards: { hosts: [...shards.hosts, ...extra] } }))
+  await t.rejects(withHosts([{ shard: undefined, clickhouse: chB }]).once('s', 'c-unknown', 'req-f', async () => { runs++; return ok(5) }),
+    { code: 'storage_unavailable' }, 'a host of unknown shard: unknown')
+  await t.rejects(withHosts([{ shard: 'a shard of its own', clickhouse: dead }]).once('s', 'c-unknown', 'req-g', async () => { runs++; return ok(5) }),
+    { code: 'storage_unavailable' }, 'a shard none of whose hosts answers: unknown')
+  t.equal(runs, 2, 'nothing run while a shard cannot be counted')
+  t.same(await withHosts([{ shard: shards.hosts[0].shard, clickhouse: dead }]).once('s', 'c-unknown', 'req-h', async () => { runs++; return ok(5) }),
+    { answer: ok(2), replayed: true }, 'a replica of shard 1 down, another answers: stored, replayed')
 })
