@@ -81,7 +81,10 @@ export async function createApp (config: Config, log: Logger, options: AppOption
       clickhouse, log: log.child({ component: 'idempotency' }),
       // A pending key's attempt is surely over after the writer's budget (docs/api.md section 6.7).
       holdMs: config.writer.retryTimeoutMs + config.writer.attemptTimeoutMs + 1_000,
-      repairPartial: config.clickhouse.cluster === null,
+      // A pending key's rows are counted, and a partly stored attempt's deleted, where the writer
+      // puts them: the events table, or in cluster mode every host's local table (section 6.7).
+      repairPartial: true,
+      ...(ingest.shards === undefined ? {} : { shards: ingest.shards, eventsTable: 'events_local' }),
       onFailure: () => { metrics.storageRefusals.inc() },
     })
     const reads = new ReadLimits(config.query)

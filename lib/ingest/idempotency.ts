@@ -64,9 +64,15 @@ export interface SharedKeyStore {
 /** What an attempt does before its rows go to the writer: record where they will be (pending). */
 export interface KeyedCommit {
   beforeWrite (rows: { orgId: string, stream: string, seqBase: number, rows: number, answer: StoredAnswer }): Promise<void>
+  /**
+   * True when this attempt runs because an earlier attempt's pending record was settled absent,
+   * another process's after up to holdMs of waiting (docs/api.md section 6.7): that wait was the
+   * earlier attempt's, and this one's storage phase starts when it starts.
+   */
+  readonly afterSettling: boolean
 }
 
-const noCommit: KeyedCommit = { beforeWrite: async () => {} }
+const noCommit: KeyedCommit = { beforeWrite: async () => {}, afterSettling: false }
 
 /** A final answer and the fingerprint of the request that got it ('' when unknown: not compared). */
 interface Kept {
@@ -131,7 +137,7 @@ export class IdempotencyCache {
       }
       // Without a shared store the attempt starts in this same tick, as it always did.
       const shared = this.#shared === null ? null : await this.#findShared(this.#shared, scope, key, claim)
-      if (shared !== null) {
+      if (shared !== null && shared !== 'settled') {
         claim.expireAt(shared.expiresAt) // replayed here until the first node's expiry, no longer
         claim.settle(shared.kept)
         await print.check(shared.kept.fingerprint)
@@ -141,6 +147,7 @@ export class IdempotencyCache {
       let pendingRecorded = false
       const store = this.#shared
       const commit: KeyedCommit = store === null ? noCommit : {
+        afterSettling: shared === 'settled',
         beforeWrite: async (rows) => {
           try {
             await store.recordPending(scope, key, print.fingerprint(), { ...rows, answer: encodeAnswer(rows.answer) }, claim.claimedAt, claim.expiresAt)
@@ -192,10 +199,11 @@ export class IdempotencyCache {
 
   /**
    * The answer another node (or this one before a restart) recorded, or null: then the attempt
-   * runs. A pending record is settled first (see the header): stored, its answer; absent, null.
-   * Throws 503 storage_unavailable (releasing the claim) when the store cannot tell.
+   * runs. A pending record is settled first (see the header): stored, its answer; absent,
+   * 'settled' (the attempt runs, after the settling's wait). Throws 503 storage_unavailable
+   * (releasing the claim) when the store cannot tell.
    */
-  async #findShared (shared: SharedKeyStore, scope: string, key: string, claim: { settle (kept: Kept | null): void }): Promise<{ kept: Kept, expiresAt: number } | null> {
+  async #findShared (shared: SharedKeyStore, scope: string, key: string, claim: { settle (kept: Kept | null): void }): Promise<{ kept: Kept, expiresAt: number } | 'settled' | null> {
     const unavailable = (cause?: unknown): SluiceError => {
       claim.settle(null)
       return new SluiceError('storage_unavailable', 'Storage could not tell whether an earlier attempt under this Idempotency-Key was stored; this request stored nothing', { retryAfter: 1, cause })
@@ -210,7 +218,7 @@ export class IdempotencyCache {
     if (found.state === 'pending') {
       const settled = await shared.settle(scope, key, found)
       if (settled.presence === 'unknown') throw unavailable()
-      if (settled.presence === 'absent') return null
+      if (settled.presence === 'absent') return 'settled'
       found = settled.record
       // Stored: from now on the key's answer is final everywhere.
       if (found.state === 'pending') shared.record(scope, key, found.answer, found.fingerprint, this.#now(), found.expiresAt)

@@ -252,9 +252,14 @@ async function readAndStore (
   if (summary.ingested === 0) return request.answer(outcome)
 
   // The storage phase (a body key's lookup, a pending key's record, the writer) is held to the
-  // writer's budget from here as a whole (README "Guarantees": within what clients wait).
-  const heldSince = performance.now()
+  // writer's budget from here as a whole (README "Guarantees": within what clients wait). A
+  // retry that first waited for an earlier attempt's pending record to be settled absent
+  // (another node's: up to holdMs, docs/api.md section 6.7) gets the budget from the end of that
+  // wait: counted from here, its rows would be refused 503 unsent, and the client's next retry
+  // would only repeat it.
+  const parsedAt = performance.now()
   const store = async (keyed: KeyedCommit | undefined): Promise<IngestAnswer> => {
+    const heldSince = keyed?.afterSettling === true ? performance.now() : parsedAt
     // Computed before the commit: a keyed attempt records it as the answer its stored rows get.
     // An answer may be a client error given after the commit (Loki's 400 entries_rejected when
     // some entries failed): thrown once the rows are stored, as before.

@@ -25,6 +25,20 @@
 //   the writer's retryTimeoutMs + attemptTimeoutMs, plus a second); a final or void record that
 //   lands meanwhile settles it at once. The rows are counted twice, settleGapMs apart, and must
 //   agree: an insert still on its way (ClickHouse resuming from a stall) is seen by the second count.
+//   Where they are counted: the events table on a single node; in cluster mode (options.shards)
+//   the local table on every host, each shard's count being its replica holding the most (a
+//   replica still fetching the part holds fewer). A host that does not answer is left out while
+//   another replica of its shard answers (its parts reach that replica by replication; missed
+//   only when the replica that took the insert went down before any other fetched it, the
+//   window in which, without insert_quorum, an acknowledged insert can be lost too); a shard none
+//   of whose hosts answers, or a host whose shard is not known yet, makes the count 'unknown'.
+// - Repair (options.repairPartial): a pending attempt found partly stored (its body cut off when
+//   its process was killed: 18.16 stores the rows before the cut) has its seq range deleted, on a
+//   single node from the events table, in cluster mode from the local table of each shard that
+//   holds some (one ALTER ... DELETE on the replica holding the most: a replicated mutation,
+//   which every replica of the shard runs). It is 'absent' once no answering host counts any of
+//   its rows, 'unknown' while the mutation runs (a retry finds it running and waits again, no second
+//   delete). docs/api.md section 6.7.
 // - close() flushes what is queued (one attempt) and stops.
 // - dropExpiredKeys() drops the hourly partitions whose keys have all expired: ClickHouse 18.16
 //   has no table TTL (the retention janitor calls it). In cluster mode the table is replicated
@@ -33,8 +47,9 @@ import { randomUUID } from 'node:crypto'
 import type { ClickHouse } from './clickhouse.ts'
 import type { Logger } from '../logger.ts'
 import { joinSql, quoteIdentifier, rawSql, sql } from './sql.ts'
+import type { SqlFragment } from './sql.ts'
 import { seqLineSpace } from './row-seq.ts'
-import { OutcomeCheck, presenceOf } from './outcome-check.ts'
+import { presenceOf } from './outcome-check.ts'
 import type { Presence } from './outcome-check.ts'
 import { realTimer } from './pending-write.ts'
 import type { SetTimer } from './pending-write.ts'
@@ -59,12 +74,18 @@ export interface IdempotencyStoreOptions {
   holdMs?: number
   /** ms between the two counts that settle a pending record (default 500). */
   settleGapMs?: number
-  /** The events table the rows are counted in (default events). */
+  /** The events table the rows are counted in (default events; cluster mode: events_local on every host). */
   eventsTable?: string
   /**
+   * Cluster mode: the ClickHouse hosts the rows may be on, with their shards (lib/storage/shard-set.ts);
+   * rows are counted and deleted in eventsTable on each of them. Absent: this.clickhouse alone.
+   */
+  shards?: { readonly hosts: ReadonlyArray<{ readonly shard: string | undefined, readonly clickhouse: ClickHouse }> }
+  /**
    * A pending attempt found partly stored (a body cut off when its node was killed: 18.16 stores
-   * the rows before the cut) has its rows deleted (ALTER ... DELETE on the seq range), and is then
-   * absent: its retry stores it whole. Single node only (default false: then it stays unknown).
+   * the rows before the cut) has its rows deleted (ALTER ... DELETE on the seq range, on each
+   * shard holding some), and is then absent: its retry stores it whole (default false: then it
+   * stays unknown).
    */
   repairPartial?: boolean
   /** Wall clock in ms (records are compared across nodes); default Date.now. */
@@ -105,6 +126,25 @@ interface KeyRow {
   done?: { resolve: () => void, reject: (err: unknown) => void }
 }
 
+/** A seq range's rows per shard and host (null: no answer), and in all (each shard counted on its answering replica holding the most). */
+interface RowCount {
+  byShard: Array<{ hosts: ClickHouse[], counts: Array<number | null> }>
+  total: number
+}
+
+/** The most rows an answering host of a shard holds. */
+function mostOf (counts: ReadonlyArray<number | null>): number {
+  return Math.max(...counts.map((n) => n ?? 0))
+}
+
+/** ms one host may take to count a pending key's rows before the key is 'unknown' (503, retried). */
+const countTimeoutMs = 5_000
+
+/** A pending record's rows: org, stream and its seq range [seqBase, seqBase + 2^25). */
+function rangeOf (record: KeyRecord): SqlFragment {
+  return sql`org_id = ${record.orgId} AND stream = ${record.stream} AND seq >= ${record.seqBase} AND seq < ${record.seqBase + seqLineSpace}`
+}
+
 /** Partition width of idempotency_keys: one hour of expiry times, in ms (migration 009). */
 const partitionMs = 3_600_000
 
@@ -120,9 +160,9 @@ export class IdempotencyStore {
   #settleGapMs: number
   #eventsTable: string
   #repairPartial: boolean
+  #shards: IdempotencyStoreOptions['shards']
   #now: () => number
   #setTimer: SetTimer
-  #check: OutcomeCheck
   #onFailure: () => void
   /** This process's id in the records it writes. */
   readonly node = randomUUID()
@@ -147,10 +187,10 @@ export class IdempotencyStore {
     this.#settleGapMs = options.settleGapMs ?? 500
     this.#eventsTable = options.eventsTable ?? 'events'
     this.#repairPartial = options.repairPartial ?? false
+    this.#shards = options.shards
     this.#now = options.now ?? Date.now
     this.#setTimer = options.setTimer ?? realTimer
     this.#onFailure = options.onFailure ?? (() => {})
-    this.#check = new OutcomeCheck({ clickhouse: this.#ch, table: options.eventsTable ?? 'events', log: this.#log, now: this.#now, setTimer: this.#setTimer })
   }
 
   /** Rows queued and not yet inserted. */
@@ -217,14 +257,17 @@ export class IdempotencyStore {
         if (latest.state !== 'pending') return { presence: latest.state === 'final' ? 'stored' : 'absent', record: latest }
         record = latest
       }
-      const identity = { orgId: record.orgId, stream: record.stream, seqBase: record.seqBase }
-      let previous = (await this.#check.countRows([identity]))[0]
+      const range = rangeOf(record)
+      let previous = await this.#countRows(range)
       for (let round = 0; round < 5; round++) {
         await this.#sleep(this.#settleGapMs)
-        const [count] = await this.#check.countRows([identity])
-        if (count === previous) {
-          const presence = presenceOf(count, record.rows)
-          if (presence === 'unknown' && this.#repairPartial) return { presence: await this.#deleteRows(identity, record), record }
+        const count = await this.#countRows(range)
+        if (count.total === previous.total) {
+          let presence = presenceOf(count.total, record.rows)
+          if (presence === 'unknown' && this.#repairPartial) presence = await this.#deleteRows(range, record, count)
+          this.#log.info('a pending idempotency key settled by counting its rows', {
+            presence, orgId: record.orgId, stream: record.stream, seqBase: record.seqBase, rows: record.rows, stored: count.total, ownRecord: record.node === this.node,
+          })
           return { presence, record }
         }
         previous = count
@@ -237,23 +280,69 @@ export class IdempotencyStore {
   }
 
   /**
-   * Deletes a partly stored attempt's rows (a mutation; at most one at a time per seq range) and
-   * answers 'absent' once they are gone, 'unknown' while the mutation runs (the retry's retry
-   * settles it then).
+   * Where the rows may be: per shard, its hosts (a single node: this.clickhouse alone). Throws
+   * while a host's shard is unknown (it did not answer yet, and may hold rows).
    */
-  async #deleteRows (identity: { orgId: string, stream: string, seqBase: number }, record: KeyRecord): Promise<Presence> {
-    const range = sql`org_id = ${identity.orgId} AND stream = ${identity.stream} AND seq >= ${identity.seqBase} AND seq < ${identity.seqBase + seqLineSpace}`
-    const running = await this.#ch.query<{ n: number }>(sql`SELECT count() AS n FROM system.mutations
-      WHERE database = ${this.#ch.database} AND table = ${this.#eventsTable} AND is_done = 0 AND position(command, ${`seq >= ${identity.seqBase}`}) > 0`)
-    if (Number(running[0].n) === 0) {
+  #sites (): ClickHouse[][] {
+    if (this.#shards === undefined) return [[this.#ch]]
+    const byShard = new Map<string, ClickHouse[]>()
+    for (const h of this.#shards.hosts) {
+      if (h.shard === undefined) throw new Error('a ClickHouse host has not told its shard yet: it may hold the rows')
+      byShard.set(h.shard, [...(byShard.get(h.shard) ?? []), h.clickhouse])
+    }
+    return [...byShard.values()]
+  }
+
+  /**
+   * A seq range's rows: per shard, per host (null: the host did not answer within
+   * countTimeoutMs); `total` sums each shard's answering replica holding the most. Throws when
+   * no replica of a shard answers (see the contract).
+   */
+  async #countRows (range: SqlFragment): Promise<RowCount> {
+    const table = rawSql(quoteIdentifier(this.#eventsTable))
+    const byShard = await Promise.all(this.#sites().map(async (hosts) => {
+      let failure: unknown
+      const counts = await Promise.all(hosts.map(async (ch) => {
+        const controller = new AbortController()
+        const cancel = this.#setTimer(() => { controller.abort(new Error(`counting a pending key's rows took over ${countTimeoutMs} ms`)) }, countTimeoutMs)
+        try {
+          const [row] = await ch.query<{ n: number }>(sql`SELECT count() AS n FROM ${table} WHERE ${range}`, { signal: controller.signal })
+          return Number(row.n)
+        } catch (err) {
+          failure = err
+          return null
+        } finally {
+          cancel()
+        }
+      }))
+      if (counts.every((n) => n === null)) throw new Error('no ClickHouse host of a shard answered the count of a pending key\'s rows', { cause: failure })
+      return { hosts, counts }
+    }))
+    return { byShard, total: byShard.reduce((sum, s) => sum + mostOf(s.counts), 0) }
+  }
+
+  /**
+   * Deletes a partly stored attempt's rows (see "Repair" in the contract): on each shard holding
+   * some, one mutation on its replica holding the most, unless one on that seq range is running
+   * there. Answers 'absent' once no host holds any, 'unknown' while the mutations run (the
+   * retry's retry settles it then).
+   */
+  async #deleteRows (range: SqlFragment, record: KeyRecord, count: RowCount): Promise<Presence> {
+    const table = rawSql(quoteIdentifier(this.#eventsTable))
+    for (const { hosts, counts } of count.byShard) {
+      const most = mostOf(counts)
+      if (most === 0) continue
+      const ch = hosts[counts.indexOf(most)]
+      const running = await ch.query<{ n: number }>(sql`SELECT count() AS n FROM system.mutations
+        WHERE database = ${ch.database} AND table = ${this.#eventsTable} AND is_done = 0 AND position(command, ${`seq >= ${record.seqBase}`}) > 0`)
+      if (Number(running[0].n) > 0) continue
       this.#log.warn('a pending idempotency key\'s attempt is partly stored (a body cut off); deleting its rows so that the retry stores it whole', {
-        orgId: identity.orgId, stream: identity.stream, seqBase: identity.seqBase, rows: record.rows,
+        orgId: record.orgId, stream: record.stream, seqBase: record.seqBase, rows: record.rows, stored: most,
       })
-      await this.#ch.command(sql`ALTER TABLE ${rawSql(quoteIdentifier(this.#eventsTable))} DELETE WHERE ${range}`)
+      await ch.command(sql`ALTER TABLE ${table} DELETE WHERE ${range}`)
     }
     for (let round = 0; round < 20; round++) {
-      const [count] = await this.#check.countRows([identity])
-      if (count === 0) return 'absent'
+      if ((await this.#countRows(range)).total === 0) return 'absent'
       await this.#sleep(250)
     }
     return 'unknown'

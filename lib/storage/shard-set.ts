@@ -14,6 +14,9 @@
 //   replicated tables drop the block if the first attempt did store it (insert_deduplicate).
 // - failed(target) marks the replica unhealthy and pings it every probeIntervalMs until it
 //   answers, which makes it healthy again; succeeded(target) marks it healthy at once.
+// - hosts lists every host with its shard (undefined until it answered) and client, healthy or
+//   not: where a write's rows may be, for counting and deleting them on every replica
+//   (idempotency-store.ts, a pending key's settling and repair; docs/api.md section 6.7).
 // - close() stops the probes and closes every client.
 import type { ClickHouse, ClickHouseOptions } from './clickhouse.ts'
 import { createClickHouse } from './clickhouse.ts'
@@ -76,6 +79,11 @@ export class ShardSet {
     const out = new Map<string, string[]>()
     for (const h of this.#hosts) if (h.shard !== undefined) out.set(h.shard, [...(out.get(h.shard) ?? []), h.url])
     return out
+  }
+
+  /** Every host, healthy or not, with its shard once known (see the contract). */
+  get hosts (): ReadonlyArray<{ readonly url: string, readonly shard: string | undefined, readonly clickhouse: ClickHouse }> {
+    return this.#hosts.map((h) => ({ url: h.url, shard: h.shard, clickhouse: h.clickhouse }))
   }
 
   pick (): InsertTarget | undefined {

@@ -6,28 +6,9 @@
 // is answered storage_outcome_unknown unless its rows were in an insert that got no answer.
 import t from 'tap'
 import { findClickHouseBinary } from '../../lib/storage/managed-clickhouse.ts'
-import { sigkillWithRetries, stallWithRetries } from './retry-scenarios.ts'
-import type { RetryScenarioResult } from './retry-scenarios.ts'
-import type { Test } from 'tap'
+import { assertExactlyOnce, sigkillWithRetries, stallWithRetries } from './retry-scenarios.ts'
 
 const skip = findClickHouseBinary() ? false : 'no clickhouse-server here'
-
-function assertExactlyOnce (t: Test, r: RetryScenarioResult): void {
-  t.comment(JSON.stringify(r))
-  for (const client of ['keyed', 'timestamped'] as const) {
-    const c = r.clients[client]
-    t.ok(c.acknowledged > 0, `${client}: ${c.acknowledged} events acknowledged`)
-    t.equal(c.missing, 0, `${client}: no acknowledged event missing`)
-    t.equal(c.duplicated, 0, `${client}: no event stored twice`)
-    t.equal(c.unacknowledgedStored, 0, `${client}: nothing stored that was not acknowledged`)
-    t.equal(c.unexpected, 0, `${client}: only 200, 429 and 503 answers`)
-  }
-  const changing = r.clients.changing
-  t.ok(changing.acknowledged > 0)
-  t.equal(changing.missing, 0, 'changing bodies: no acknowledged event missing')
-  t.equal(changing.contradicting, 0, 'changing bodies: no duplicate after answers that said nothing was stored')
-  t.comment(`changing bodies (not recognisable as retries): ${changing.duplicated} of ${changing.acknowledged} events stored twice`)
-}
 
 t.test('a 20 s ClickHouse stop under steady traffic: exactly once for keyed and timestamped retries; unknown outcomes only for unanswered inserts', { skip }, async (t) => {
   const r = await stallWithRetries({ stopMs: 20_000, shape: { clients: 4, linesPerRequest: 500 } })

@@ -11,6 +11,7 @@ import { check, checkerClient, createStream, runLoad, sleep, startSluiceProcess 
 import type { CheckResult, LoadClient, LoadResult, SluiceProcess } from './harness.ts'
 import { ownClickHouse } from './scenarios.ts'
 import { waitFor } from '../helpers/wait-for.ts'
+import type { Test } from 'tap'
 
 export const retryClients = ['keyed', 'timestamped', 'changing'] as const satisfies readonly LoadClient[]
 export type RetryClient = typeof retryClients[number]
@@ -26,19 +27,22 @@ export interface RetryScenarioResult {
   outcomeUnknown: number
 }
 
-interface Shape { clients: number, linesPerRequest: number }
+export interface Shape { clients: number, linesPerRequest: number }
 
-interface Loads {
+export interface Loads {
   results: Promise<Record<RetryClient, LoadResult>>
   stop (): void
 }
 
-/** One load per client kind, each on its stream, until stop(). */
-function startLoads (sluice: () => SluiceProcess, tokens: Record<RetryClient, string>, shape: Shape, requestTimeoutMs: number): Loads {
+/**
+ * One load per client kind, each on its stream, until stop(), to the Sluice `url()` names at each
+ * attempt; a batch is retried up to maxAttempts times (default 1000).
+ */
+export function startLoads (url: () => string, tokens: Record<RetryClient, string>, shape: Shape, requestTimeoutMs: number, maxAttempts = 1_000): Loads {
   let stopped = false
   const loads = retryClients.map((client) => runLoad({
-    url: () => sluice().url, stream: client, token: tokens[client], client, ...shape,
-    stopped: () => stopped, maxAttempts: 1_000, retryDelayMs: 200, requestTimeoutMs,
+    url, stream: client, token: tokens[client], client, ...shape,
+    stopped: () => stopped, maxAttempts, retryDelayMs: 200, requestTimeoutMs,
   }))
   return {
     results: Promise.all(loads).then((r) => Object.fromEntries(retryClients.map((c, i) => [c, r[i]])) as Record<RetryClient, LoadResult>),
@@ -65,7 +69,7 @@ async function storedCount (url: string, database: string, stream: string): Prom
 }
 
 /** Waits until every client's stream has `more` events beyond what it held at the call. */
-async function progressed (chUrl: string, database: string, more: number, what: string): Promise<void> {
+export async function progressed (chUrl: string, database: string, more: number, what: string): Promise<void> {
   const base = await Promise.all(retryClients.map((c) => storedCount(chUrl, database, c)))
   await waitFor(async () => {
     const now = await Promise.all(retryClients.map((c) => storedCount(chUrl, database, c)))
@@ -73,7 +77,11 @@ async function progressed (chUrl: string, database: string, more: number, what: 
   }, { what, timeoutMs: 120_000, intervalMs: 250 })
 }
 
-async function summarize (scenario: string, chUrl: string, database: string, results: Record<RetryClient, LoadResult>, sluiceUrl: string): Promise<RetryScenarioResult> {
+/**
+ * Every client's stream classified (harness.ts check) through `events` on the ClickHouse at chUrl,
+ * with the unanswered-insert metrics of the Sluice at sluiceUrl.
+ */
+export async function summarize (scenario: string, chUrl: string, database: string, results: Record<RetryClient, LoadResult>, sluiceUrl: string): Promise<RetryScenarioResult> {
   const checker = checkerClient(chUrl, database)
   try {
     const clients = {} as Record<RetryClient, CheckResult>
@@ -91,6 +99,28 @@ async function summarize (scenario: string, chUrl: string, database: string, res
 }
 
 /**
+ * Exactly once (docs/api.md sections 6.6 and 6.7): keyed and timestamped retries leave nothing
+ * missing, nothing stored twice and nothing stored that was not acknowledged; retries of changing
+ * bodies leave nothing missing, and their duplicates are counted and reported.
+ */
+export function assertExactlyOnce (t: Test, r: RetryScenarioResult): void {
+  t.comment(JSON.stringify(r))
+  for (const client of ['keyed', 'timestamped'] as const) {
+    const c = r.clients[client]
+    t.ok(c.acknowledged > 0, `${client}: ${c.acknowledged} events acknowledged`)
+    t.equal(c.missing, 0, `${client}: no acknowledged event missing`)
+    t.equal(c.duplicated, 0, `${client}: no event stored twice`)
+    t.equal(c.unacknowledgedStored, 0, `${client}: nothing stored that was not acknowledged`)
+    t.equal(c.unexpected, 0, `${client}: only 200, 429 and 503 answers`)
+  }
+  const changing = r.clients.changing
+  t.ok(changing.acknowledged > 0)
+  t.equal(changing.missing, 0, 'changing bodies: no acknowledged event missing')
+  t.equal(changing.contradicting, 0, 'changing bodies: no duplicate after answers that said nothing was stored')
+  t.comment(`changing bodies (not recognisable as retries): ${changing.duplicated} of ${changing.acknowledged} events stored twice`)
+}
+
+/**
  * ClickHouse SIGSTOPped for `stopMs` (past the writer's retry timeout) under steady traffic from
  * the three clients, with the default writer settings and clients that give up on a request
  * after `requestTimeoutMs` (default 20 s: the minimum the README names).
@@ -103,7 +133,7 @@ export async function stallWithRetries (o: { stopMs: number, shape: Shape, reque
     const s = sluice
     const tokens = {} as Record<RetryClient, string>
     for (const c of retryClients) tokens[c] = await createStream(s.url, s.adminToken, c)
-    const loads = startLoads(() => s, tokens, o.shape, o.requestTimeoutMs ?? 20_000)
+    const loads = startLoads(() => s.url, tokens, o.shape, o.requestTimeoutMs ?? 20_000)
     try {
       await progressed(ch.url, s.database, o.shape.linesPerRequest, 'steady traffic before the stop')
       process.kill(ch.pid!, 'SIGSTOP')
@@ -136,7 +166,7 @@ export async function sigkillWithRetries (o: { shape: Shape }): Promise<RetrySce
     const first = sluice
     const tokens = {} as Record<RetryClient, string>
     for (const c of retryClients) tokens[c] = await createStream(first.url, first.adminToken, c)
-    const loads = startLoads(() => sluice!, tokens, o.shape, 120_000)
+    const loads = startLoads(() => sluice!.url, tokens, o.shape, 120_000)
     try {
       await progressed(ch.url, database, o.shape.linesPerRequest, 'steady traffic before the kill')
       const probe = checkerClient(ch.url, database)

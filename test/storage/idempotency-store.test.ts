@@ -98,9 +98,13 @@ t.test('a pending key: settled by counting its rows; stored, the answer is repla
   let runs = 0
   // Node B (or A after a restart) gets the retries.
   t.same(await nodeB.once('s', 'stored', 'req-b', async () => { runs++; return ok(9) }), { answer: ok(2), replayed: true }, 'stored: replayed')
-  t.same(await nodeB.once('s', 'absent', 'req-c', async () => { runs++; return ok(3) }), { answer: ok(3), replayed: false }, 'absent: run')
+  // The retry that runs after settling knows it (its writer budget starts then: ingest-pipeline.ts).
+  const settledRuns: boolean[] = []
+  t.same(await nodeB.once('s', 'absent', 'req-c', async (commit) => { runs++; settledRuns.push(commit.afterSettling); return ok(3) }), { answer: ok(3), replayed: false }, 'absent: run')
   t.equal(runs, 1)
-  t.same(await nodeB.once('s', 'partial', 'req-e', async () => { runs++; return ok(4) }), { answer: ok(4), replayed: false }, 'partly stored: its rows deleted, then run')
+  t.same(await nodeB.once('s', 'partial', 'req-e', async (commit) => { runs++; settledRuns.push(commit.afterSettling); return ok(4) }), { answer: ok(4), replayed: false }, 'partly stored: its rows deleted, then run')
+  t.same(await nodeB.once('s', 'new-key', 'req-f', async (commit) => { settledRuns.push(commit.afterSettling); return ok(1) }), { answer: ok(1), replayed: false })
+  t.same(settledRuns, [true, true, false], 'afterSettling: for the runs after a pending record was settled absent only')
   const [left] = await clickhouse.query<{ n: number }>(`SELECT count() AS n FROM events WHERE seq >= ${3 * 2 ** 25}`)
   t.equal(Number(left.n), 0, 'the cut-off rows are gone')
   t.equal(runs, 2)
