@@ -23,7 +23,7 @@
 //   response holds it until written).
 import { Buffer } from 'node:buffer'
 import { maxValueDepth } from '../events/normalize.ts'
-import { BACKSLASH, LF, hex4, nestsDeeper, sameBytes, writeCodePoint } from '../events/json-lex.ts'
+import { BACKSLASH, JsonLexer, LF, escOther, escSimple, nestsDeeper, sameBytes } from '../events/json-lex.ts'
 
 /** How a line starts: the attrs member, its string opened. */
 const lineStart = Buffer.from('{"attrs":"')
@@ -41,6 +41,8 @@ export class ExportLineWriter {
   /** Set by #unescape: brackets in the text (an upper bound of its depth), and where the string ends. */
   #brackets = 0
   #closing = -1
+  /** Decodes the attrs string's escapes (json-lex.ts; its fields hold the last escape's length). */
+  readonly #lexer = new JsonLexer()
   /** Bytes of a line begun in an earlier chunk. */
   #carry: Buffer[] = []
   /** Lines written so far. */
@@ -127,6 +129,7 @@ export class ExportLineWriter {
    */
   #unescape (bytes: Buffer, start: number, end: number): number {
     const out = this.#scratch
+    const lexer = this.#lexer
     let at = 0
     let brackets = 0
     let kept = true
@@ -142,25 +145,17 @@ export class ExportLineWriter {
         out[at++] = c
         continue
       }
-      const e = bytes[++i]
-      if (e === 0x22 || e === BACKSLASH || e === 0x2f) {
-        out[at++] = e
-      } else if (e === 0x75) { // \uXXXX, a surrogate pair as two
-        let code = hex4(bytes, i + 1)
-        i += 4
-        if (code >= 0xd800 && code < 0xdc00 && bytes[i + 1] === BACKSLASH && bytes[i + 2] === 0x75) {
-          const low = hex4(bytes, i + 3)
-          if (low >= 0xdc00 && low < 0xe000) {
-            code = 0x10000 + ((code - 0xd800) << 10) + (low - 0xdc00)
-            i += 6
-          }
-        }
-        // A control character, or a lone surrogate (not text JSON.parse would give back as it was).
-        if (code < 0x20 || (code >= 0xd800 && code < 0xe000)) kept = false
-        else at = writeCodePoint(out, at, code)
+      // The escape's character by the lexer's own decoding (json-lex.ts); \n \t and the like,
+      // and \u of a control character, decode to one byte below 0x20.
+      const kind = lexer.escapeAt(bytes, i)
+      if (kind === escSimple || kind === escOther) {
+        const from = at
+        at = lexer.writeEscape(bytes, i, out, at)
+        if (at - from === 1 && out[from] < 0x20) kept = false
       } else {
-        kept = false // \b \f \n \r \t: a control character in the text
+        kept = false // a lone surrogate (not text JSON.parse gives back as it was), or no escape
       }
+      i += lexer.escapeLength - 1
     }
     return -1
   }
