@@ -6,7 +6,7 @@
 //
 // Bytes past a line's end read as undefined in a typed array, which fails every comparison here,
 // so no scan runs past the buffer.
-import type { Buffer } from 'node:buffer'
+import { Buffer } from 'node:buffer'
 
 export const QUOTE = 0x22
 export const BACKSLASH = 0x5c
@@ -174,6 +174,18 @@ export function numberOf (src: Buffer, start: number, end: number): number {
 export function sameBytes (a: Uint8Array, aStart: number, b: Uint8Array, bStart: number, length: number): boolean {
   for (let k = 0; k < length; k++) if (a[aStart + k] !== b[bStart + k]) return false
   return true
+}
+
+/**
+ * `bytes` when `more` bytes fit after its first `length`, else a buffer of its own (twice the size,
+ * or what fits) holding those `length` bytes: the growth of the writers that build a buffer of
+ * rows or lines (row-serializer.ts, row-json-serializer.ts, lib/query/export-lines.ts).
+ */
+export function withRoom (bytes: Buffer<ArrayBuffer>, length: number, more: number): Buffer<ArrayBuffer> {
+  if (length + more <= bytes.length) return bytes
+  const grown = Buffer.allocUnsafeSlow(Math.max(bytes.length * 2, length + more))
+  bytes.copy(grown, 0, 0, length)
+  return grown
 }
 
 /** Copies src[start, end) to out[at]; returns the index after it. Short spans by a loop (cheaper than a native call). */

@@ -18,6 +18,7 @@
 // - Array(String): '[', the strings separated by ',', ']'.
 import { Buffer } from 'node:buffer'
 import { AttrPairs } from '../events/attr-flatten.ts'
+import { withRoom } from '../events/json-lex.ts'
 import type { EventRow } from '../events/event-row.ts'
 import { fieldCount, fieldsByColumnKind } from '../events/fields.ts'
 
@@ -119,10 +120,7 @@ export class EventRowJsonWriter {
   }
 
   #reserve (bytes: number): void {
-    if (this.#length + bytes <= this.#bytes.length) return
-    const grown = Buffer.allocUnsafeSlow(Math.max(this.#bytes.length * 2, this.#length + bytes))
-    this.#bytes.copy(grown, 0, 0, this.#length)
-    this.#bytes = grown
+    this.#bytes = withRoom(this.#bytes, this.#length, bytes)
   }
 }
 

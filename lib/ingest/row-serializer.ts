@@ -29,7 +29,7 @@ import { Buffer } from 'node:buffer'
 import { AttrPairs } from '../events/attr-flatten.ts'
 import type { EventRow } from '../events/event-row.ts'
 import { fieldCount, fieldsByColumnKind } from '../events/fields.ts'
-import { maxUtf8BytesPerUnit } from '../events/json-lex.ts'
+import { maxUtf8BytesPerUnit, withRoom } from '../events/json-lex.ts'
 
 // Spans up to this many bytes are copied by a JS loop, longer ones by Buffer#copy (a native call,
 // which costs about as much as copying 40 bytes in JS).
@@ -152,11 +152,10 @@ export class EventRowWriter {
   }
 
   #reserve (bytes: number): void {
-    if (this.#length + bytes <= this.#bytes.length) return
-    const grown = Buffer.allocUnsafeSlow(Math.max(this.#bytes.length * 2, this.#length + bytes))
-    this.#bytes.copy(grown, 0, 0, this.#length)
-    this.#bytes = grown
-    this.#view = new DataView(grown.buffer)
+    const room = withRoom(this.#bytes, this.#length, bytes)
+    if (room === this.#bytes) return
+    this.#bytes = room
+    this.#view = new DataView(room.buffer)
   }
 
   /** A String column from a JS string (org and stream names, once per task). */

@@ -23,7 +23,7 @@
 //   response holds it until written).
 import { Buffer } from 'node:buffer'
 import { maxValueDepth } from '../events/normalize.ts'
-import { BACKSLASH, JsonLexer, LF, escOther, escSimple, nestsDeeper, sameBytes } from '../events/json-lex.ts'
+import { BACKSLASH, JsonLexer, LF, escOther, escSimple, nestsDeeper, sameBytes, withRoom } from '../events/json-lex.ts'
 
 /** How a line starts: the attrs member, its string opened. */
 const lineStart = Buffer.from('{"attrs":"')
@@ -34,7 +34,7 @@ const levels = maxValueDepth + 1
 
 export class ExportLineWriter {
   readonly #chunkBytes: number
-  #out: Buffer
+  #out: Buffer<ArrayBuffer>
   #length = 0
   /** The unescaped attrs text of the line being written. */
   #scratch = Buffer.allocUnsafe(64 * 1024)
@@ -50,7 +50,7 @@ export class ExportLineWriter {
 
   constructor (chunkBytes: number) {
     this.#chunkBytes = chunkBytes
-    this.#out = Buffer.allocUnsafe(chunkBytes * 2)
+    this.#out = Buffer.allocUnsafeSlow(chunkBytes * 2)
   }
 
   /** Takes a chunk of JSONEachRow bytes; complete lines go to the output. */
@@ -161,10 +161,7 @@ export class ExportLineWriter {
   }
 
   #reserve (bytes: number): void {
-    if (this.#length + bytes <= this.#out.length) return
-    const grown = Buffer.allocUnsafe(Math.max(this.#out.length * 2, this.#length + bytes))
-    this.#out.copy(grown, 0, 0, this.#length)
-    this.#out = grown
+    this.#out = withRoom(this.#out, this.#length, bytes)
   }
 }
 
