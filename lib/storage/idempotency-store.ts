@@ -48,7 +48,7 @@ import type { ClickHouse } from './clickhouse.ts'
 import type { Logger } from '../logger.ts'
 import { joinSql, quoteIdentifier, rawSql, sql } from './sql.ts'
 import type { SqlFragment } from './sql.ts'
-import { seqLineSpace } from './row-seq.ts'
+import { seqRangeSql } from './row-seq.ts'
 import { presenceOf } from './outcome-check.ts'
 import type { Presence } from './outcome-check.ts'
 import { realTimer } from './pending-write.ts'
@@ -139,11 +139,6 @@ function mostOf (counts: ReadonlyArray<number | null>): number {
 
 /** ms one host may take to count a pending key's rows before the key is 'unknown' (503, retried). */
 const countTimeoutMs = 5_000
-
-/** A pending record's rows: org, stream and its seq range [seqBase, seqBase + 2^25). */
-function rangeOf (record: KeyRecord): SqlFragment {
-  return sql`org_id = ${record.orgId} AND stream = ${record.stream} AND seq >= ${record.seqBase} AND seq < ${record.seqBase + seqLineSpace}`
-}
 
 /** Partition width of idempotency_keys: one hour of expiry times, in ms (migration 009). */
 const partitionMs = 3_600_000
@@ -257,7 +252,7 @@ export class IdempotencyStore {
         if (latest.state !== 'pending') return { presence: latest.state === 'final' ? 'stored' : 'absent', record: latest }
         record = latest
       }
-      const range = rangeOf(record)
+      const range = seqRangeSql(record)
       let previous = await this.#countRows(range)
       for (let round = 0; round < 5; round++) {
         await this.#sleep(this.#settleGapMs)

@@ -6,7 +6,7 @@
 import type { ClickHouse } from './clickhouse.ts'
 import { quoteIdentifier, sql, joinSql, rawSql } from './sql.ts'
 import type { SqlFragment } from './sql.ts'
-import { seqLineSpace } from './row-seq.ts'
+import { seqRangeSql } from './row-seq.ts'
 import type { Logger } from '../logger.ts'
 import type { PendingWrite, SetTimer, WriteIdentity } from './pending-write.ts'
 
@@ -94,8 +94,7 @@ export class OutcomeCheck {
 
   /** Rows stored per identity: org_id, stream and the seq range. */
   async countRows (identities: readonly WriteIdentity[], signal?: AbortSignal): Promise<number[]> {
-    const conditions: SqlFragment[] = identities.map((id) =>
-      sql`(org_id = ${id.orgId} AND stream = ${id.stream} AND seq >= ${id.seqBase} AND seq < ${id.seqBase + seqLineSpace})`)
+    const conditions: SqlFragment[] = identities.map(seqRangeSql)
     const columns = conditions.map((cond, i) => sql`countIf(${cond}) AS ${rawSql(`c${i}`)}`)
     const [row] = await this.#ch.query<Record<string, number>>(
       sql`SELECT ${joinSql(columns, ', ')} FROM ${rawSql(quoteIdentifier(this.#table))} WHERE ${joinSql(conditions, ' OR ')}`, signal ? { signal } : {})
