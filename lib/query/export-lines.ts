@@ -8,9 +8,10 @@
 //   `{"attrs":"`; the string is unescaped into a scratch buffer in one pass that also finds its
 //   end (the first quote not escaped), and the line is written as the event's JSON: `{`, the
 //   members up to received_at, `,"attrs":` and the object text, then received_at.
-// - Why bytes, and why one pass: strings were the cost before (decoding each line, JSON.parse of
-//   attrs, concatenation, encoding again: 4.2 Sluice CPU-s per million events), and native calls
-//   per escape or per key search cost more than a loop (bench/README.md, "Find anything", export).
+// - Why bytes, and why one pass: with a string per line (decoding it, JSON.parse of attrs,
+//   concatenation, encoding again) exportEvents took 3.7-3.8 Sluice CPU-s per million events
+//   in-process, in bytes 2.6-2.8; native calls per escape or per key search cost more than a
+//   loop. Over HTTP the socket reads and writes dominate (bench/README.md, "Find anything", export).
 // - JSONEachRow escapes every line break inside a value, so a raw `\n` ends a line; a line cut
 //   by a chunk boundary is carried to the next chunk. received_at is the last member and a number,
 //   so `,"received_at":` before the trailing digits is where it starts.

@@ -24,7 +24,7 @@
 //   escapes the strings, and only attrs (a JSON string of its text there) is put back as the
 //   object, in bytes (export-lines.ts). Parsing every row into an object and writing it again
 //   took most of the export's CPU (12 Sluice CPU-s per million events; bench/README.md, "Find
-//   anything"), and strings per line 4.2.
+//   anything").
 //   The lines hold the same JSON values as /events' (ClickHouse writes `/` as `\/`).
 // - Windows are disjoint and ascending, so every event is exported once, in (ts, seq) order; each
 //   window reads what is committed when it runs.
