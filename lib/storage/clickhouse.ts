@@ -206,7 +206,9 @@ export function createClickHouse (options: ClickHouseOptions): ClickHouse {
 
     async command (statement: SqlFragment | string, opts: RequestOptions = {}): Promise<void> {
       const text = String(statement)
-      await run(text, async () => { await client.command({ query: text, abort_signal: opts.signal, query_id: opts.queryId }) })
+      await run(text, async () => {
+        await client.command({ query: text, abort_signal: opts.signal, query_id: opts.queryId, clickhouse_settings: opts.settings as ClickHouseSettings | undefined })
+      })
     },
 
     async insertRaw (statement: string, body: Buffer | Readable, signal?: AbortSignal, settings?: InsertSettings, queryId?: string): Promise<void> {

@@ -17,7 +17,10 @@
 //   (hiddenBefore) and, until the mutations are done (rollupsPurged), read raw rows instead of
 //   rollups, so deleted data never shows, not even while the delete runs. The deleting node
 //   watches the mutations and records the purge; any node's refresh does it for deletions older
-//   than purgeCheckAfterMs, in case the deleting node stopped first.
+//   than purgeCheckAfterMs, in case the deleting node stopped first. In cluster mode each ON
+//   CLUSTER delete waits at most ddlWaitSeconds for the hosts (lib/storage/on-cluster.ts): the
+//   deleting node keeps the queue entries some host had not run yet, and records the purge only
+//   once every host has run them and the mutations are done.
 // - A reload never undoes a write made through this node while it ran (its SELECTs may have
 //   read before the write's INSERT): the writes' cache changes are applied again on top of it.
 import type { ClickHouse } from './clickhouse.ts'
@@ -26,6 +29,7 @@ import { quoteIdentifier, rawSql, sql } from './sql.ts'
 import { randomUUID } from 'node:crypto'
 import { countDims, dimTable } from './migrations/003_rollups.ts'
 import { localTableName, mutationTarget } from './cluster-ddl.ts'
+import { commandOnCluster, ddlTaskFinished, deletionDdlWaitSeconds } from './on-cluster.ts'
 import type { ClusterTarget } from './cluster-ddl.ts'
 
 export interface OrgRecord { id: string, name: string, createdAt: number }
@@ -113,6 +117,8 @@ export interface MetadataStoreOptions {
    * by merges later, instead of a mutation rewriting every part now. Default false: ALTER DELETE.
    */
   lightweightDelete?: boolean
+  /** Cluster mode: how long a deletion's ON CLUSTER statements wait for the hosts (lib/storage/on-cluster.ts). */
+  ddlWaitSeconds?: number
 }
 
 export class MetadataStore {
@@ -121,6 +127,9 @@ export class MetadataStore {
   #refreshIntervalMs: number
   #cluster: ClusterTarget | null
   #lightweightDelete: boolean
+  #ddlWaitSeconds: number
+  /** ZooKeeper paths of deletion statements some hosts still have to run (lib/storage/on-cluster.ts). */
+  #lateDdlTasks = new Set<string>()
   #timer: NodeJS.Timeout | null = null
   #version = createVersionClock()
 
@@ -145,6 +154,7 @@ export class MetadataStore {
     this.#refreshIntervalMs = options.refreshIntervalMs
     this.#cluster = options.cluster ? { cluster: options.cluster, database: options.clickhouse.database } : null
     this.#lightweightDelete = options.lightweightDelete === true && this.#cluster === null
+    this.#ddlWaitSeconds = options.ddlWaitSeconds ?? deletionDdlWaitSeconds
   }
 
   /** Loads everything, then refreshes on a timer until stop(). */
@@ -377,15 +387,31 @@ export class MetadataStore {
     // Mutations apply to the parts that exist now, so a stream created again under the same name
     // keeps its new events.
     for (const table of streamDataTables) {
-      await this.#ch.command(this.#lightweightDelete
+      const statement = this.#lightweightDelete
         ? sql`DELETE FROM ${rawSql(quoteIdentifier(table))} WHERE org_id = ${s.orgId} AND stream = ${s.name}`
-        : sql`ALTER TABLE ${rawSql(mutationTarget(table, this.#cluster))} DELETE WHERE org_id = ${s.orgId} AND stream = ${s.name}`)
+        : sql`ALTER TABLE ${rawSql(mutationTarget(table, this.#cluster))} DELETE WHERE org_id = ${s.orgId} AND stream = ${s.name}`
+      if (this.#cluster === null) {
+        await this.#ch.command(statement)
+        continue
+      }
+      // A host late to take its DDL queue runs the delete later; the purge waits for it (#mutationsDone).
+      const late = await commandOnCluster(this.#ch, String(statement), this.#ddlWaitSeconds)
+      if (late !== null) {
+        if (late === '') this.#log.warn('a stream deletion runs later on some hosts, and its queue entry is unknown', { table })
+        else this.#lateDdlTasks.add(late)
+      }
     }
     this.#watchPurge(s.orgId, s.name)
   }
 
   /** True when no mutation of the stream data tables is still running. */
   async #mutationsDone (): Promise<boolean> {
+    // Cluster mode: a deletion's statement some hosts had not run when it returned has no
+    // mutation there yet.
+    for (const path of this.#lateDdlTasks) {
+      if (!(await ddlTaskFinished(this.#ch, this.#cluster!.cluster, path))) return false
+      this.#lateDdlTasks.delete(path)
+    }
     // Cluster mode: the local tables, on one replica of every shard (each replica lists the
     // mutations of its replicated table with its own progress).
     const source = this.#cluster === null ? rawSql('system.mutations') : sql`cluster(${this.#cluster.cluster}, system, mutations)`

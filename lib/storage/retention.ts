@@ -11,8 +11,10 @@
 // dropped partition is dropped once, and a repeated mutation deletes nothing more.
 // Cluster mode (`cluster`): the tables are the Distributed names, their partitions are read
 // from one replica of every shard, and drops and deletes go to the local tables ON CLUSTER
-// (lib/storage/cluster-ddl.ts mutationTarget).
+// (lib/storage/cluster-ddl.ts mutationTarget). Each waits at most janitorDdlWaitSeconds for the
+// hosts; one slow to take its DDL queue runs it later by itself (lib/storage/on-cluster.ts).
 import type { ClickHouse } from './clickhouse.ts'
+import { commandOnCluster, janitorDdlWaitSeconds } from './on-cluster.ts'
 import type { MetadataStore } from './metadata-store.ts'
 import type { Logger } from '../logger.ts'
 import { quoteIdentifier, rawSql, sql } from './sql.ts'
@@ -21,6 +23,13 @@ import type { ClusterTarget } from './cluster-ddl.ts'
 import { dropExpiredKeys } from './idempotency-store.ts'
 
 const dayMs = 86_400_000
+/** Runs one retention statement; ON CLUSTER, hosts that take their DDL queue late run it later (on-cluster.ts). */
+async function retentionDdl (clickhouse: ClickHouse, statement: string, target: ClusterTarget | null, log: Logger, waitSeconds: number): Promise<void> {
+  if (target === null) return clickhouse.command(statement)
+  if (await commandOnCluster(clickhouse, statement, waitSeconds) !== null) {
+    log.info('retention: some hosts run the statement later, from the distributed DDL queue', { statement: statement.slice(0, 200) })
+  }
+}
 
 export interface RetentionResult {
   droppedPartitions: number
@@ -38,7 +47,7 @@ async function dailyTables (clickhouse: ClickHouse, target: ClusterTarget | null
 }
 
 export async function enforceRetention (clickhouse: ClickHouse, store: MetadataStore, now: number, log: Logger,
-  cluster: string | null = null, lightweightDelete = false): Promise<RetentionResult> {
+  cluster: string | null = null, lightweightDelete = false, ddlWaitSeconds = janitorDdlWaitSeconds): Promise<RetentionResult> {
   const target = cluster === null ? null : { cluster, database: clickhouse.database }
   const streams = store.allStreams()
   // With no stream left, nothing is anyone's: keep the default retention's worth all the same.
@@ -56,7 +65,7 @@ export async function enforceRetention (clickhouse: ClickHouse, store: MetadataS
     for (const { partition } of parts) {
       const day = Number(partition)
       if (!Number.isInteger(day) || day > lastDroppable) continue
-      await clickhouse.command(`ALTER TABLE ${mutationTarget(table, target)} DROP PARTITION ${day}`)
+      await retentionDdl(clickhouse, `ALTER TABLE ${mutationTarget(table, target)} DROP PARTITION ${day}`, target, log, ddlWaitSeconds)
       droppedPartitions++
     }
   }
@@ -73,9 +82,9 @@ export async function enforceRetention (clickhouse: ClickHouse, store: MetadataS
     for (const table of tables) {
       const timeColumn = table === 'events' ? 'ts' : table.endsWith('_1m') ? 'minute_ts' : 'hour_ts'
       const where = sql`org_id = ${s.orgId} AND stream = ${s.name} AND ${rawSql(timeColumn)} < ${cutoff}`
-      await clickhouse.command(lightweightDelete && target === null
+      await retentionDdl(clickhouse, String(lightweightDelete && target === null
         ? sql`DELETE FROM ${rawSql(quoteIdentifier(table))} WHERE ${where}`
-        : sql`ALTER TABLE ${rawSql(mutationTarget(table, target))} DELETE WHERE ${where}`)
+        : sql`ALTER TABLE ${rawSql(mutationTarget(table, target))} DELETE WHERE ${where}`), target, log, ddlWaitSeconds)
     }
     deletedStreams++
   }

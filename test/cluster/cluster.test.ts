@@ -26,10 +26,10 @@ const db = cluster.database
 /** Host indexes: 0 s1r1, 1 s1r2, 2 s2r1, 3 s2r2. */
 const shardHosts = [[0, 1], [2, 3]]
 
-/** Rows of the stream in each host's local events table. */
-async function localCounts (stream: string): Promise<number[]> {
+/** Rows of the stream in each host's local events table (or `aggregate` over another local table). */
+async function localCounts (stream: string, table = 'events_local', aggregate = 'count()'): Promise<number[]> {
   return Promise.all(cluster.clickhouseUrls.map(async (url) =>
-    Number(await hostSql(url, `SELECT count() FROM ${db}.events_local WHERE stream = '${stream}'`))))
+    Number(await hostSql(url, `SELECT ${aggregate} FROM ${db}.${table} WHERE stream = '${stream}'`))))
 }
 
 /** Every event of the stream through one node's events API, page by page. */
@@ -69,10 +69,12 @@ t.test('ingest through either node lands on both shards, and every query on eith
   const perShard = shardHosts.map(([r1, r2]) => Math.max(counts[r1], counts[r2]))
   t.ok(perShard[0] > 0 && perShard[1] > 0, `both shards took batches (${perShard.join(' + ')})`)
   t.equal(perShard[0] + perShard[1], total, 'each row on exactly one shard')
-  // The other replica of each shard catches up by replication.
+  // The other replica of each shard catches up by replication: the events and, replicated on
+  // their own, the rollups the stats read (a read may go to either replica).
   await waitFor(async () => {
     const c = await localCounts('spread')
-    return shardHosts.every(([r1, r2]) => c[r1] === c[r2]) ? c : undefined
+    const rollup = await localCounts('spread', 'events_by_status_1h_local', 'sum(n)')
+    return shardHosts.every(([r1, r2]) => c[r1] === c[r2] && rollup[r1] === rollup[r2]) ? c : undefined
   }, { what: 'replicas of each shard hold the same rows', timeoutMs: 30_000, intervalMs: 200, until: isDefined, retryErrors: true })
 
   for (const node of [a, b]) {
@@ -186,8 +188,18 @@ t.test('an insert whose answer was lost after ClickHouse committed it is retried
   t.equal(stored, 50, 'stored once: the replicated table dropped the retried block')
 })
 
+const day = 86_400_000
+const rowColumns = 'org_id, stream, ts, received_at, host, path, method, status, rt, bytes, src, user_agent, message, filename, attrs, seq, size'
+/** A TabSeparated row of the default org's `stream` at `ts` with seq `i`, for insertRows. */
+function row (store: MetadataStore, stream: string, ts: number, i: number): string {
+  return [store.orgByName('default')!.id, stream, ts, Date.now(), 'h', '/p', 'GET', 200, 0.1, 1, '\\N', '\\N', '\\N', '\\N', '{}', i, 10].join('\t')
+}
+/** Rows straight into one host's local events table (the rollups' views run as for any insert). */
+function insertRows (url: string, rows: string[]): Promise<string> {
+  return hostSql(url, `INSERT INTO ${db}.events_local (${rowColumns}) FORMAT TabSeparated\n${rows.join('\n')}\n`)
+}
+
 t.test('a stream deletion and retention reach every shard', async (t) => {
-  const day = 86_400_000
   const token = await streamWithToken(admin, a.url, b.url, 'doomed')
   t.strictSame(await sendAlternating([a.url, b.url], token, 'doomed', 6, 10, 'doomed'), Array(6).fill(200))
   const deleted = await api(b.url, admin, 'DELETE', '/api/streams/doomed')
@@ -195,7 +207,7 @@ t.test('a stream deletion and retention reach every shard', async (t) => {
   await waitFor(async () => {
     const c = await localCounts('doomed')
     return c.every((n) => n === 0) ? c : undefined
-  }, { what: 'the deletion mutations ran on every shard and replica', timeoutMs: 30_000, intervalMs: 200, until: isDefined, retryErrors: true })
+  }, { what: 'the deletion mutations ran on every shard and replica', timeoutMs: 180_000, intervalMs: 200, until: isDefined, retryErrors: true })
   t.pass('no row of the deleted stream is left on any host')
 
   t.equal((await api(a.url, admin, 'POST', '/api/streams', { name: 'keep1', retention_days: 1 })).status, 201)
@@ -207,24 +219,69 @@ t.test('a stream deletion and retention reach every shard', async (t) => {
   const log = createLogger({ level: 'silent' })
   const store = new MetadataStore({ clickhouse, log, refreshIntervalMs: 60_000, cluster: cluster.cluster })
   await store.reload()
-  const org = store.orgByName('default')!.id
   const now = Date.now()
-  const row = (stream: string, ts: number, i: number): string =>
-    [org, stream, ts, now, 'h', '/p', 'GET', 200, 0.1, 1, '\\N', '\\N', '\\N', '\\N', '{}', i, 10].join('\t')
-  const rowColumns = 'org_id, stream, ts, received_at, host, path, method, status, rt, bytes, src, user_agent, message, filename, attrs, seq, size'
-  const insert = (url: string, rows: string[]): Promise<string> =>
-    hostSql(url, `INSERT INTO ${db}.events_local (${rowColumns}) FORMAT TabSeparated\n${rows.join('\n')}\n`)
   // Each shard gets an old and a young row of the 1-day stream.
-  await insert(cluster.clickhouseUrls[0], [row('keep1', now - 3 * day, 1), row('keep1', now - 3_600_000, 2)])
-  await insert(cluster.clickhouseUrls[2], [row('keep1', now - 3 * day, 3), row('keep1', now - 3_600_000, 4)])
+  await insertRows(cluster.clickhouseUrls[0], [row(store, 'keep1', now - 3 * day, 1), row(store, 'keep1', now - 3_600_000, 2)])
+  await insertRows(cluster.clickhouseUrls[2], [row(store, 'keep1', now - 3 * day, 3), row(store, 'keep1', now - 3_600_000, 4)])
   const result = await enforceRetention(clickhouse, store, now, log, cluster.cluster)
   t.equal(result.deletedStreams, 1, 'the short-retention stream is trimmed')
   const seqs = await waitFor(async () => {
     const out = await hostSql(cluster.clickhouseUrls[3], `SELECT seq FROM ${db}.events WHERE stream = 'keep1' ORDER BY seq FORMAT TSV`)
     return out === '2\n4' ? out : undefined
-  }, { what: 'the old rows are gone from both shards', timeoutMs: 30_000, intervalMs: 200, until: isDefined, retryErrors: true })
+  }, { what: 'the old rows are gone from both shards', timeoutMs: 180_000, intervalMs: 200, until: isDefined, retryErrors: true })
   t.equal(seqs, '2\n4', 'the young rows of both shards stay')
   await store.stop()
+})
+
+t.test('a host down: a stream deletion and retention go on without it, and it catches up when back', async (t) => {
+  // s2r1, as in 'one replica down' below: no node reads from it.
+  const down = 2
+  await cluster.stopClickHouse(down)
+
+  // A stream deleted with a host down: the DELETE answers once the live hosts ran each
+  // statement (the node waits 2 s per statement for the others), the live hosts delete at once,
+  // and the purge is recorded only once the returning host has run its queue too.
+  const doomedToken = await streamWithToken(admin, a.url, b.url, 'doomed2')
+  t.strictSame(await sendAlternating([a.url, b.url], doomedToken, 'doomed2', 4, 10, 'doomed2'), Array(4).fill(200))
+  t.equal((await api(a.url, admin, 'DELETE', '/api/streams/doomed2')).status, 204, 'a stream is deleted with a host down')
+  await waitFor(async () => {
+    const c = await Promise.all([0, 1, 3].map((i) => hostSql(cluster.clickhouseUrls[i], `SELECT count() FROM ${db}.events_local WHERE stream = 'doomed2'`)))
+    return c.every((n) => n === '0') ? c : undefined
+  }, { what: 'the live hosts deleted the stream', timeoutMs: 60_000, intervalMs: 200, until: isDefined, retryErrors: true })
+  const purgedAt = (): Promise<string> => hostSql(cluster.clickhouseUrls[0], `SELECT max(purged_at) FROM ${db}.stream_deletions FINAL WHERE name = 'doomed2'`)
+  t.equal(await purgedAt(), '0', 'no purge recorded while a host has not run the deletion')
+
+  // Retention with a host down: each ON CLUSTER statement waits at most its DDL wait for the
+  // hosts (1 s here), then the janitor goes on; the live hosts delete at once, the returning one
+  // from the DDL queue and replication.
+  t.equal((await api(a.url, admin, 'POST', '/api/streams', { name: 'keep2', retention_days: 1 })).status, 201)
+  const retentionClient = createClickHouse({ url: cluster.clickhouseUrls[0], user: 'default', password: '', database: db, requestTimeoutMs: 60_000 })
+  t.teardown(() => retentionClient.close())
+  const log = createLogger({ level: 'silent' })
+  const store = new MetadataStore({ clickhouse: retentionClient, log, refreshIntervalMs: 60_000, cluster: cluster.cluster })
+  await store.reload()
+  const now = Date.now()
+  await insertRows(cluster.clickhouseUrls[0], [row(store, 'keep2', now - 3 * day, 1), row(store, 'keep2', now - 3_600_000, 2)])
+  await insertRows(cluster.clickhouseUrls[3], [row(store, 'keep2', now - 3 * day, 3), row(store, 'keep2', now - 3_600_000, 4)])
+  const trimmed = await enforceRetention(retentionClient, store, now, log, cluster.cluster, false, 1)
+  t.equal(trimmed.deletedStreams, 1, 'retention goes on with a host down: the statements wait for it no longer than the DDL wait')
+  await store.stop()
+  await waitFor(async () => {
+    const out = await hostSql(cluster.clickhouseUrls[3], `SELECT seq FROM ${db}.events WHERE stream = 'keep2' ORDER BY seq FORMAT TSV`)
+    return out === '2\n4' ? out : undefined
+  }, { what: 'the live hosts deleted the old rows', timeoutMs: 60_000, intervalMs: 200, until: isDefined, retryErrors: true })
+  t.pass('the old rows are gone while a host is down')
+
+  await cluster.startClickHouse(down)
+  await waitFor(async () => {
+    const out = await Promise.all(['doomed2', 'keep2'].map((stream) =>
+      hostSql(cluster.clickhouseUrls[down], `SELECT groupArray(seq) FROM (SELECT seq FROM ${db}.events_local WHERE stream = '${stream}' ORDER BY seq)`)))
+    return out[0] === '[]' && out[1] === '[4]' ? out : undefined
+  }, { what: 'the returned host ran the deletion and the retention delete', timeoutMs: 60_000, intervalMs: 200, until: isDefined, retryErrors: true })
+  t.pass('the returned host deleted the stream and the old rows too')
+  await waitFor(async () => Number(await purgedAt()) > 0 ? true : undefined,
+    { what: 'the purge is recorded once the returned host ran the deletion', timeoutMs: 60_000, intervalMs: 200, until: isDefined, retryErrors: true })
+  t.pass('the purge is recorded once every host ran the deletion')
 })
 
 t.test('insert_quorum: a write resolves once both replicas hold it; a shard short of replicas takes no batch', async (t) => {
@@ -284,6 +341,7 @@ t.test('one replica down: every request still answers 200 and every query still 
     }, { what: `node ${node.index + 1} reads every event (after replication)`, timeoutMs: 30_000, intervalMs: 200, until: isDefined, retryErrors: true })
     t.equal(events.length, requests * lines, `node ${node.index + 1} reads every event`)
   }
+
   await cluster.startClickHouse(down)
   await waitFor(async () => {
     const c = await localCounts('degraded')

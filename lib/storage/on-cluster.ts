@@ -1,0 +1,51 @@
+// ON CLUSTER statements that do not wait on a slow host (README.md, "Deployment: cluster mode").
+//
+// ClickHouse puts an ON CLUSTER statement in ZooKeeper's distributed DDL queue, and every host
+// runs it from there; the statement's answer waits for all of them, up to the session's
+// `distributed_ddl_task_timeout`. A host that is down, restarting or starved on a loaded box
+// takes its queue late, so a deletion or the retention janitor waiting for it would wait minutes
+// per statement. Here each statement waits at most `waitSeconds`. Past that, ClickHouse answers
+// TIMEOUT_EXCEEDED, naming the queue entry, and the late hosts still run it: the caller gets the
+// entry's path and can ask later whether every host has (ddlTaskFinished).
+import { clickhouseCodes } from './clickhouse.ts'
+import type { ClickHouse } from './clickhouse.ts'
+import { sql } from './sql.ts'
+
+/** How long the retention janitor's statements wait for the hosts. */
+export const janitorDdlWaitSeconds = 20
+/** How long a stream deletion's statements wait for the hosts (the DELETE request waits for them). */
+export const deletionDdlWaitSeconds = 2
+
+const taskPath = /task (\/\S+) is executing longer/
+
+/**
+ * Runs `statement` (ON CLUSTER) waiting at most `waitSeconds` for the hosts. Resolves with null
+ * when every host ran it, or with its queue entry's ZooKeeper path ('' when the server's message
+ * did not name it) when some run it later. Any other error is thrown.
+ */
+export async function commandOnCluster (clickhouse: ClickHouse, statement: string, waitSeconds: number): Promise<string | null> {
+  try {
+    await clickhouse.command(statement, { settings: { distributed_ddl_task_timeout: waitSeconds } })
+    return null
+  } catch (err) {
+    if ((err as { chCode?: number }).chCode !== clickhouseCodes.TIMEOUT_EXCEEDED) throw err
+    return taskPath.exec((err as Error).message)?.[1] ?? ''
+  }
+}
+
+/**
+ * True once every host of `cluster` has finished the queue entry at `path` (its `finished`
+ * children in ZooKeeper), or the entry is gone (ClickHouse removes entries after a week, or past
+ * 1,000 in the queue).
+ */
+export async function ddlTaskFinished (clickhouse: ClickHouse, cluster: string, path: string): Promise<boolean> {
+  const [{ hosts }] = await clickhouse.query<{ hosts: number }>(sql`SELECT count() AS hosts FROM system.clusters WHERE cluster = ${cluster}`)
+  let finished: number
+  try {
+    [{ finished }] = await clickhouse.query<{ finished: number }>(sql`SELECT count() AS finished FROM system.zookeeper WHERE path = ${`${path}/finished`}`)
+  } catch (err) {
+    if (/no ?node/i.test((err as Error).message)) return true
+    throw err
+  }
+  return Number(finished) >= Number(hosts)
+}
