@@ -19,12 +19,14 @@ t.setTimeout(240_000)
 
 t.test('overload with the largest bodies: bounded memory, no 5xx, every 200 durable', async (t) => {
   // The 128 clients generate 2 GiB of bodies in this process, on the 2 cores Sluice and ClickHouse
-  // use, so an upload can average under ingest.minBytesPerSecond, or take longer than
-  // server.requestTimeoutMs with its waits for a reading slot: 408s, rightly. Slow clients are
-  // test/ingest/slow-clients.test.ts's subject; here both are off.
+  // use, so an upload can average under ingest.minBytesPerSecond, take longer than
+  // server.requestTimeoutMs with its waits for a reading slot, or (once in a CI run beside another
+  // test file) send its headers over more than server.headersTimeoutMs: 408s, rightly. Slow
+  // clients are test/ingest/slow-clients.test.ts's and test/faults/slowloris.test.ts's subject;
+  // here all three are off.
   const r = await overloadedSluice({
     clickhouseUrl: clickhouseUrl(), durationMs: 8_000, shape: { clients: 128, linesPerRequest: largestBodyLines },
-    settings: { ingest: { minBytesPerSecond: 0 }, server: { requestTimeoutMs: 600_000 } },
+    settings: { ingest: { minBytesPerSecond: 0 }, server: { requestTimeoutMs: 600_000, headersTimeoutMs: 600_000 } },
   })
   // A refused body (429 at admission, or after limits.maxReadingWaitMs without a reading slot) is
   // not read to its end: the server answers and closes while the client is still sending 16 MiB,
