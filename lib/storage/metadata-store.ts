@@ -390,12 +390,9 @@ export class MetadataStore {
       const statement = this.#lightweightDelete
         ? sql`DELETE FROM ${rawSql(quoteIdentifier(table))} WHERE org_id = ${s.orgId} AND stream = ${s.name}`
         : sql`ALTER TABLE ${rawSql(mutationTarget(table, this.#cluster))} DELETE WHERE org_id = ${s.orgId} AND stream = ${s.name}`
-      if (this.#cluster === null) {
-        await this.#ch.command(statement)
-        continue
-      }
-      // A host late to take its DDL queue runs the delete later; the purge waits for it (#mutationsDone).
-      const late = await commandOnCluster(this.#ch, String(statement), this.#ddlWaitSeconds)
+      // Cluster mode: a host late to take its DDL queue runs the delete later; the purge waits for
+      // it (#mutationsDone).
+      const late = await commandOnCluster(this.#ch, String(statement), this.#ddlWaitSeconds, this.#cluster !== null)
       if (late !== null) {
         if (late === '') this.#log.warn('a stream deletion runs later on some hosts, and its queue entry is unknown', { table })
         else this.#lateDdlTasks.add(late)

@@ -19,11 +19,16 @@ export const deletionDdlWaitSeconds = 2
 const taskPath = /task (\/\S+) is executing longer/
 
 /**
- * Runs `statement` (ON CLUSTER) waiting at most `waitSeconds` for the hosts. Resolves with null
- * when every host ran it, or with its queue entry's ZooKeeper path ('' when the server's message
- * did not name it) when some run it later. Any other error is thrown.
+ * Runs `statement`: ON CLUSTER (`onCluster`), waiting at most `waitSeconds` for the hosts;
+ * otherwise a plain command on the one node. Resolves with null when every host ran it, or with
+ * its queue entry's ZooKeeper path ('' when the server's message did not name it) when some run it
+ * later. Any other error is thrown.
  */
-export async function commandOnCluster (clickhouse: ClickHouse, statement: string, waitSeconds: number): Promise<string | null> {
+export async function commandOnCluster (clickhouse: ClickHouse, statement: string, waitSeconds: number, onCluster = true): Promise<string | null> {
+  if (!onCluster) {
+    await clickhouse.command(statement)
+    return null
+  }
   try {
     await clickhouse.command(statement, { settings: { distributed_ddl_task_timeout: waitSeconds } })
     return null

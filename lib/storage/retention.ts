@@ -25,8 +25,7 @@ import { dropExpiredKeys } from './idempotency-store.ts'
 const dayMs = 86_400_000
 /** Runs one retention statement; ON CLUSTER, hosts that take their DDL queue late run it later (on-cluster.ts). */
 async function retentionDdl (clickhouse: ClickHouse, statement: string, target: ClusterTarget | null, log: Logger, waitSeconds: number): Promise<void> {
-  if (target === null) return clickhouse.command(statement)
-  if (await commandOnCluster(clickhouse, statement, waitSeconds) !== null) {
+  if (await commandOnCluster(clickhouse, statement, waitSeconds, target !== null) !== null) {
     log.info('retention: some hosts run the statement later, from the distributed DDL queue', { statement: statement.slice(0, 200) })
   }
 }
