@@ -55,7 +55,7 @@ export async function openStorage (config: Config, log: Logger): Promise<Storage
     const { features } = await migrate(clickhouse, log, undefined, { cluster: config.clickhouse.cluster })
     partial.store = new MetadataStore({
       clickhouse, log, refreshIntervalMs: config.metadata.refreshIntervalMs, cluster: config.clickhouse.cluster,
-      lightweightDelete: features.has('lightweightDelete'),
+      lightweightDelete: features.has('lightweightDelete'), retentionTtl: features.has('ttl'),
     })
     await partial.store.start()
     // Cluster mode: the live nodes share the per-org limits (lib/storage/node-registry.ts).

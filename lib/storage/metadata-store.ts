@@ -27,7 +27,7 @@ import type { ClickHouse } from './clickhouse.ts'
 import type { Logger } from '../logger.ts'
 import { quoteIdentifier, rawSql, sql } from './sql.ts'
 import { randomUUID } from 'node:crypto'
-import { countDims, dimTable } from './migrations/003_rollups.ts'
+import { streamDataTables, retentionTtl, syncRetentionTtl } from './retention-ttl.ts'
 import { localTableName, mutationTarget } from './cluster-ddl.ts'
 import { commandOnCluster, ddlTaskFinished, deletionDdlWaitSeconds } from './on-cluster.ts'
 import type { ClusterTarget } from './cluster-ddl.ts'
@@ -78,8 +78,7 @@ export interface StreamDeletions {
   purged: boolean
 }
 
-/** Tables a stream deletion purges: events and every rollup the views fill from it. */
-export const streamDataTables = ['events', 'events_1m', 'events_1h', dimTable('path'), ...countDims.map(dimTable), dimTable('level')]
+export { streamDataTables }
 
 /** A node's refresh checks the purge of deletions older than this (ms): their mutations exist by then. */
 const purgeCheckAfterMs = 60_000
@@ -119,6 +118,12 @@ export interface MetadataStoreOptions {
   lightweightDelete?: boolean
   /** Cluster mode: how long a deletion's ON CLUSTER statements wait for the hosts (lib/storage/on-cluster.ts). */
   ddlWaitSeconds?: number
+  /**
+   * Keep the stream data tables' TTL at the streams' retention (the server has TTL, one node;
+   * lib/storage/retention-ttl.ts): at start, after a stream is saved or deleted, and after a
+   * refresh that finds another node's change. Default false: the janitor alone.
+   */
+  retentionTtl?: boolean
 }
 
 export class MetadataStore {
@@ -128,6 +133,9 @@ export class MetadataStore {
   #cluster: ClusterTarget | null
   #lightweightDelete: boolean
   #ddlWaitSeconds: number
+  #retentionTtl: boolean
+  /** The streams' retention (as a TTL text) the tables' TTL was last brought to; null: not yet. */
+  #ttlSyncedFor: string | null = null
   /** ZooKeeper paths of deletion statements some hosts still have to run (lib/storage/on-cluster.ts). */
   #lateDdlTasks = new Set<string>()
   #timer: NodeJS.Timeout | null = null
@@ -155,15 +163,36 @@ export class MetadataStore {
     this.#cluster = options.cluster ? { cluster: options.cluster, database: options.clickhouse.database } : null
     this.#lightweightDelete = options.lightweightDelete === true && this.#cluster === null
     this.#ddlWaitSeconds = options.ddlWaitSeconds ?? deletionDdlWaitSeconds
+    this.#retentionTtl = options.retentionTtl === true && this.#cluster === null
+  }
+
+  /**
+   * Brings the tables' TTL to the streams' retention when this node's view of it changed since
+   * the last time (lib/storage/retention-ttl.ts reads ClickHouse, not this cache). A failure is
+   * logged; the next refresh tries again.
+   */
+  async #syncTtl (force = false): Promise<void> {
+    if (!this.#retentionTtl) return
+    const view = retentionTtl(this.allStreams(), 'ts')
+    if (!force && view === this.#ttlSyncedFor) return
+    try {
+      const ran = await syncRetentionTtl(this.#ch, streamDataTables)
+      if (ran.length > 0) this.#log.info('retention TTL updated', { tables: ran.length })
+      this.#ttlSyncedFor = view
+    } catch (err) {
+      this.#log.warn('retention TTL not updated; the next metadata refresh tries again', { err })
+    }
   }
 
   /** Loads everything, then refreshes on a timer until stop(). */
   async start (): Promise<void> {
     await this.reload()
+    await this.#syncTtl()
     const tick = (): void => {
       this.#timer = setTimeout(() => {
         this.#writeUsage()
           .then(() => this.reload())
+          .then(() => this.#syncTtl())
           .then(() => this.#checkOldPurges())
           .catch((err: unknown) => this.#log.warn('metadata refresh failed', { err }))
           .finally(() => { if (this.#timer) tick() })
@@ -323,6 +352,7 @@ export class MetadataStore {
     await this.#ch.command(sql`INSERT INTO streams (org_id, name, description, retention_days, created_at, deleted, version)
       VALUES (${s.orgId}, ${s.name}, ${s.description}, ${s.retentionDays}, ${s.createdAt}, 0, ${this.#version()})`)
     this.#local(() => this.#streams.set(`${s.orgId}/${s.name}`, s))
+    await this.#syncTtl(true)
   }
 
   /**
@@ -399,6 +429,7 @@ export class MetadataStore {
       }
     }
     this.#watchPurge(s.orgId, s.name)
+    await this.#syncTtl(true)
   }
 
   /** True when no mutation of the stream data tables is still running. */

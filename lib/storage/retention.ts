@@ -4,8 +4,9 @@
 // - for streams that keep less than the longest retention, deletes their older rows with a
 //   mutation (lightweight `DELETE FROM` where the server has it, one node: docs/schema-versions.md),
 //   issued only when such rows exist, so an idle janitor costs a few small queries.
-// Retention stays here on every version rather than in a table TTL: it is per stream and changes
-// after rows are written, which one TTL expression per table cannot say (docs/schema-versions.md).
+// On a server with TTL (one node), the tables' TTL says the same retention and ClickHouse deletes
+// expired rows in its merges as well (retention-ttl.ts); this janitor still drops whole days and
+// trims a shortened stream at once, where TTL merges come when ClickHouse schedules them.
 // It runs shortly after start and then every `intervalMs`; each run also drops the expired hours
 // of idempotency keys (lib/storage/idempotency-store.ts). Several nodes may run it at once: a
 // dropped partition is dropped once, and a repeated mutation deletes nothing more.
@@ -21,6 +22,7 @@ import { quoteIdentifier, rawSql, sql } from './sql.ts'
 import { localTableName, mutationTarget } from './cluster-ddl.ts'
 import type { ClusterTarget } from './cluster-ddl.ts'
 import { dropExpiredKeys } from './idempotency-store.ts'
+import { timeColumnOf } from './retention-ttl.ts'
 
 const dayMs = 86_400_000
 /** Runs one retention statement; ON CLUSTER, hosts that take their DDL queue late run it later (on-cluster.ts). */
@@ -79,8 +81,7 @@ export async function enforceRetention (clickhouse: ClickHouse, store: MetadataS
     // The rollups hold the same events by bucket start; the cutoff is day-aligned, so whole
     // buckets go and the rollups stay equal to the raw rows.
     for (const table of tables) {
-      const timeColumn = table === 'events' ? 'ts' : table.endsWith('_1m') ? 'minute_ts' : 'hour_ts'
-      const where = sql`org_id = ${s.orgId} AND stream = ${s.name} AND ${rawSql(timeColumn)} < ${cutoff}`
+      const where = sql`org_id = ${s.orgId} AND stream = ${s.name} AND ${rawSql(timeColumnOf(table))} < ${cutoff}`
       await retentionDdl(clickhouse, String(lightweightDelete && target === null
         ? sql`DELETE FROM ${rawSql(quoteIdentifier(table))} WHERE ${where}`
         : sql`ALTER TABLE ${rawSql(mutationTarget(table, target))} DELETE WHERE ${where}`), target, log, ddlWaitSeconds)

@@ -19,6 +19,8 @@ export const featureMinimums = {
   lowCardinality: [22, 8],
   /** Skip indexes tokenbf_v1 and bloom_filter, used by LIKE / has() (22.8 LTS). */
   skipIndexes: [22, 8],
+  /** Table TTL with `WHERE` rules (TTL since 19.6, WHERE since 20.x; 22.8 LTS as the gate). */
+  ttl: [22, 8],
   /** Lightweight `DELETE FROM` (generally available since 23.3 LTS). */
   lightweightDelete: [23, 3],
 } as const satisfies Record<string, readonly [number, number]>
