@@ -4,6 +4,7 @@
 //
 //   CLICKHOUSE_URL=http://127.0.0.1:18123 node bench/events.bench.ts [--rows 10000000]
 //     [--batch-rows 1000000] [--runs 50] [--single-runs 5] [--keep] [--database NAME]
+//   CLICKHOUSE_URL=chdb:DIR node bench/events.bench.ts ...   (26.x, the embedded engine)
 //
 // It makes a fresh database, applies every migration and loads `--rows` events (the same rows as
 // stats.bench.ts, so `--database NAME` measures a database either benchmark kept with --keep).
@@ -17,6 +18,10 @@
 //   what the page costs ClickHouse whatever the neighbours do);
 // - the same for one query over the whole range (`windowed: false`: the plan before windows, and the
 //   page on servers with skip indexes; the filter in PREWHERE now), with `--single-runs` calls (0 skips it).
+// The filter is compiled as the events route compiles it on this server: with the skip indexes'
+// pre-filters and the server's text folding where it has them (26.x), where the page is also one
+// statement (events-route.ts `windowed: !indexes`). The embedded engine has no system.query_log:
+// there the ClickHouse columns show '-'.
 // The database is dropped at the end unless `--keep` or `--database`.
 import { parseArgs } from 'node:util'
 import { randomBytes } from 'node:crypto'
@@ -30,7 +35,8 @@ import { createLogger } from '../lib/logger.ts'
 import { defaultEventsLimit, queryEvents, queryEventsJson } from '../lib/query/events-query.ts'
 import type { EventsParams } from '../lib/query/events-query.ts'
 import { parseFilter } from '../lib/query/filter-parser.ts'
-import { filterToSql } from '../lib/query/filter-sql.ts'
+import { detectFold, filterToSql } from '../lib/query/filter-sql.ts'
+import { serverFeatures } from '../lib/storage/server-features.ts'
 import { quantile } from './load-driver.ts'
 import { endMs, hosts, loadEvents, orgId, rareStatus, rareWord, releaseDatabase, stream } from './query-dataset.ts'
 
@@ -50,12 +56,13 @@ const runs = Number(args.runs)
 const singleRuns = Number(args['single-runs'])
 
 const url = process.env.CLICKHOUSE_URL ?? 'http://127.0.0.1:18123'
+const embedded = url.startsWith('chdb:')
 const user = process.env.CLICKHOUSE_USER ?? 'default'
 const password = process.env.CLICKHOUSE_PASSWORD ?? ''
 const hour = 3_600_000
 const targetMs = 100
 
-const fmt = (n: number): string => Math.round(n).toLocaleString('en-US')
+const fmt = (n: number): string => Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-'
 const ms = (n: number): string => Number.isFinite(n) ? n.toFixed(1) : '-'
 const loadAverage = (): string => loadavg()[0].toFixed(1)
 
@@ -90,6 +97,7 @@ function openDatabase (database: string): ClickHouse {
  * system.query_log tells what the statements of one call read and cost.
  */
 function openLoggedDatabase (clickhouse: ClickHouse, database: string): { db: ClickHouse, close: () => Promise<void>, setPrefix: (p: string) => void } {
+  if (embedded) return { db: clickhouse, close: async () => {}, setPrefix: () => {} }
   const client = createClient({ url, username: user, password, database, request_timeout: 600_000 })
   let prefix = 'x'
   let n = 0
@@ -111,6 +119,7 @@ function openLoggedDatabase (clickhouse: ClickHouse, database: string): { db: Cl
 interface QueryCost { queries: number, readRows: number, durationMs: number, cpuMs: number }
 
 async function costOf (clickhouse: ClickHouse, prefix: string): Promise<QueryCost> {
+  if (embedded) return { queries: NaN, readRows: NaN, durationMs: NaN, cpuMs: NaN }
   await clickhouse.command('SYSTEM FLUSH LOGS')
   const [row] = await clickhouse.query<{ queries: number, read_rows: number, duration_ms: number, cpu_us: number }>(`
     SELECT count() AS queries, sum(read_rows) AS read_rows, sum(query_duration_ms) AS duration_ms,
@@ -140,15 +149,18 @@ async function measureScenarios (clickhouse: ClickHouse, database: string): Prom
   const from = endMs - 24 * hour
   const to = endMs
   const logged = openLoggedDatabase(clickhouse, database)
+  const features = serverFeatures(await clickhouse.version())
+  const indexes = features.has('skipIndexes')
+  const fold = await detectFold(clickhouse)
   const lines: string[] = []
   let missed = 0
   try {
     for (const [k, s] of scenarios.entries()) {
       const node = parseFilter(s.q)
-      const filter = node === null ? undefined : filterToSql(node)
+      const filter = node === null ? undefined : filterToSql(node, undefined, { indexes, fold })
       const [{ n }] = await clickhouse.query<{ n: number }>(
         `SELECT count() AS n FROM events WHERE org_id = '${orgId}' AND stream = '${stream}' AND ts >= ${from} AND ts < ${to}${filter ? ` AND ${filter}` : ''}`)
-      const params: EventsParams = { orgId, stream, from, to, filter, limit: defaultEventsLimit }
+      const params: EventsParams = { orgId, stream, from, to, filter, limit: defaultEventsLimit, windowed: !indexes }
       if (s.page === 2) {
         const first = await queryEvents(clickhouse, params)
         if (first.next_cursor === null) throw new Error(`${s.q}: no second page`)
@@ -156,7 +168,7 @@ async function measureScenarios (clickhouse: ClickHouse, database: string): Prom
       }
       const page = await queryEvents(clickhouse, params)
       const windowed = await measure(clickhouse, logged, params, runs, `w${k}`)
-      const single = singleRuns > 0 ? await measure(clickhouse, logged, { ...params, windowed: false }, singleRuns, `s${k}`) : null
+      const single = singleRuns > 0 && !indexes ? await measure(clickhouse, logged, { ...params, windowed: false }, singleRuns, `s${k}`) : null
       if (!(windowed.p95 < targetMs)) missed++
       const c = windowed.cost
       lines.push(`| ${s.name} | \`${s.q === '' ? ' ' : s.q}\` | ${fmt(Number(n))} | ${page.events.length} | ${runs} | ${ms(windowed.p50)} | ` +
