@@ -1,5 +1,6 @@
-// queryEvents reads a page in time windows, newest first (events-query.ts). Its pages must be
-// exactly those of one query over the whole range: same events, same order, same cursors, for
+// queryEvents reads a page in time windows, newest first (events-query.ts), or, on servers with
+// skip indexes, as one statement in ts order and the last ts's rows again in (ts, seq) order. The
+// pages of both must be exactly those of one query over the whole range: same events, same order, same cursors, for
 // dense and sparse data, many events on one ts, filters that match often, rarely or never, and
 // cursors that land anywhere.
 import t from 'tap'
@@ -52,6 +53,8 @@ async function walk (params: Omit<EventsParams, 'cursor'>): Promise<{ pages: str
 const cases: Array<{ q: string, from: number, to: number, limit: number }> = [
   { q: '', from: day0, to: end, limit: 100 },
   { q: '', from: day0, to: end, limit: 37 },
+  // Pages smaller than the burst's ten events per ts: every page boundary splits a ts.
+  { q: '', from: end - 3000, to: end, limit: 3 },
   { q: '', from: end - 30 * hour - 1000, to: end - 29 * hour, limit: 33 },
   { q: 'status:507', from: day0, to: end, limit: 5 },
   { q: 'status:507 host:api', from: day0, to: end, limit: 100 },
