@@ -75,13 +75,18 @@ export class TaskOutput implements LineSink {
   readonly #failureCounts: Partial<Record<LineFailureCode, number>> = {}
 
   constructor (task: ParseTask) {
-    // RowBinary rows come out about the size of the JSON lines (1.04x on bench/payload.ts); 1/8
-    // more spares most tasks a regrowth.
+    // RowBinary rows come out about the size of the JSON lines plus the attributes again as
+    // arrays (1.12x on bench/payload.ts, more for lines with many attributes), and each write
+    // reserves its row's worst case first. A regrowth copies everything written so far: with
+    // 1.125x, as before the attribute arrays, most tasks grew once (~7% of the ingest's worker
+    // CPU, bench/README.md). Room never written is never touched (allocUnsafeSlow), and finish()
+    // hands over an exact-size copy.
     // JSONCompactEachRow (the embedded engine's text format) comes out about the same size plus
     // the quotes and commas.
+    const room = task.input.byteLength * (task.rowFormat === 'JSONCompactEachRow' ? 1.75 : 1.5) + 4096
     this.#rows = task.rowFormat === 'JSONCompactEachRow'
-      ? new EventRowJsonWriter(task.orgId, task.stream, task.receivedAt, Math.ceil(task.input.byteLength * 1.25))
-      : new EventRowWriter(task.orgId, task.stream, task.receivedAt, Math.ceil(task.input.byteLength * 1.125))
+      ? new EventRowJsonWriter(task.orgId, task.stream, task.receivedAt, Math.ceil(room))
+      : new EventRowWriter(task.orgId, task.stream, task.receivedAt, Math.ceil(room))
     // ts is a UInt64 column: a negative bound would let a negative ts fail the whole insert.
     this.bounds = { receivedAt: task.receivedAt, minTs: Math.max(task.minTs, 0), maxTs: task.maxTs }
     this.#seqBase = task.seqBase
