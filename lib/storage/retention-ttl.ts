@@ -1,7 +1,7 @@
 // Retention as a table TTL, on servers that have it (docs/schema-versions.md, "Retention by TTL").
 // Every table with a stream's data (events and its rollups) carries one TTL whose rules say each
-// stream's retention, so ClickHouse deletes expired rows in its own merges, also while Sluice is
-// stopped. The janitor (retention.ts) stays: it drops whole expired days and trims a shortened
+// stream's retention, so ClickHouse deletes expired rows in its own merges (a server also while
+// Sluice is stopped; the embedded engine merges only in Sluice's process). The janitor (retention.ts) stays: it drops whole expired days and trims a shortened
 // stream at once, where TTL merges come when ClickHouse schedules them (merge_with_ttl_timeout).
 //
 // Contract:
