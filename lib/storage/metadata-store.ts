@@ -25,11 +25,11 @@
 //   read before the write's INSERT): the writes' cache changes are applied again on top of it.
 import type { ClickHouse } from './clickhouse.ts'
 import type { Logger } from '../logger.ts'
-import { quoteIdentifier, rawSql, sql } from './sql.ts'
+import { rawSql, sql } from './sql.ts'
 import { randomUUID } from 'node:crypto'
 import { streamDataTables, retentionTtl, syncRetentionTtl } from './retention-ttl.ts'
-import { localTableName, mutationTarget } from './cluster-ddl.ts'
-import { commandOnCluster, ddlTaskFinished, deletionDdlWaitSeconds } from './on-cluster.ts'
+import { localTableName } from './cluster-ddl.ts'
+import { ddlTaskFinished, deleteRows, deletionDdlWaitSeconds } from './on-cluster.ts'
 import type { ClusterTarget } from './cluster-ddl.ts'
 
 export interface OrgRecord { id: string, name: string, createdAt: number }
@@ -77,8 +77,6 @@ export interface StreamDeletions {
   /** Whether every deletion's mutations have run on `events` and the rollups. */
   purged: boolean
 }
-
-export { streamDataTables }
 
 /** A node's refresh checks the purge of deletions older than this (ms): their mutations exist by then. */
 const purgeCheckAfterMs = 60_000
@@ -417,12 +415,10 @@ export class MetadataStore {
     // Mutations apply to the parts that exist now, so a stream created again under the same name
     // keeps its new events.
     for (const table of streamDataTables) {
-      const statement = this.#lightweightDelete
-        ? sql`DELETE FROM ${rawSql(quoteIdentifier(table))} WHERE org_id = ${s.orgId} AND stream = ${s.name}`
-        : sql`ALTER TABLE ${rawSql(mutationTarget(table, this.#cluster))} DELETE WHERE org_id = ${s.orgId} AND stream = ${s.name}`
       // Cluster mode: a host late to take its DDL queue runs the delete later; the purge waits for
       // it (#mutationsDone).
-      const late = await commandOnCluster(this.#ch, String(statement), this.#ddlWaitSeconds, this.#cluster !== null)
+      const late = await deleteRows(this.#ch, table, sql`org_id = ${s.orgId} AND stream = ${s.name}`, this.#cluster,
+        this.#lightweightDelete, this.#ddlWaitSeconds)
       if (late !== null) {
         if (late === '') this.#log.warn('a stream deletion runs later on some hosts, and its queue entry is unknown', { table })
         else this.#lateDdlTasks.add(late)

@@ -9,7 +9,10 @@
 // entry's path and can ask later whether every host has (ddlTaskFinished).
 import { clickhouseCodes } from './clickhouse.ts'
 import type { ClickHouse } from './clickhouse.ts'
-import { sql } from './sql.ts'
+import { quoteIdentifier, rawSql, sql } from './sql.ts'
+import type { SqlFragment } from './sql.ts'
+import { mutationTarget } from './cluster-ddl.ts'
+import type { ClusterTarget } from './cluster-ddl.ts'
 
 /** How long the retention janitor's statements wait for the hosts. */
 export const janitorDdlWaitSeconds = 20
@@ -36,6 +39,19 @@ export async function commandOnCluster (clickhouse: ClickHouse, statement: strin
     if ((err as { chCode?: number }).chCode !== clickhouseCodes.TIMEOUT_EXCEEDED) throw err
     return taskPath.exec((err as Error).message)?.[1] ?? ''
   }
+}
+
+/**
+ * Deletes `table`'s rows matching `where`: lightweight `DELETE FROM` on one node whose server has
+ * it (docs/schema-versions.md), else a mutation, ON CLUSTER on the local table in cluster mode
+ * (`target`). Answers as commandOnCluster: null, or the queue entry late hosts run it from.
+ */
+export function deleteRows (clickhouse: ClickHouse, table: string, where: SqlFragment, target: ClusterTarget | null,
+  lightweight: boolean, waitSeconds: number): Promise<string | null> {
+  const statement = lightweight && target === null
+    ? sql`DELETE FROM ${rawSql(quoteIdentifier(table))} WHERE ${where}`
+    : sql`ALTER TABLE ${rawSql(mutationTarget(table, target))} DELETE WHERE ${where}`
+  return commandOnCluster(clickhouse, String(statement), waitSeconds, target !== null)
 }
 
 /**

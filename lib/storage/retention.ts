@@ -15,21 +15,19 @@
 // (lib/storage/cluster-ddl.ts mutationTarget). Each waits at most janitorDdlWaitSeconds for the
 // hosts; one slow to take its DDL queue runs it later by itself (lib/storage/on-cluster.ts).
 import type { ClickHouse } from './clickhouse.ts'
-import { commandOnCluster, janitorDdlWaitSeconds } from './on-cluster.ts'
+import { commandOnCluster, deleteRows, janitorDdlWaitSeconds } from './on-cluster.ts'
 import type { MetadataStore } from './metadata-store.ts'
 import type { Logger } from '../logger.ts'
-import { quoteIdentifier, rawSql, sql } from './sql.ts'
+import { rawSql, sql } from './sql.ts'
 import { localTableName, mutationTarget } from './cluster-ddl.ts'
 import type { ClusterTarget } from './cluster-ddl.ts'
 import { dropExpiredKeys } from './idempotency-store.ts'
 import { timeColumnOf } from './retention-ttl.ts'
 
 const dayMs = 86_400_000
-/** Runs one retention statement; ON CLUSTER, hosts that take their DDL queue late run it later (on-cluster.ts). */
-async function retentionDdl (clickhouse: ClickHouse, statement: string, target: ClusterTarget | null, log: Logger, waitSeconds: number): Promise<void> {
-  if (await commandOnCluster(clickhouse, statement, waitSeconds, target !== null) !== null) {
-    log.info('retention: some hosts run the statement later, from the distributed DDL queue', { statement: statement.slice(0, 200) })
-  }
+/** ON CLUSTER, hosts that take their DDL queue late run a retention statement later (on-cluster.ts): said, not waited for. */
+function lateHosts (entry: string | null, log: Logger, table: string): void {
+  if (entry !== null) log.info('retention: some hosts run the statement later, from the distributed DDL queue', { table })
 }
 
 export interface RetentionResult {
@@ -66,7 +64,8 @@ export async function enforceRetention (clickhouse: ClickHouse, store: MetadataS
     for (const { partition } of parts) {
       const day = Number(partition)
       if (!Number.isInteger(day) || day > lastDroppable) continue
-      await retentionDdl(clickhouse, `ALTER TABLE ${mutationTarget(table, target)} DROP PARTITION ${day}`, target, log, ddlWaitSeconds)
+      const statement = `ALTER TABLE ${mutationTarget(table, target)} DROP PARTITION ${day}`
+      lateHosts(await commandOnCluster(clickhouse, statement, ddlWaitSeconds, target !== null), log, table)
       droppedPartitions++
     }
   }
@@ -82,9 +81,7 @@ export async function enforceRetention (clickhouse: ClickHouse, store: MetadataS
     // buckets go and the rollups stay equal to the raw rows.
     for (const table of tables) {
       const where = sql`org_id = ${s.orgId} AND stream = ${s.name} AND ${rawSql(timeColumnOf(table))} < ${cutoff}`
-      await retentionDdl(clickhouse, String(lightweightDelete && target === null
-        ? sql`DELETE FROM ${rawSql(quoteIdentifier(table))} WHERE ${where}`
-        : sql`ALTER TABLE ${rawSql(mutationTarget(table, target))} DELETE WHERE ${where}`), target, log, ddlWaitSeconds)
+      lateHosts(await deleteRows(clickhouse, table, where, target, lightweightDelete, ddlWaitSeconds), log, table)
     }
     deletedStreams++
   }

@@ -6,7 +6,7 @@ import type { Test } from 'tap'
 import { startServer } from '../helpers/server.ts'
 import type { TestServer } from '../helpers/server.ts'
 import { createIngestTarget, postIngest } from '../helpers/ingest.ts'
-import { streamDataTables } from '../../lib/storage/metadata-store.ts'
+import { streamDataTables } from '../../lib/storage/retention-ttl.ts'
 import { waitFor } from '../helpers/wait-for.ts'
 
 let s: TestServer
