@@ -17,15 +17,10 @@
 // - NULL: null. UInt16, UInt64: decimal integers. Float64: JS's shortest round-trip decimal.
 // - Array(String): '[', the strings separated by ',', ']'.
 import { Buffer } from 'node:buffer'
-import { AttrPairs } from '../events/attr-flatten.ts'
+import { threadPairs } from '../events/attr-flatten.ts'
 import { withRoom } from '../events/json-lex.ts'
 import type { EventRow } from '../events/event-row.ts'
 import { fieldCount, fieldsByColumnKind } from '../events/fields.ts'
-
-// One per thread, reused by every writer: write() flattens a row's attrs and copies the pairs
-// out before it returns, so writers never share it across rows (an AttrPairs per task cost
-// 6 allocations and their GC per 120 KiB task).
-const sharedPairs = new AttrPairs()
 
 const tsField = fieldsByColumnKind.ts
 const stringFields = Int32Array.from(fieldsByColumnKind.strings)
@@ -66,7 +61,7 @@ export class EventRowJsonWriter {
 
   /** Writes `row` (of a line of `size` bytes in the request) with its unique sequence number `seq`. */
   write (row: EventRow, seq: number, size: number): void {
-    const pairs = sharedPairs
+    const pairs = threadPairs
     pairs.flatten(row.attrsBytes, row.attrsLength)
     this.#reserve(this.#prefix.length + rowOverheadBytes +
       escapedBytesPerByte * (row.stringBytesAtMost(size) + row.attrsLength + pairs.bytesAtMost()) + 4 * pairs.count)

@@ -26,15 +26,10 @@
 // written straight into one growing buffer, numbers through a DataView. Columns follow the field
 // table: a new field needs no change here.
 import { Buffer } from 'node:buffer'
-import { AttrPairs } from '../events/attr-flatten.ts'
+import { threadPairs } from '../events/attr-flatten.ts'
 import type { EventRow } from '../events/event-row.ts'
 import { fieldCount, fieldsByColumnKind } from '../events/fields.ts'
 import { maxUtf8BytesPerUnit, withRoom } from '../events/json-lex.ts'
-
-// One per thread, reused by every writer: write() flattens a row's attrs and copies the pairs
-// out before it returns, so writers never share it across rows (an AttrPairs per task cost
-// 6 allocations and their GC per 120 KiB task).
-const sharedPairs = new AttrPairs()
 
 // Spans up to this many bytes are copied by a JS loop, longer ones by Buffer#copy (a native call,
 // which costs about as much as copying 40 bytes in JS).
@@ -80,7 +75,7 @@ export class EventRowWriter {
    * then run on locals only, not on a private field loaded and stored per byte.
    */
   write (row: EventRow, seq: number, size: number): void {
-    const pairs = sharedPairs
+    const pairs = threadPairs
     pairs.flatten(row.attrsBytes, row.attrsLength)
     this.#reserve(this.#prefix.length + rowOverheadBytes + row.stringBytesAtMost(size) + pairs.bytesAtMost())
     const bytes = this.#bytes
