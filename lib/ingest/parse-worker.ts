@@ -83,10 +83,10 @@ export class TaskOutput implements LineSink {
     // hands over an exact-size copy.
     // JSONCompactEachRow (the embedded engine's text format) comes out about the same size plus
     // the quotes and commas.
-    const room = task.input.byteLength * (task.rowFormat === 'JSONCompactEachRow' ? 1.75 : 1.5) + 4096
+    const room = (perByte: number): number => Math.ceil(task.input.byteLength * perByte) + 4096
     this.#rows = task.rowFormat === 'JSONCompactEachRow'
-      ? new EventRowJsonWriter(task.orgId, task.stream, task.receivedAt, Math.ceil(room))
-      : new EventRowWriter(task.orgId, task.stream, task.receivedAt, Math.ceil(room))
+      ? new EventRowJsonWriter(task.orgId, task.stream, task.receivedAt, room(1.75))
+      : new EventRowWriter(task.orgId, task.stream, task.receivedAt, room(1.5))
     // ts is a UInt64 column: a negative bound would let a negative ts fail the whole insert.
     this.bounds = { receivedAt: task.receivedAt, minTs: Math.max(task.minTs, 0), maxTs: task.maxTs }
     this.#seqBase = task.seqBase

@@ -164,14 +164,14 @@ const byTs = rawSql('ts DESC')
 async function singleStatementPage (clickhouse: ClickHouse, params: EventsParams, after: { ts: number, seq: number } | null, wanted: number): Promise<EventRowOut[]> {
   const rows = await clickhouse.query<EventRowOut>(eventsWindowSql(params, after, params.from, params.to, wanted, byTs))
   if (rows.length < wanted) return rows.sort(newestFirst)
-  const lastTs = Number(rows[rows.length - 1].ts)
-  const above = rows.filter((r) => Number(r.ts) > lastTs).sort(newestFirst)
+  const lastTs = rows[rows.length - 1].ts
+  const above = rows.filter((r) => r.ts > lastTs).sort(newestFirst)
   const tied = await clickhouse.query<EventRowOut>(eventsWindowSql(params, after, lastTs, lastTs + 1, wanted - above.length))
   return above.concat(tied)
 }
 
 function newestFirst (a: EventRowOut, b: EventRowOut): number {
-  return Number(b.ts) - Number(a.ts) || Number(b.seq) - Number(a.seq)
+  return b.ts - a.ts || b.seq - a.seq
 }
 
 /**

@@ -20,7 +20,7 @@
 //   every row against the current rules), not by a mutation rewriting every part.
 // - Single node only; cluster mode keeps the janitor (its DDL is 18.16's, cluster-ddl.ts).
 import type { ClickHouse } from './clickhouse.ts'
-import { quoteString } from './sql.ts'
+import { quoteString, sql } from './sql.ts'
 import { countDims, dimTable } from './migrations/003_rollups.ts'
 
 /** Tables with a stream's data: events and every rollup the views fill from it. */
@@ -89,12 +89,11 @@ async function readState (clickhouse: ClickHouse, tables: readonly string[]): Pr
     clickhouse.query<{ org_id: string, name: string, retention_days: number }>(
       'SELECT org_id, name, retention_days FROM streams FINAL WHERE deleted = 0'),
     clickhouse.query<{ name: string, engine_full: string }>(
-      `SELECT name, engine_full FROM system.tables WHERE database = ${quoteString(clickhouse.database)}`),
+      sql`SELECT name, engine_full FROM system.tables WHERE database = ${clickhouse.database} AND has(${tables}, name)`),
   ])
-  const wanted = new Set(tables)
   return {
     streams: rows.map((r) => ({ orgId: String(r.org_id), name: String(r.name), retentionDays: Number(r.retention_days) })),
-    engines: new Map(engines.filter((e) => wanted.has(e.name)).map((e) => [e.name, e.engine_full])),
+    engines: new Map(engines.map((e) => [e.name, e.engine_full])),
   }
 }
 
