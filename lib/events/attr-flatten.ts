@@ -190,7 +190,8 @@ export class AttrPairs {
   }
 }
 
-const decoder = new TextDecoder()
+// ignoreBOM: a key or value that starts with U+FEFF keeps it, as the columns do.
+const decoder = new TextDecoder('utf-8', { ignoreBOM: true })
 
 function growInts (ints: Int32Array<ArrayBuffer>, size: number): Int32Array<ArrayBuffer> {
   const grown = new Int32Array(size)

@@ -197,7 +197,8 @@ function writeSpan (bytes: Buffer, at: number, source: Buffer, start: number, en
 export function readEventRows (rows: ArrayBuffer | Uint8Array): Array<Array<string | null>> {
   const bytes = rows instanceof ArrayBuffer ? new Uint8Array(rows) : rows
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
-  const decoder = new TextDecoder()
+  // ignoreBOM: a string that starts with U+FEFF keeps it (the default decoder drops it).
+  const decoder = new TextDecoder('utf-8', { ignoreBOM: true })
   let at = 0
   const need = (count: number): void => {
     if (at + count > bytes.length) throw new RangeError(`RowBinary ends inside a row at byte ${at}`)

@@ -29,6 +29,7 @@ t.test('paths, value texts and order', async (t) => {
   t.same(pairsOf('{"k\\"ey":"line\\nbreak \\u00e9 \\ud83d\\ude00 \\ud800 \\\\ \\/"}'),
     [['k"ey', 'line\nbreak é 😀 \ufffd \\ /']])
   t.same(pairsOf('{"a":{"b":{"c":{"d":"deep"}}},"z":"]}"}'), [['a.b.c.d', 'deep'], ['z', ']}']])
+  t.same(pairsOf('{"\ufeff":"\ufeffv","\\ufeffk":1}'), [['\ufeff', '\ufeffv'], ['\ufeffk', '1']], 'a leading U+FEFF is kept')
 })
 
 t.test('generated objects: the same pairs as JSON.parse gives', async (t) => {

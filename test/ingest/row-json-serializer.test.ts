@@ -57,6 +57,7 @@ t.test('awkward strings and numbers: escapes, control bytes, astral and lone sur
     { ts: receivedAt - 3, log: tricky, filename: 'C:\\logs\\app.log', level: 'warn', service: '"svc"', trace_id: '\u2028\u2029' },
     { ts: receivedAt - 4, log: JSON.stringify({ host: 'inner', status: 'bad\t', rt: 0.000123 }), stream: 'stdout' },
     { ts: receivedAt - 5, host: '', path: '', rt: 0, status: 100, '': 'empty key', 'a.b': { c: { d: 'deep' } } },
+    { ts: receivedAt - 6, '\ufeff': 0, '\ufeffbom': '\ufeffvalue' },
   ]
   sameRows(t, lines.map((line) => JSON.stringify(line)).join('\n') + '\n', 'tricky lines')
 })

@@ -139,7 +139,7 @@ t.test('random strings read back as Buffer.from encodes them', async (t) => {
     seed = (seed * 1103515245 + 12345) & 0x7fffffff
     return seed / 0x80000000
   }
-  const alphabet = ['a', 'Z', ' ', 'N', '"', 'é', '€', '😀', '\ud800', '\udfff', '\u0080', '\u07ff', '\u0800', '\uffff', '\u0001', '\t', '\n', '\\', '\0']
+  const alphabet = ['a', 'Z', ' ', 'N', '"', 'é', '€', '😀', '\ud800', '\udfff', '\u0080', '\u07ff', '\u0800', '\uffff', '\u0001', '\t', '\n', '\\', '\0', '\ufeff']
   const samples: string[] = []
   for (let i = 0; i < 2000; i++) {
     let text = ''
