@@ -1,6 +1,7 @@
 // The lines around one event: GET /api/streams/{stream}/events/{id}/context (docs/api.md section
 // 7.7). The anchor is found by its id (its ts and seq: ts is in the sort key, so ClickHouse reads
-// the granules of that millisecond only). `before` and `after` are the nearest events on either
+// the granules of that millisecond only): first only its `same` values, then its whole row as
+// the first of the 'after' side, read beside the 'before' side. `before` and `after` are the nearest events on either
 // side in (ts, seq) order that share the `same` fields with the anchor (an absent field matches
 // events where it is absent too), each list in ascending time.
 //
@@ -48,7 +49,11 @@ function streamIs (params: ContextParams): SqlFragment {
   return sql`org_id = ${params.orgId} AND stream = ${params.stream}${hidden}`
 }
 
-/** The events before or after the anchor sharing its `same` values, nearest first, at most `limit`. */
+/**
+ * The events before or after the anchor sharing its `same` values, nearest first, at most `limit`.
+ * 'after' starts at the anchor itself (its first row is the anchor): the anchor's row is read
+ * with its neighbours instead of by a statement of its own before them.
+ */
 async function side (clickhouse: ClickHouse, params: ContextParams, anchor: { ts: number, seq: number }, sameSql: SqlFragment,
   direction: 'before' | 'after', limit: number): Promise<EventRowOut[]> {
   const rows: EventRowOut[] = []
@@ -56,7 +61,7 @@ async function side (clickhouse: ClickHouse, params: ContextParams, anchor: { ts
   const { ts, seq } = anchor
   const beyond = direction === 'before'
     ? sql`(ts < ${ts} OR (ts = ${ts} AND seq < ${seq}))`
-    : sql`(ts > ${ts} OR (ts = ${ts} AND seq > ${seq}))`
+    : sql`(ts > ${ts} OR (ts = ${ts} AND seq >= ${seq}))`
   const order = rawSql(direction === 'before' ? 'ts DESC, seq DESC' : 'ts ASC, seq ASC')
   let near = ts // the edge of what was read so far (exclusive of the next window)
   let windowMs = firstWindowMs
@@ -82,24 +87,34 @@ async function side (clickhouse: ClickHouse, params: ContextParams, anchor: { ts
   return rows
 }
 
+function notFound (id: string): SluiceError {
+  return new SluiceError('not_found', 'No event has this id in this stream', { details: { id } })
+}
+
 /** The context as the API's JSON text (`{"before":[...],"event":{...},"after":[...]}`). */
 export async function queryContextJson (clickhouse: ClickHouse, params: ContextParams): Promise<Uint8Array> {
   const anchor = parseEventId(params.id)
   if (anchor === null) throw new SluiceError('not_found', 'No event has this id', { details: { id: params.id } })
   const sameValues = params.same.map((ref) => ({ ref, value: fieldTextSql(ref, params.scope) }))
-  const [event] = await clickhouse.query<EventRowOut & Record<string, string | null>>(sql`SELECT ${eventSelectList}
+  // Only the anchor's `same` values first: its whole row comes with the 'after' side, read
+  // beside the 'before' side (each row read costs a compressed block of every column).
+  const [found] = await clickhouse.query<Record<string, string | null>>(sql`SELECT 1 AS found
     ${joinSql(sameValues.map((s, i) => sql`, ${s.value} AS same_${rawSql(String(i))}`), '')}
     FROM events WHERE ${streamIs(params)} AND ts = ${anchor.ts} AND seq = ${anchor.seq} LIMIT 1`)
-  if (event === undefined) throw new SluiceError('not_found', 'No event has this id in this stream', { details: { id: params.id } })
+  if (found === undefined) throw notFound(params.id)
   const conditions = sameValues.map((s, i) => {
-    const value = event[`same_${i}`] as string | null
+    const value = found[`same_${i}`]
     return value === null ? sql`isNull(${s.value})` : sql`ifNull(${s.value} = ${value}, 0)`
   })
   const sameSql = conditions.length === 0 ? rawSql('1') : joinSql(conditions, ' AND ')
-  const [before, after] = await Promise.all([
+  const [before, withAnchor] = await Promise.all([
     side(clickhouse, params, anchor, sameSql, 'before', params.before),
-    side(clickhouse, params, anchor, sameSql, 'after', params.after),
+    side(clickhouse, params, anchor, sameSql, 'after', params.after + 1),
   ])
+  const event = withAnchor.shift()
+  // Deleted between the two reads (its stream's data purged): as if never found.
+  if (event === undefined || event.ts !== anchor.ts || event.seq !== anchor.seq) throw notFound(params.id)
+  const after = withAnchor
   const out = new EventJsonBuffer()
   const list = (rows: EventRowOut[]): void => {
     out.ascii('[')

@@ -97,12 +97,26 @@ t.test('context of a rare host: the nearest events however far apart, none skipp
   const rare = (page.body.events as Event[]).reverse()
   t.equal(rare.length, rareAt.length)
   const anchor = rare[4]
-  for (const [before, after] of [[10, 10], [2, 1], [4, 4]]) {
+  for (const [before, after] of [[10, 10], [2, 1], [4, 4], [0, 0], [1, 0], [0, 1]]) {
     const r = await s.api('GET', `/api/streams/sparse/events/${anchor.id}/context?before=${before}&after=${after}`)
     t.equal(r.status, 200)
+    t.equal(r.body.event.id, anchor.id)
     t.same(r.body.before.map((e: Event) => e.message), rare.slice(Math.max(0, 4 - before), 4).map((e) => e.message), `before=${before}`)
     t.same(r.body.after.map((e: Event) => e.message), rare.slice(5, 5 + after).map((e) => e.message), `after=${after}`)
   }
+})
+
+t.test('context inside one millisecond: neighbours by arrival order, the anchor once', async (t) => {
+  const tgt = await createIngestTarget(s, 'samems')
+  const lines = Array.from({ length: 7 }, (_, i) => JSON.stringify({ ts: base + 5000, host: 'h', service: 'api', msg: `same ${i}` }))
+  t.equal((await postIngest(tgt, lines.join('\n'))).body.ingested, 7)
+  const page = await s.api('GET', `/api/streams/samems/events?from=${base}&to=${base + 10_000}&limit=100`)
+  const events = (page.body.events as Event[]).reverse()
+  t.same(events.map((e) => e.message), lines.map((_, i) => `same ${i}`), 'one millisecond, in arrival order')
+  const r = await s.api('GET', `/api/streams/samems/events/${events[3].id}/context?before=2&after=10`)
+  t.equal(r.body.event.message, 'same 3')
+  t.same(r.body.before.map((e: Event) => e.message), ['same 1', 'same 2'])
+  t.same(r.body.after.map((e: Event) => e.message), ['same 4', 'same 5', 'same 6'])
 })
 
 t.test('export: every matching event as NDJSON, oldest first, as a download', async (t) => {
