@@ -64,6 +64,25 @@ t.test('/fields: columns and attributes with counts, types and top values', asyn
   t.same(level?.top, [{ value: 'error', count: 30 }], 'counted over the matching events')
 })
 
+t.test('/fields top values are exact: the most frequent found among thousands of others, ties by value', async (t) => {
+  const tgt = await createIngestTarget(s, 'manyvalues')
+  // The frequent values come first in time, then 3,000 values seen once each: an approximate
+  // top-k (space-saving, as ClickHouse's topK) would have evicted them by the end.
+  const lines = [
+    ...Array.from({ length: 4 }, (_, i) => JSON.stringify({ ts: base + i, host: 'h-top', user: 'u-top', n: 7 })),
+    ...Array.from({ length: 3 }, (_, i) => JSON.stringify({ ts: base + 10 + i, host: 'h-next', user: 'u-next', n: 8 })),
+    ...Array.from({ length: 3000 }, (_, i) => JSON.stringify({ ts: base + 100 + i, host: `h-${String(i).padStart(4, '0')}`, user: `u-${i}`, n: 10 + i })),
+  ]
+  t.equal((await postIngest(tgt, lines.join('\n'))).body.ingested, lines.length)
+  const r = await s.api('GET', `/api/streams/manyvalues/fields?from=${base}&to=${base + 10_000}&top=4`)
+  t.equal(r.status, 200)
+  t.equal(r.body.sampled, false)
+  const byName = new Map((r.body.fields as Array<{ name: string, top: unknown }>).map((f) => [f.name, f.top]))
+  t.same(byName.get('host'), [{ value: 'h-top', count: 4 }, { value: 'h-next', count: 3 }, { value: 'h-0000', count: 1 }, { value: 'h-0001', count: 1 }])
+  t.same(byName.get('user'), [{ value: 'u-top', count: 4 }, { value: 'u-next', count: 3 }, { value: 'u-0', count: 1 }, { value: 'u-1', count: 1 }])
+  t.same(byName.get('n'), [{ value: '7', count: 4 }, { value: '8', count: 3 }, { value: '10', count: 1 }, { value: '100', count: 1 }], 'ties by the value\'s text')
+})
+
 t.test('context: the events around one from the same host and service, in ascending time', async (t) => {
   const page = await s.api('GET', `/api/streams/app/events?${range}&limit=1000`)
   const events = (page.body.events as Event[]).reverse()
