@@ -156,7 +156,7 @@ async function querySampledGroups (clickhouse: ClickHouse, plan: StatsPlan, by: 
     }
     groups.push({ value: row.value, count })
   }
-  groups.sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : a.value > b.value ? 1 : 0))
+  groups.sort((a, b) => b.count - a.count || Buffer.compare(Buffer.from(a.value), Buffer.from(b.value)))
   return { groups, byPoint, sampled: true }
 }
 

@@ -299,7 +299,16 @@ export async function queryStats (clickhouse: ClickHouse, params: StatsParams): 
   ])
 
   const series = fillSeries(plan, seriesRows)
-  if (grouped !== undefined) for (const point of series) point.groups = grouped.byPoint.get(point.t) ?? {}
+  if (grouped !== undefined) {
+    // Each point's values in the order of `groups` (count descending), whatever order ClickHouse
+    // grouped them in: the same answer on every server version.
+    for (const point of series) {
+      const counts = grouped.byPoint.get(point.t)
+      const ordered: Record<string, number> = {}
+      if (counts !== undefined) for (const g of grouped.groups) if (Object.hasOwn(counts, g.value)) ordered[g.value] = counts[g.value]
+      point.groups = ordered
+    }
+  }
   let count = 0
   let errors = 0
   let bytes = 0

@@ -38,6 +38,7 @@ t.test('stats?by= an attribute and a column: top values and per-point groups', a
   const summed: Record<string, number> = {}
   for (const point of r.body.series as Array<{ count: number, groups: Record<string, number> }>) {
     t.equal(Object.values(point.groups).reduce((a, b) => a + b, 0), point.count, 'a point\'s groups add up to its count')
+    t.same(Object.keys(point.groups), ['cart', 'checkout', 'search'].filter((v) => v in point.groups), 'a point\'s values in the order of groups')
     for (const [value, n] of Object.entries(point.groups)) summed[value] = (summed[value] ?? 0) + n
   }
   t.same(summed, { checkout: 100, cart: 100, search: 100 }, 'the points add up to the groups')
