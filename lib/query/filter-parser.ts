@@ -34,7 +34,8 @@
 // - `status:5xx` a status class, `status:40*` a prefix; `level:` a level name (or synonym) with
 //   an optional comparison in order of severity (`level:>=warn`), `level:*` a level is present.
 // - A word or phrase: case-insensitive substring (case-fold.ts) of message, path or user_agent;
-//   a trailing `*` is dropped (a substring already matches any ending).
+//   a trailing `*` is dropped (a substring already matches any ending). A q of only `*` is no
+//   filter (every event); a `*` among other terms is refused (nothing to search for).
 // Errors are SluiceError('invalid_query') with details.position.
 import { SluiceError } from '../errors.ts'
 import { toWellFormed } from './case-fold.ts'
@@ -134,6 +135,8 @@ export function parseFilter (q: string): FilterNode | null {
     throw new SluiceError('invalid_query', `q is ${q.length} characters long; at most ${maxFilterLength} are allowed`,
       { details: { position: maxFilterLength } })
   }
+  // A lone `*` is every event, as in Kibana, Loki's UI and VictoriaLogs (docs/api.md section 7.2).
+  if (q.trim() === '*') return null
   return new FilterParser(toWellFormed(q)).parse()
 }
 
