@@ -268,12 +268,21 @@ function fillSeries (plan: StatsPlan, rows: SeriesRow[]): SeriesPoint[] {
       status_4xx: row.n_4xx_total,
       status_5xx: row.n_5xx_total,
       bytes: row.bytes_sum_total,
-      rt_p50: hasRt ? row.rt_quantiles[0] : null,
-      rt_p95: hasRt ? row.rt_quantiles[1] : null,
-      rt_p99: hasRt ? row.rt_quantiles[2] : null,
+      rt_p50: hasRt ? roundPercentile(row.rt_quantiles[0]) : null,
+      rt_p95: hasRt ? roundPercentile(row.rt_quantiles[1]) : null,
+      rt_p99: hasRt ? roundPercentile(row.rt_quantiles[2]) : null,
     })
   }
   return series
+}
+
+/**
+ * A t-digest percentile to 7 significant digits, about what a Float32 holds. The digest's
+ * centroids are Float32, and 18.16 prints their rounding (0.38099998 and 0.053999998 for
+ * estimates of rts in whole ms, where current versions print 0.381 and 0.054).
+ */
+export function roundPercentile (value: number): number {
+  return Number(value.toPrecision(7))
 }
 
 /** ClickHouse orders strings by their UTF-8 bytes; JavaScript's < compares UTF-16 units. */
@@ -319,7 +328,7 @@ export async function queryStats (clickhouse: ClickHouse, params: StatsParams): 
   }
   const dims = new Map(countRows.map((row) => [row.dim, row]))
   const topOf = (dim: TopCountDim): Array<[string, number]> => dims.get(dim)?.top ?? []
-  const p95ByPath = new Map(pathRt.filter((r) => r.rt_n_total > 0).map((r) => [r.value, r.rt_p95]))
+  const p95ByPath = new Map(pathRt.filter((r) => r.rt_n_total > 0).map((r) => [r.value, roundPercentile(r.rt_p95)]))
   const slowest = pathCounts.busiest
     .flatMap(([path, n]) => {
       const p95 = p95ByPath.get(path)

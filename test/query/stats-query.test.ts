@@ -8,7 +8,7 @@ import { createTestDatabase } from '../helpers/clickhouse.ts'
 import { createLogger } from '../../lib/logger.ts'
 import { migrate } from '../../lib/storage/migrate.ts'
 import { rawSql } from '../../lib/storage/sql.ts'
-import { queryStats, planStats } from '../../lib/query/stats-query.ts'
+import { queryStats, planStats, roundPercentile } from '../../lib/query/stats-query.ts'
 import { parseFilter } from '../../lib/query/filter-parser.ts'
 import { filterToSql } from '../../lib/query/filter-sql.ts'
 import type { StatsResult, StatsSource } from '../../lib/query/stats-query.ts'
@@ -408,4 +408,8 @@ t.test('bad requests are invalid_query', async (t) => {
   for (const c of cases) {
     await t.rejects(queryStats(clickhouse, { ...stream, ...c }), { code: 'invalid_query' }, JSON.stringify(c))
   }
+})
+
+t.test('percentiles without Float32 noise: 7 significant digits', async (t) => {
+  t.same([0.38099998, 0.053999998, 0.88920003, 0.97, 0, 1e-7, 123456.79].map(roundPercentile), [0.381, 0.054, 0.8892, 0.97, 0, 1e-7, 123456.8])
 })
