@@ -160,6 +160,8 @@ async function measureFind (token: string): Promise<void> {
     { key: 'c', name: `rare phrase \`"${needlePhrase.text}"\`, first page`, targetMs: 500, path: () => `/api/streams/${stream}/events?${range}&${q(`"${needlePhrase.text}"`)}` },
     { key: 'd', name: '/fields over 24 h', targetMs: 500, path: () => `/api/streams/${stream}/fields?${range}` },
     { key: 'd2', name: '/fields over 24 h, `sample=50000` (the dashboard\'s sidebar)', targetMs: 500, path: () => `/api/streams/${stream}/fields?${range}&sample=50000` },
+    { key: 'd3', name: `/fields over 24 h with \`q=service:${services[services.length - 1]}\` (the rarest service, in every granule)`, targetMs: 500, path: () => `/api/streams/${stream}/fields?${range}&sample=50000&${q(`service:${services[services.length - 1]}`)}` },
+    { key: 'd4', name: `/fields over 24 h with \`q=user_id:${needleUser.id}\` (75 events)`, targetMs: 500, path: () => `/api/streams/${stream}/fields?${range}&sample=50000&${q(`user_id:${needleUser.id}`)}` },
     { key: 'e1', name: 'stats?by=region (attribute, 8 values) over 24 h', targetMs: 1000, path: () => `/api/streams/${stream}/stats?${range}&by=region` },
     { key: 'e2', name: 'stats?by=route (attribute, ~20 values) over 24 h', targetMs: 1000, path: () => `/api/streams/${stream}/stats?${range}&by=route` },
     { key: 'e3', name: 'stats?by=user_id (attribute, ~1 M values) over 24 h', targetMs: 1000, path: () => `/api/streams/${stream}/stats?${range}&by=user_id` },

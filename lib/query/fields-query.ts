@@ -8,11 +8,13 @@
 //   true/false, else `string`. Columns are listed first in the table's order, then attributes by
 //   count descending (at most maxAttributes); fields no event has are left out.
 // - Sampling: reading every attribute of 30 M events takes seconds, and a sidebar needs shapes,
-//   not exact counts. When the range holds more than sampleRows (or the request's `sample`) matching events (counted first,
-//   which reads only the filter's columns), the counts are taken over evenly spread slices of the
-//   range that hold about sampleRows events, scaled up to the whole range, and `sampled` is true.
-//   Slices, not every n-th row: ts is the sort key, so ClickHouse then reads only those slices'
-//   granules.
+//   not exact counts. The matching events are counted first (one pass over the filter's columns),
+//   with the granules they fall in. When they are more than sampleRows (or the request's
+//   `sample`), or their granules hold more than maxPassRows rows (a filter matching a few events
+//   in every granule of a long range), the counts are taken over evenly spread slices of the range
+//   holding at most that many, scaled up to the whole range, and `sampled` is true. Slices, not
+//   every n-th row: ts is the sort key, so ClickHouse then reads only those slices' granules. The
+//   filter is in PREWHERE: the other columns are read only in granules where it holds.
 // - Top values: the `top` most frequent per field (values as text, numbers as they are written),
 //   count descending, ties by value. Exact when not sampled; sampled, the candidates are
 //   ClickHouse's topK of the sample (approximate ranks), counted exactly there.
@@ -45,6 +47,19 @@ const sampleSlices = 48
  * about 800,000 rows; 12 of 4,000 about 150,000.
  */
 const minSliceRows = 4096
+/** Rows of a granule (MergeTree's index_granularity): a read of one matching row reads its granule. */
+const granuleRows = 8192
+/**
+ * Rows a read's passes may read at most before it samples (docs/api.md section 7.6): each pass
+ * reads every column of the granules holding a match, about 0.5 s per million rows on 18.16 here.
+ */
+const maxPassRows = 2_000_000
+/**
+ * At most this many matching events are read by their ts (the sort key) in each pass: a rare attribute's /fields over 30 M events took 56 s on 18.16 with the filter
+ * evaluated over the range by each of its ~20 statements. The list is in every statement of a
+ * UNION ALL, within ClickHouse's 256 KiB max_query_size.
+ */
+const maxKeyTimes = 500
 /** Attributes listed at most (the most frequent). */
 export const maxAttributes = 200
 export const defaultFieldsTop = 5
@@ -56,6 +71,8 @@ export interface FieldsParams {
   from: number
   to: number
   where?: SqlFragment
+  /** A pre-filter of `where` for PREWHERE (filter-sql.ts valuesPrefilterSql); `where` then goes to WHERE. */
+  prewhere?: SqlFragment
   scope: AttrScope
   hiddenBefore: number
   top: number
@@ -93,16 +110,46 @@ function typeOfColumn (name: string): string {
 export async function queryFields (clickhouse: ClickHouse, params: FieldsParams): Promise<FieldsResult> {
   const hidden = params.hiddenBefore > 0 ? sql` AND received_at > ${params.hiddenBefore}` : sql``
   const base = sql`org_id = ${params.orgId} AND stream = ${params.stream}${hidden}`
-  const filter = params.where === undefined ? sql`` : sql` AND (${params.where})`
+  const filtered = params.where !== undefined && params.where.text.trim() !== '1'
+  // The filter in PREWHERE (or its pre-filter, the filter then in WHERE, as events-query.ts does):
+  // the other columns are read only in granules where it holds.
+  const rowsIn = (range: SqlFragment): SqlFragment => !filtered
+    ? sql`WHERE ${base} AND ${range}`
+    : params.prewhere === undefined
+      ? sql`PREWHERE ${params.where!} WHERE ${base} AND ${range}`
+      : sql`PREWHERE ${params.prewhere} WHERE ${base} AND ${range} AND (${params.where!})`
   const inRange = sql`ts >= ${params.from} AND ts < ${params.to}`
-  const total = await countMatching(clickhouse, params, base, inRange, filter)
-  if (total === 0) return { fields: [], sampled: false, total: 0 }
-  let where = sql`${base} AND ${inRange}${filter}`
-  let scale = 1
   const sample = params.sampleRows ?? sampleRows
-  if (total > sample) {
-    const fraction = sample / total
-    const span = params.to - params.from
+  const span = params.to - params.from
+  let total: number
+  let times: number[] | null = null
+  // Rows a pass over the matching events reads: every row of a granule that holds one.
+  let passRows: number
+  if (!filtered) {
+    total = await countInRange(clickhouse, params, base, inRange)
+    passRows = total
+  } else {
+    // The range's events (the minute rollup: cheap), to know the width of a granule in time,
+    // then the matching events and the granules they fall in, in one pass over the filter's columns.
+    const rangeRows = await countInRange(clickhouse, params, base, inRange)
+    const granuleMs = Math.max(1, Math.floor(span * granuleRows / Math.max(rangeRows, 1)))
+    const [counts] = await clickhouse.query<{ n: number, granules: number, times: number[] }>(sql`SELECT count() AS n,
+        uniq(intDiv(ts, ${granuleMs})) AS granules, groupArray(${maxKeyTimes})(ts) AS times
+      FROM events ${rowsIn(inRange)}`)
+    total = Number(counts.n)
+    passRows = Math.min(rangeRows, Number(counts.granules) * granuleRows)
+    // Few matches: the passes look only at their milliseconds (the sort key finds their
+    // granules), not at the whole range, where the filter would be evaluated again in each.
+    if (total <= maxKeyTimes) times = [...new Set(counts.times.map(Number))]
+  }
+  if (total === 0) return { fields: [], sampled: false, total: 0 }
+  let rows = times === null ? rowsIn(inRange) : rowsIn(sql`ts IN (${joinSql(times.map((ts) => sql`${ts}`), ', ')})`)
+  let scale = 1
+  // Sampled past `sample` matching events, or when the granules holding them hold more than
+  // maxPassRows (a filter matching a few events in every granule of a long range: each pass would
+  // read every column of the whole range, 10-20 s over 30 M events on 18.16).
+  const fraction = Math.min(1, sample / total, maxPassRows / passRows)
+  if (fraction < 1) {
     const sliceCount = Math.max(1, Math.min(sampleSlices, Math.floor(sample / minSliceRows)))
     const sliceMs = Math.max(1, Math.floor(span * fraction / sliceCount))
     const slices: SqlFragment[] = []
@@ -110,9 +157,10 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
       const start = params.from + Math.floor((span * (k + 0.5)) / sliceCount - sliceMs / 2)
       slices.push(sql`(ts >= ${start} AND ts < ${start + sliceMs})`)
     }
-    where = sql`${base} AND (${joinSql(slices, ' OR ')})${filter}`
-    const [{ n: read }] = await clickhouse.query<{ n: number }>(sql`SELECT count() AS n FROM events WHERE ${where}`)
-    scale = read > 0 ? total / read : 1
+    rows = rowsIn(sql`(${joinSql(slices, ' OR ')})`)
+    const [{ n: read }] = await clickhouse.query<{ n: number }>(sql`SELECT count() AS n FROM events ${rows}`)
+    if (Number(read) === 0) return { fields: [], sampled: true, total }
+    scale = total / Number(read)
   }
   const top = params.top
   // Columns and attributes are independent: two chains of queries, side by side (as /stats runs
@@ -128,11 +176,11 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
       const col = rawSql(c.column)
       return sql`count(${col}) AS n_${rawSql(String(i))}${topSql(c.numeric ? sql`toString(${col})` : col, `top_${i}`)}`
     })
-    const row = (await clickhouse.query<Record<string, number | string[]>>(sql`SELECT ${joinSql(columnSelect, ', ')} FROM events WHERE ${where}`))[0]
+    const row = (await clickhouse.query<Record<string, number | string[]>>(sql`SELECT ${joinSql(columnSelect, ', ')} FROM events ${rows}`))[0]
     const present = listedColumns.map((_, i) => Number(row[`n_${i}`]) > 0)
     return [row, exact
-      ? await columnTopValues(clickhouse, where, top, present)
-      : await columnValueCounts(clickhouse, where, listedColumns.map((_, i) => present[i] ? row[`top_${i}`] as string[] : []))]
+      ? await columnTopValues(clickhouse, rows, top, present)
+      : await columnValueCounts(clickhouse, rows, listedColumns.map((_, i) => present[i] ? row[`top_${i}`] as string[] : []))]
   }
   const attributesChain = async (): Promise<[KeyRow[], Map<string, Array<{ value: string, count: number }>>]> => {
     // Counts, types (and topK's candidates) per key in one pass, then each listed key's top values.
@@ -140,13 +188,13 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
       SELECT key, count() AS n, countIf(isNotNull(toFloat64OrNull(value))) AS numbers, countIf(value IN ('true', 'false')) AS booleans
         ${topSql(rawSql('value'), 'top')}
       FROM events ARRAY JOIN attr_keys AS key, attr_values AS value
-      WHERE ${where}
+      ${rows}
       GROUP BY key ORDER BY n DESC, key LIMIT ${maxAttributes}`)
     const pairs = exact ? [] : keyRows.flatMap((r) => (r.top ?? []).map((value) => sql`(${r.key}, ${value})`))
     const valueRows = keyRows.length === 0 || (!exact && pairs.length === 0) ? [] : await clickhouse.query<{ key: string, value: string, n: number }>(sql`
       SELECT key, value, count() AS n
       FROM events ARRAY JOIN attr_keys AS key, attr_values AS value
-      WHERE ${where} AND ${exact ? sql`key IN (${joinSql(keyRows.map((r) => sql`${r.key}`), ', ')})` : sql`(key, value) IN (${joinSql(pairs, ', ')})`}
+      ${rows} AND ${exact ? sql`key IN (${joinSql(keyRows.map((r) => sql`${r.key}`), ', ')})` : sql`(key, value) IN (${joinSql(pairs, ', ')})`}
       GROUP BY key, value${exact ? sql` ORDER BY key, n DESC, value LIMIT ${top} BY key` : sql``}`)
     const topByKey = new Map<string, Array<{ value: string, count: number }>>()
     for (const r of valueRows) {
@@ -175,16 +223,15 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
 }
 
 /**
- * The number of matching events over the range. Without q over an hour or more it comes from the
- * minute rollup (events_1m: every event of the stream, since migration 3) for the whole minutes of
- * the range, plus raw rows for the partial minutes at either end: over 30 M events a count of the
+ * The number of events over the range, before q. Over an hour or more it comes from the minute
+ * rollup (events_1m: every event of the stream, since migration 3) for the whole minutes of the
+ * range, plus raw rows for the partial minutes at either end: over 30 M events a count of the
  * range read 240 MB of ts for a second, the rollup a few thousand rows in milliseconds
  * (bench/README.md, "Explore: first render").
  */
-async function countMatching (clickhouse: ClickHouse, params: FieldsParams, base: SqlFragment, inRange: SqlFragment, filter: SqlFragment): Promise<number> {
-  const unfiltered = (params.where === undefined || params.where.text.trim() === '1') && params.hiddenBefore === 0 && params.rollupsPurged === true
-  if (!unfiltered || params.to - params.from < rollupCountMinRangeMs) {
-    const [{ n }] = await clickhouse.query<{ n: number }>(sql`SELECT count() AS n FROM events WHERE ${base} AND ${inRange}${filter}`)
+async function countInRange (clickhouse: ClickHouse, params: FieldsParams, base: SqlFragment, inRange: SqlFragment): Promise<number> {
+  if (params.hiddenBefore !== 0 || params.rollupsPurged !== true || params.to - params.from < rollupCountMinRangeMs) {
+    const [{ n }] = await clickhouse.query<{ n: number }>(sql`SELECT count() AS n FROM events WHERE ${base} AND ${inRange}`)
     return Number(n)
   }
   const first = Math.ceil(params.from / minuteMs) * minuteMs
@@ -203,17 +250,17 @@ async function countMatching (clickhouse: ClickHouse, params: FieldsParams, base
  * descending and ties by value as ClickHouse orders strings (a number by its text): per column a
  * GROUP BY of its values (one UNION ALL, as many passes as columns).
  */
-async function columnTopValues (clickhouse: ClickHouse, where: SqlFragment, top: number, present: boolean[]): Promise<Array<Array<{ value: string, count: number }>>> {
+async function columnTopValues (clickhouse: ClickHouse, rows: SqlFragment, top: number, present: boolean[]): Promise<Array<Array<{ value: string, count: number }>>> {
   const parts = listedColumns.flatMap((c, i) => {
     if (!present[i]) return []
     const text = c.numeric ? sql`toString(${rawSql(c.column)})` : rawSql(c.column)
     return [sql`SELECT * FROM (SELECT ${rawSql(String(i))} AS i, assumeNotNull(${text}) AS v, count() AS n FROM events
-      WHERE ${where} AND isNotNull(${rawSql(c.column)}) GROUP BY v ORDER BY n DESC, v LIMIT ${top})`]
+      ${rows} AND isNotNull(${rawSql(c.column)}) GROUP BY v ORDER BY n DESC, v LIMIT ${top})`]
   })
   const out = listedColumns.map((): Array<{ value: string, count: number }> => [])
   if (parts.length === 0) return out
-  const rows = await clickhouse.query<{ i: number, v: string, n: number }>(joinSql(parts, ' UNION ALL '))
-  for (const row of rows) out[Number(row.i)].push({ value: row.v, count: Number(row.n) })
+  const result = await clickhouse.query<{ i: number, v: string, n: number }>(joinSql(parts, ' UNION ALL '))
+  for (const row of result) out[Number(row.i)].push({ value: row.v, count: Number(row.n) })
   for (const list of out) list.sort(byCountThenValue)
   return out
 }
@@ -224,17 +271,17 @@ async function columnTopValues (clickhouse: ClickHouse, where: SqlFragment, top:
  * compared every value with every row: 1.1 s over the 200,000 sampled rows of 30 M events, this
  * 0.3 s.
  */
-async function columnValueCounts (clickhouse: ClickHouse, where: SqlFragment, tops: string[][]): Promise<Array<Array<{ value: string, count: number }>>> {
+async function columnValueCounts (clickhouse: ClickHouse, rows: SqlFragment, tops: string[][]): Promise<Array<Array<{ value: string, count: number }>>> {
   const parts = listedColumns.flatMap((c, i) => {
     if (tops[i].length === 0) return []
     const text = c.numeric ? sql`toString(${rawSql(c.column)})` : rawSql(c.column)
     return [sql`SELECT ${rawSql(String(i))} AS i, assumeNotNull(${text}) AS v, count() AS n FROM events
-      WHERE ${where} AND ${text} IN (${joinSql(tops[i].map((value) => sql`${value}`), ', ')}) GROUP BY v`]
+      ${rows} AND ${text} IN (${joinSql(tops[i].map((value) => sql`${value}`), ', ')}) GROUP BY v`]
   })
   const out = listedColumns.map((): Array<{ value: string, count: number }> => [])
   if (parts.length === 0) return out
-  const rows = await clickhouse.query<{ i: number, v: string, n: number }>(joinSql(parts, ' UNION ALL '))
-  for (const row of rows) out[Number(row.i)].push({ value: row.v, count: Number(row.n) })
+  const result = await clickhouse.query<{ i: number, v: string, n: number }>(joinSql(parts, ' UNION ALL '))
+  for (const row of result) out[Number(row.i)].push({ value: row.v, count: Number(row.n) })
   for (const list of out) list.sort(byCountThenValue)
   return out
 }

@@ -18,6 +18,7 @@ export function registerFieldsRoute (router: Router, deps: ReadDeps): void {
       from: read.range.from,
       to: read.range.to,
       where: read.where,
+      prewhere: read.prewhere,
       scope: read.scope,
       hiddenBefore: read.hiddenBefore,
       top: integerParam(read.params, 'top', 1, maxFieldsTop, defaultFieldsTop),

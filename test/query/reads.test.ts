@@ -84,6 +84,28 @@ t.test('/fields top values are exact: the most frequent found among thousands of
   t.same(byName.get('n'), [{ value: '7', count: 4 }, { value: '8', count: 3 }, { value: '10', count: 1 }, { value: '100', count: 1 }], 'ties by the value\'s text')
 })
 
+t.test('/fields with q: few matches read by their milliseconds, many over the range, both exact', async (t) => {
+  const tgt = await createIngestTarget(s, 'filtered')
+  // Rare events share their millisecond with a common one: reading by ts must still apply q.
+  const lines = Array.from({ length: 1200 }, (_, i) => JSON.stringify({ ts: base + Math.floor(i / 2) * 100, kind: i % 30 === 0 ? 'rare' : 'common', host: `h${i % 7}`, n: i % 3 }))
+  t.equal((await postIngest(tgt, lines.join('\n'))).body.ingested, 1200)
+  const fieldsOf = async (q: string): Promise<Map<string, { count: number, top: unknown }>> => {
+    const r = await s.api('GET', `/api/streams/filtered/fields?from=${base}&to=${base + 100_000}&top=3&q=${encodeURIComponent(q)}`)
+    t.equal(r.status, 200)
+    t.equal(r.body.sampled, false)
+    return new Map((r.body.fields as Array<{ name: string, count: number, top: unknown }>).map((f) => [f.name, f]))
+  }
+  const rare = await fieldsOf('kind:rare')
+  t.equal(rare.get('kind')?.count, 40)
+  t.same(rare.get('kind')?.top, [{ value: 'rare', count: 40 }])
+  // i % 30 === 0: host h(i % 7) and n 0 for all 40.
+  t.same(rare.get('n')?.top, [{ value: '0', count: 40 }])
+  t.same(rare.get('host')?.top, [{ value: 'h0', count: 6 }, { value: 'h1', count: 6 }, { value: 'h2', count: 6 }])
+  const common = await fieldsOf('kind:common')
+  t.equal(common.get('kind')?.count, 1160)
+  t.same(common.get('n')?.top, [{ value: '1', count: 400 }, { value: '2', count: 400 }, { value: '0', count: 360 }])
+})
+
 t.test('context: the events around one from the same host and service, in ascending time', async (t) => {
   const page = await s.api('GET', `/api/streams/app/events?${range}&limit=1000`)
   const events = (page.body.events as Event[]).reverse()
