@@ -15,6 +15,10 @@ import type { TestServer } from '../helpers/server.ts'
 import { createIngestTarget, postIngest } from '../helpers/ingest.ts'
 import { createRandom } from '../../bench/payload.ts'
 
+// Two servers, one of them an engine in this process, and ~300 reads: about a minute on a
+// loaded 2-core box, so past the default 120 s of a file under coverage.
+t.setTimeout(300_000)
+
 const skip = (onChdb && 'needs the 18.16 test server (npm test)') ||
   (!existsSync(join(chdbEngineDir, 'node_modules', 'chdb', 'package.json')) && `the embedded engine is not installed (${chdbInstallCommand})`)
 
