@@ -147,8 +147,9 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
   let scale = 1
   // Sampled past `sample` matching events, or when the granules holding them hold more than
   // maxPassRows (a filter matching a few events in every granule of a long range: each pass would
-  // read every column of the whole range, 10-20 s over 30 M events on 18.16).
-  const fraction = Math.min(1, sample / total, maxPassRows / passRows)
+  // read every column of the whole range, 10-20 s over 30 M events on 18.16). Never when they are
+  // read by their ts: at most maxKeyTimes granules, and a sample of a few hundred says little.
+  const fraction = times !== null ? 1 : Math.min(1, sample / total, maxPassRows / passRows)
   if (fraction < 1) {
     const sliceCount = Math.max(1, Math.min(sampleSlices, Math.floor(sample / minSliceRows)))
     const sliceMs = Math.max(1, Math.floor(span * fraction / sliceCount))
