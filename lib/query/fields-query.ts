@@ -252,18 +252,10 @@ async function countInRange (clickhouse: ClickHouse, params: FieldsParams, base:
  * GROUP BY of its values (one UNION ALL, as many passes as columns).
  */
 async function columnTopValues (clickhouse: ClickHouse, rows: SqlFragment, top: number, present: boolean[]): Promise<Array<Array<{ value: string, count: number }>>> {
-  const parts = listedColumns.flatMap((c, i) => {
-    if (!present[i]) return []
-    const text = c.numeric ? sql`toString(${rawSql(c.column)})` : rawSql(c.column)
-    return [sql`SELECT * FROM (SELECT ${rawSql(String(i))} AS i, assumeNotNull(${text}) AS v, count() AS n FROM events
-      ${rows} AND isNotNull(${rawSql(c.column)}) GROUP BY v ORDER BY n DESC, v LIMIT ${top})`]
-  })
-  const out = listedColumns.map((): Array<{ value: string, count: number }> => [])
-  if (parts.length === 0) return out
-  const result = await clickhouse.query<{ i: number, v: string, n: number }>(joinSql(parts, ' UNION ALL '))
-  for (const row of result) out[Number(row.i)].push({ value: row.v, count: Number(row.n) })
-  for (const list of out) list.sort(byCountThenValue)
-  return out
+  return await columnValueRows(clickhouse, (c, i, text) => present[i]
+    ? sql`SELECT * FROM (SELECT ${rawSql(String(i))} AS i, assumeNotNull(${text}) AS v, count() AS n FROM events
+      ${rows} AND isNotNull(${rawSql(c.column)}) GROUP BY v ORDER BY n DESC, v LIMIT ${top})`
+    : null)
 }
 
 /**
@@ -273,11 +265,21 @@ async function columnTopValues (clickhouse: ClickHouse, rows: SqlFragment, top: 
  * 0.3 s.
  */
 async function columnValueCounts (clickhouse: ClickHouse, rows: SqlFragment, tops: string[][]): Promise<Array<Array<{ value: string, count: number }>>> {
+  return await columnValueRows(clickhouse, (_c, i, text) => tops[i].length > 0
+    ? sql`SELECT ${rawSql(String(i))} AS i, assumeNotNull(${text}) AS v, count() AS n FROM events
+      ${rows} AND ${text} IN (${joinSql(tops[i].map((value) => sql`${value}`), ', ')}) GROUP BY v`
+    : null)
+}
+
+/**
+ * Runs `statementOf` for each listed column (its text: a number's toString) as one UNION ALL of
+ * (i, v, n) rows, and gives each column's values with their counts, byCountThenValue.
+ */
+async function columnValueRows (clickhouse: ClickHouse,
+  statementOf: (c: typeof listedColumns[number], i: number, text: SqlFragment) => SqlFragment | null): Promise<Array<Array<{ value: string, count: number }>>> {
   const parts = listedColumns.flatMap((c, i) => {
-    if (tops[i].length === 0) return []
-    const text = c.numeric ? sql`toString(${rawSql(c.column)})` : rawSql(c.column)
-    return [sql`SELECT ${rawSql(String(i))} AS i, assumeNotNull(${text}) AS v, count() AS n FROM events
-      ${rows} AND ${text} IN (${joinSql(tops[i].map((value) => sql`${value}`), ', ')}) GROUP BY v`]
+    const statement = statementOf(c, i, c.numeric ? sql`toString(${rawSql(c.column)})` : rawSql(c.column))
+    return statement === null ? [] : [statement]
   })
   const out = listedColumns.map((): Array<{ value: string, count: number }> => [])
   if (parts.length === 0) return out
