@@ -399,6 +399,9 @@ export const openApiDocument = {
           error: { type: 'string', enum: errorCodeEnum, description: 'The code; the README\'s error table gives each one\'s status' },
           message: { type: 'string' },
           request_id: { type: 'string' },
+          position: { type: 'integer', description: '`invalid_query` on `q`: where it goes wrong, an offset in UTF-16 code units' },
+          parameter: { type: 'string', description: '`invalid_query`: the query parameter that is not valid' },
+          id: { type: 'string', description: '`not_found` of an event id: the id' },
         },
       },
       IngestSummary: {

@@ -104,9 +104,9 @@ export const fieldsSchema = {
         type: 'object',
         required: ['name', 'kind', 'type', 'count', 'top'],
         properties: {
-          name: string,
+          name: { type: 'string', description: 'The name `q`, `by=` and `same=` read the field by: an attribute whose path is also a column\'s name is `attrs.<path>`' },
           kind: { type: 'string', enum: ['column', 'attribute'] },
-          type: { type: 'string', enum: ['string', 'number', 'boolean'] },
+          type: { type: 'string', enum: ['string', 'number', 'boolean'], description: 'An attribute is `number` when every value is a number as `q`\'s comparisons read one, `boolean` when every value is true or false' },
           count: integer,
           top: counted('value', { type: ['string', 'number'] }),
         },

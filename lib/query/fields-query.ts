@@ -4,8 +4,9 @@
 //
 // Contract and why:
 // - Columns come from the field table (lib/events/fields.ts), attributes from attr_keys; an
-//   attribute's type is `number` when every value seen is a JSON number's text, `boolean` for
-//   true/false, else `string`. Columns are listed first in the table's order, then attributes by
+//   attribute's type is `number` when every value seen is a number as `q`'s comparisons read one
+//   (filter-number.ts: so `name:>10` can hold for each), `boolean` for true/false, else `string`.
+//   An attribute a column's name shadows is listed as `attrs.<path>`, the name `q` reads it by. Columns are listed first in the table's order, then attributes by
 //   count descending (at most maxAttributes); fields no event has are left out.
 // - Sampling: reading every attribute of 30 M events takes seconds, and a sidebar needs shapes,
 //   not exact counts. The matching events are counted first (one pass over the filter's columns),
@@ -23,6 +24,7 @@ import { joinSql, rawSql, sql } from '../storage/sql.ts'
 import type { SqlFragment } from '../storage/sql.ts'
 import { eventFields, isStringField } from '../events/fields.ts'
 import type { AttrScope } from './attr-sql.ts'
+import { isNumberSql, numberTextRe2 } from './filter-sql.ts'
 
 const minuteMs = 60_000
 /** An unfiltered count over this much or more (ms) reads the minute rollup (countMatching). */
@@ -90,7 +92,7 @@ export interface FieldInfo {
   top: Array<{ value: string | number, count: number }>
 }
 
-interface KeyRow { key: string, n: number, numbers: number, booleans: number, top?: string[] }
+interface KeyRow { key: string, n: number, numbers: number, exponents: number, booleans: number, top?: string[] }
 
 export interface FieldsResult {
   fields: FieldInfo[]
@@ -101,6 +103,26 @@ export interface FieldsResult {
 
 /** The columns a field list shows: every field of the table but ts (every event has one). */
 const listedColumns = eventFields.flatMap((f, i) => f.name === 'ts' ? [] : [{ name: f.name, column: f.column, numeric: !isStringField[i] }])
+
+/**
+ * Each attribute pair with how many times its path occurred in the event up to it. A path an
+ * event holds twice (`{"user.id":5,"user":{"id":6}}`) counts once, by its first value, as every
+ * read takes it (attr-sql.ts: indexOf): firstOfPath keeps only that pair. (arrayEnumerateUniq
+ * numbers the pairs once per event; `indexOf(attr_keys, key)` after the join copied attr_keys for
+ * every pair and took /fields over 24 h from ~290 to ~450 ms.)
+ */
+const pairsJoin = rawSql('ARRAY JOIN attr_keys AS key, attr_values AS value, arrayEnumerateUniq(attr_keys) AS occurrence')
+const firstOfPath = rawSql('occurrence = 1')
+
+/**
+ * The name `q`, `by=` and `same=` read as this attribute (field-ref.ts resolveField): its path,
+ * or `attrs.<path>` when the path is also a column's name or itself starts with `attrs.`.
+ */
+export function attributeName (path: string): string {
+  return path.startsWith('attrs.') || columnNames.has(path) ? `attrs.${path}` : path
+}
+
+const columnNames = new Set(eventFields.map((f) => f.name))
 
 function typeOfColumn (name: string): string {
   const field = eventFields.find((f) => f.name === name)
@@ -186,16 +208,28 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
   const attributesChain = async (): Promise<[KeyRow[], Map<string, Array<{ value: string, count: number }>>]> => {
     // Counts, types (and topK's candidates) per key in one pass, then each listed key's top values.
     const keyRows = await clickhouse.query<KeyRow>(sql`
-      SELECT key, count() AS n, countIf(isNotNull(toFloat64OrNull(value))) AS numbers, countIf(value IN ('true', 'false')) AS booleans
+      SELECT key, count() AS n, countIf(match(value, ${numberTextRe2})) AS numbers, countIf(match(value, '[eE]')) AS exponents,
+        countIf(value IN ('true', 'false')) AS booleans
         ${topSql(rawSql('value'), 'top')}
-      FROM events ARRAY JOIN attr_keys AS key, attr_values AS value
-      ${rows}
+      FROM events ${pairsJoin}
+      ${rows} AND ${firstOfPath}
       GROUP BY key ORDER BY n DESC, key LIMIT ${maxAttributes}`)
+    // Numbers written with an exponent may be out of q's scale (`1e400`): checked exactly, by
+    // filter-sql.ts's numberSql, for the few keys whose values all look numeric and hold one.
+    const withExponents = keyRows.filter((r) => Number(r.numbers) === Number(r.n) && Number(r.exponents) > 0)
+    if (withExponents.length > 0) {
+      const outOfScale = await clickhouse.query<{ key: string }>(sql`
+        SELECT key FROM events ${pairsJoin}
+        ${rows} AND ${firstOfPath} AND key IN (${joinSql(withExponents.map((r) => sql`${r.key}`), ', ')}) AND match(value, '[eE]')
+        GROUP BY key HAVING countIf(NOT ${isNumberSql(rawSql('value'))}) > 0`)
+      const notNumbers = new Set(outOfScale.map((r) => r.key))
+      for (const r of withExponents) if (notNumbers.has(r.key)) r.numbers = 0
+    }
     const pairs = exact ? [] : keyRows.flatMap((r) => (r.top ?? []).map((value) => sql`(${r.key}, ${value})`))
     const valueRows = keyRows.length === 0 || (!exact && pairs.length === 0) ? [] : await clickhouse.query<{ key: string, value: string, n: number }>(sql`
       SELECT key, value, count() AS n
-      FROM events ARRAY JOIN attr_keys AS key, attr_values AS value
-      ${rows} AND ${exact ? sql`key IN (${joinSql(keyRows.map((r) => sql`${r.key}`), ', ')})` : sql`(key, value) IN (${joinSql(pairs, ', ')})`}
+      FROM events ${pairsJoin}
+      ${rows} AND ${firstOfPath} AND ${exact ? sql`key IN (${joinSql(keyRows.map((r) => sql`${r.key}`), ', ')})` : sql`(key, value) IN (${joinSql(pairs, ', ')})`}
       GROUP BY key, value${exact ? sql` ORDER BY key, n DESC, value LIMIT ${top} BY key` : sql``}`)
     const topByKey = new Map<string, Array<{ value: string, count: number }>>()
     for (const r of valueRows) {
@@ -218,7 +252,7 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
   })
   for (const r of keyRows) {
     const type = r.numbers === r.n ? 'number' : r.booleans === r.n ? 'boolean' : 'string'
-    fields.push({ name: r.key, kind: 'attribute', type, count: Math.round(r.n * scale), top: scaled(topByKey.get(r.key) ?? []) })
+    fields.push({ name: attributeName(r.key), kind: 'attribute', type, count: Math.round(r.n * scale), top: scaled(topByKey.get(r.key) ?? []) })
   }
   return { fields, sampled: scale !== 1, total }
 }

@@ -75,6 +75,21 @@ function numberSql (text: SqlFragment): SqlFragment {
   return sql`arrayElement(arrayMap(q_text -> arrayElement(arrayMap((q_digits, q_scale) -> ${value}, [${digits}], [${scale}]), 1), [${text}]), 1)`
 }
 
+/** Whether a text expression is a number by filter-number.ts's rule (what `q`'s comparisons compare), as UInt8. */
+export function isNumberSql (text: SqlFragment): SqlFragment {
+  return sql`isNotNull(${numberSql(text)})`
+}
+
+/**
+ * numberPattern with at most maxNumberDigits digits (integer and fraction together), as one RE2
+ * expression: one match() where numberSql takes three extracts and two lambdas (/fields' types
+ * read every attribute value; numberSql doubled that read's time). Without an exponent this is
+ * exactly filter-number.ts's rule (a fraction of at most 14 digits keeps the scale within 18);
+ * a text with an exponent may still be out of scale (`1e400`): isNumberSql decides those.
+ */
+export const numberTextRe2 = `^-?(?:[0-9]{1,${maxNumberDigits}}${Array.from({ length: maxNumberDigits - 1 }, (_, i) =>
+  `|[0-9]{${i + 1}}\\.[0-9]{1,${maxNumberDigits - 1 - i}}`).join('')})([eE][+-]?[0-9]{1,3})?$`
+
 /** A number of q, exactly as filter-number.ts computes it (a float literal would be read inexactly by 18.16). */
 function numberLiteral (n: FilterNumber): SqlFragment {
   if (Number.isSafeInteger(n.value)) return rawSql(String(n.value))

@@ -106,6 +106,36 @@ t.test('/fields with q: few matches read by their milliseconds, many over the ra
   t.same(common.get('n')?.top, [{ value: '1', count: 400 }, { value: '2', count: 400 }, { value: '0', count: 360 }])
 })
 
+t.test('/fields names, types and counts as q reads them: a path held twice counts once, a shadowed attribute is attrs.<name>', async (t) => {
+  const tgt = await createIngestTarget(s, 'shapes')
+  const lines = [
+    // user.id twice (dotted key, then nested): every read takes the first, 5.
+    { ts: base, 'user.id': 5, user: { id: 6 }, level: 'bogus', attrs: { host: 'inner' }, plus: '+5', inf: 'inf', dot: '.5', big: '1e400', long: '1234567890123456', quoted: '42', flag: 'true', n: 1 },
+    { ts: base + 1, 'user.id': 7, level: 'info', plus: '5', inf: '1', dot: '0.5', big: '1e4', long: '1', quoted: '-7.25e2', flag: false, n: 2.5 },
+  ]
+  t.equal((await postIngest(tgt, lines.map((l) => JSON.stringify(l)).join('\n'))).body.ingested, 2)
+  const r = await s.api('GET', `/api/streams/shapes/fields?from=${base}&to=${base + 10}`)
+  t.equal(r.status, 200)
+  t.equal(r.body.total, 2)
+  const fields = new Map((r.body.fields as Array<{ name: string, kind: string, type: string, count: number, top: Array<{ value: string, count: number }> }>).map((f) => [f.name, f]))
+  t.same(fields.get('user.id')?.top, [{ value: '5', count: 1 }, { value: '7', count: 1 }], 'the first value of a path held twice')
+  t.equal(fields.get('user.id')?.count, 2, 'an event counted once')
+  t.ok([...fields.values()].every((f) => f.count <= r.body.total), 'no field in more events than matched')
+  // An invalid level stays an attribute, named as q reads it; so is a key spelt like one.
+  t.same(fields.get('attrs.level'), { name: 'attrs.level', kind: 'attribute', type: 'string', count: 1, top: [{ value: 'bogus', count: 1 }] })
+  t.equal(fields.get('level')?.kind, 'column')
+  t.equal(fields.get('attrs.attrs.host')?.kind, 'attribute')
+  for (const name of ['attrs.level', 'attrs.attrs.host', 'user.id']) {
+    const field = fields.get(name)!
+    const q = `${name}:${field.top[0].value}`
+    const found = await s.api('GET', `/api/streams/shapes/events?from=${base}&to=${base + 10}&q=${encodeURIComponent(q)}`)
+    t.equal(found.body.events.length, field.top[0].count, `${q} finds what /fields counts`)
+  }
+  // number: every value is a number as q's comparisons read one (docs/api.md section 7.2).
+  const types = Object.fromEntries(['plus', 'inf', 'dot', 'big', 'long', 'quoted', 'flag', 'n'].map((k) => [k, fields.get(k)?.type]))
+  t.same(types, { plus: 'string', inf: 'string', dot: 'string', big: 'string', long: 'string', quoted: 'number', flag: 'boolean', n: 'number' })
+})
+
 t.test('context: the events around one from the same host and service, in ascending time', async (t) => {
   const page = await s.api('GET', `/api/streams/app/events?${range}&limit=1000`)
   const events = (page.body.events as Event[]).reverse()
