@@ -342,7 +342,8 @@ class FilterParser {
       isPrefix = value.endsWith('*')
       if (isPrefix) value = value.slice(0, -1)
     }
-    if (value === '' && !isPrefix) fail(`empty value for ${name}`, valueStart)
+    // `name:""` is the empty text (a field present and empty, as Kibana reads it); `name:` is a mistake.
+    if (value === '' && !isPrefix && !quoted) fail(`empty value for ${name}`, valueStart)
     if (value === '' && isPrefix) return { kind: 'present', position, field }
 
     if (field.kind === 'column' && field.type === 'level') return parseLevel(value, isPrefix, position, valueStart)
