@@ -9,7 +9,7 @@ import type { ReadDeps } from './read-request.ts'
 import { integerParam } from '../http/query-params.ts'
 import { defaultEventsLimit, maxEventsLimit, queryEventsJson } from './events-query.ts'
 import { defaultContextLines, defaultContextSame, maxContextLines, queryContextJson } from './context-query.ts'
-import { resolveField } from './field-ref.ts'
+import { fieldNamesParam, resolveField } from './field-ref.ts'
 import { isScan } from './read-limits.ts'
 
 /** Fields `same=` may list at most. */
@@ -40,7 +40,7 @@ export function registerEventsRoute (router: Router, deps: ReadDeps): void {
   router.add('GET', '/api/streams/:stream/events/:id/context', async (ctx) => {
     const read = readRequest(ctx, deps)
     const sameText = read.params.get('same')
-    const names = sameText === null ? defaultContextSame : sameText.split(',').map((n) => n.trim()).filter((n) => n !== '')
+    const names = sameText === null ? defaultContextSame : fieldNamesParam(sameText)
     if (names.length > maxSameFields) {
       throw new SluiceError('invalid_query', `same lists at most ${maxSameFields} fields`, { details: { parameter: 'same' } })
     }

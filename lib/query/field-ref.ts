@@ -29,6 +29,49 @@ export function resolveField (name: string, parameter = 'q'): FieldRef {
   return { kind: 'attribute', name, path: name }
 }
 
+/**
+ * The field names of a parameter (`by=`, `same=`): separated by commas, each bare or in double
+ * quotes as `q` writes a name (`"odd key"`, with `\"` and `\\` inside; a comma inside quotes
+ * is part of the name). Bare names are trimmed; empty ones are left out.
+ */
+export function fieldNamesParam (text: string): string[] {
+  const names: string[] = []
+  let i = 0
+  while (i <= text.length) {
+    while (text[i] === ' ') i++
+    if (text[i] === '"') {
+      let name = ''
+      let j = i + 1
+      for (; j < text.length && text[j] !== '"'; j++) {
+        if (text[j] === '\\' && (text[j + 1] === '"' || text[j + 1] === '\\')) j++
+        name += text[j]
+      }
+      // An unclosed quote: the rest is the name, as written.
+      if (j >= text.length) {
+        names.push(text.slice(i).trim())
+        break
+      }
+      names.push(name)
+      i = text.indexOf(',', j + 1)
+      if (i < 0) break
+      i++
+    } else {
+      const comma = text.indexOf(',', i)
+      const name = text.slice(i, comma < 0 ? text.length : comma).trim()
+      if (name !== '') names.push(name)
+      if (comma < 0) break
+      i = comma + 1
+    }
+  }
+  return names
+}
+
+/** A `by=` name: its text, or the name inside its quotes (`"odd key"`, `\"` and `\\` escapes). */
+export function quotedName (text: string): string {
+  if (text.length < 2 || text[0] !== '"' || text[text.length - 1] !== '"') return text
+  return text.slice(1, -1).replace(/\\(["\\])/g, '$1')
+}
+
 /** The field's value as Nullable(String): a column's text (numbers as toString writes them), an attribute's value text. */
 export function fieldTextSql (ref: FieldRef, scope: AttrScope): SqlFragment {
   if (ref.kind === 'attribute') return attrValueSql(ref.path, scope)

@@ -9,7 +9,7 @@ import { integerParam } from '../http/query-params.ts'
 import { queryStats } from './stats-query.ts'
 import { defaultTopN, groupSampleRows, levelRollupMinRangeMs, maxGroupSampleRows, maxTopN, parseStep } from './stats-plan.ts'
 import { isScan } from './read-limits.ts'
-import { fieldPresentSql, fieldTextSql, resolveField } from './field-ref.ts'
+import { fieldPresentSql, fieldTextSql, quotedName, resolveField } from './field-ref.ts'
 
 export function registerStatsRoute (router: Router, deps: ReadDeps): void {
   const { clickhouse, reads } = deps
@@ -17,7 +17,8 @@ export function registerStatsRoute (router: Router, deps: ReadDeps): void {
     const read = readRequest(ctx, deps)
     const step = read.params.get('step')
     const byName = read.params.get('by')
-    const by = byName === null ? undefined : resolveField(byName, 'by')
+    // One name, bare or quoted as q writes it (`by="odd key"`).
+    const by = byName === null ? undefined : resolveField(quotedName(byName), 'by')
     const isLevel = by !== undefined && by.kind === 'column' && by.name === 'level'
     // Raw rows: a q, or groups of a field no rollup holds (level's over a day or more is one).
     const rawRows = read.where !== undefined || (by !== undefined && !(isLevel && read.range.to - read.range.from >= levelRollupMinRangeMs))

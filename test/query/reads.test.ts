@@ -136,6 +136,24 @@ t.test('/fields names, types and counts as q reads them: a path held twice count
   t.same(types, { plus: 'string', inf: 'string', dot: 'string', big: 'string', long: 'string', quoted: 'number', flag: 'boolean', n: 'number' })
 })
 
+t.test('by= and same= take a name as q writes it: bare, or in quotes with a space or a comma', async (t) => {
+  const tgt = await createIngestTarget(s, 'oddkeys')
+  const lines = Array.from({ length: 6 }, (_, i) => JSON.stringify({ ts: base + i, host: 'h', 'odd key': i % 2 === 0 ? 'even' : 'odd', 'a,b': 'x' }))
+  t.equal((await postIngest(tgt, lines.join('\n'))).body.ingested, 6)
+  const range = `from=${base}&to=${base + 10}`
+  const groups = async (by: string): Promise<unknown> => (await s.api('GET', `/api/streams/oddkeys/stats?${range}&by=${encodeURIComponent(by)}`)).body.groups
+  const expected = [{ value: 'even', count: 3 }, { value: 'odd', count: 3 }]
+  t.same(await groups('odd key'), expected, 'bare')
+  t.same(await groups('"odd key"'), expected, 'quoted')
+  t.same(await groups('"a,b"'), [{ value: 'x', count: 6 }])
+  t.equal((await s.api('GET', `/api/streams/oddkeys/stats?${range}&by=${encodeURIComponent('""')}`)).body.error, 'invalid_query')
+  const events = (await s.api('GET', `/api/streams/oddkeys/events?${range}`)).body.events as Event[]
+  const anchor = events.find((e) => e.ts === base + 2)!
+  const context = await s.api('GET', `/api/streams/oddkeys/events/${anchor.id}/context?same=${encodeURIComponent('"odd key","a,b", host')}`)
+  t.equal(context.status, 200)
+  t.same([...context.body.before, ...context.body.after].map((e: Event) => e.ts - base), [0, 4], 'neighbours sharing "odd key", "a,b" and host')
+})
+
 t.test('context: the events around one from the same host and service, in ascending time', async (t) => {
   const page = await s.api('GET', `/api/streams/app/events?${range}&limit=1000`)
   const events = (page.body.events as Event[]).reverse()
