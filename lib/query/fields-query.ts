@@ -12,9 +12,10 @@
 //   not exact counts. The matching events are counted first (one pass over the filter's columns),
 //   with the granules they fall in. When they are more than sampleRows (or the request's
 //   `sample`), or their granules hold more than maxPassRows rows (a filter matching a few events
-//   in every granule of a long range), the counts are taken over evenly spread slices of the range
-//   holding at most that many, scaled up to the whole range, and `sampled` is true. Slices, not
-//   every n-th row: ts is the sort key, so ClickHouse then reads only those slices' granules. The
+//   in every granule of a long range), the counts are taken over slices of the range holding at
+//   most that many, placed where the events are (a histogram of their ts: sampleSlicesOf), scaled
+//   up to the whole range, and `sampled` is true. Slices, not every n-th row: ts is the sort key,
+//   so ClickHouse then reads only those slices' granules. The
 //   filter is in PREWHERE: the other columns are read only in granules where it holds.
 // - Top values: the `top` most frequent per field (values as text, numbers as they are written),
 //   count descending, ties by value. Exact when not sampled; sampled, the candidates are
@@ -145,6 +146,8 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
   const span = params.to - params.from
   let total: number
   let times: number[] | null = null
+  // Where the matching events lie in time (a sampled read places its slices by it).
+  let histogram: Bin[] | null = null
   // Rows a pass over the matching events reads: every row of a granule that holds one.
   let passRows: number
   if (!filtered) {
@@ -155,10 +158,12 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
     // then the matching events and the granules they fall in, in one pass over the filter's columns.
     const rangeRows = await countInRange(clickhouse, params, base, inRange)
     const granuleMs = Math.max(1, Math.floor(span * granuleRows / Math.max(rangeRows, 1)))
-    const [counts] = await clickhouse.query<{ n: number, granules: number, times: number[] }>(sql`SELECT count() AS n,
-        uniq(intDiv(ts, ${granuleMs})) AS granules, groupArray(${maxKeyTimes})(ts) AS times
+    const [counts] = await clickhouse.query<{ n: number, granules: number, times: number[], hist: [number[], number[]] }>(sql`SELECT count() AS n,
+        uniq(intDiv(ts, ${granuleMs})) AS granules, groupArray(${maxKeyTimes})(ts) AS times,
+        sumMap([intDiv(ts - ${params.from}, ${histogramBinMs(span, 1)})], [toUInt64(1)]) AS hist
       FROM events ${rowsIn(inRange)}`)
     total = Number(counts.n)
+    histogram = binsOf(counts.hist, params.from, histogramBinMs(span, 1))
     passRows = Math.min(rangeRows, Number(counts.granules) * granuleRows)
     // Few matches: the passes look only at their milliseconds (the sort key finds their
     // granules), not at the whole range, where the filter would be evaluated again in each.
@@ -174,14 +179,17 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
   const fraction = times !== null ? 1 : Math.min(1, sample / total, maxPassRows / passRows)
   if (fraction < 1) {
     const sliceCount = Math.max(1, Math.min(sampleSlices, Math.floor(sample / minSliceRows)))
-    const sliceMs = Math.max(1, Math.floor(span * fraction / sliceCount))
-    const slices: SqlFragment[] = []
-    for (let k = 0; k < sliceCount; k++) {
-      const start = params.from + Math.floor((span * (k + 0.5)) / sliceCount - sliceMs / 2)
-      slices.push(sql`(ts >= ${start} AND ts < ${start + sliceMs})`)
+    const bins = histogram ?? await rangeHistogram(clickhouse, params, base, inRange)
+    const sliceRows = (widen: number): SqlFragment => rowsIn(sql`(${joinSql(sampleSlicesOf(bins, params.from, params.to, sliceCount, fraction, widen)
+      .map(([lo, hi]) => sql`(ts >= ${lo} AND ts < ${hi})`), ' OR ')})`)
+    rows = sliceRows(1)
+    let [{ n: read }] = await clickhouse.query<{ n: number }>(sql`SELECT count() AS n FROM events ${rows}`)
+    // Far fewer than planned: the events are bunched within the histogram's bins (a burst of
+    // seconds in a minute of the rollup), away from the slices' middles. Wider slices, once.
+    if (Number(read) < total * fraction / 4) {
+      rows = sliceRows(16)
+      ;[{ n: read }] = await clickhouse.query<{ n: number }>(sql`SELECT count() AS n FROM events ${rows}`)
     }
-    rows = rowsIn(sql`(${joinSql(slices, ' OR ')})`)
-    const [{ n: read }] = await clickhouse.query<{ n: number }>(sql`SELECT count() AS n FROM events ${rows}`)
     if (Number(read) === 0) return { fields: [], sampled: true, total }
     scale = total / Number(read)
   }
@@ -255,6 +263,82 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
     fields.push({ name: attributeName(r.key), kind: 'attribute', type, count: Math.round(r.n * scale), top: scaled(topByKey.get(r.key) ?? []) })
   }
   return { fields, sampled: scale !== 1, total }
+}
+
+/** Events in [start, end) of the range, ms. */
+export interface Bin { start: number, end: number, n: number }
+
+/** Bins a histogram of the range has at most: a sampled read places its slices within them. */
+const histogramBins = 4000
+
+/** The width of a histogram's bins over `span`: about span / histogramBins, a multiple of `unit`. */
+function histogramBinMs (span: number, unit: number): number {
+  return Math.max(unit, Math.ceil(span / histogramBins / unit) * unit)
+}
+
+/** A sumMap([bin], [count]) answer as bins from `origin`, in time order. */
+function binsOf (hist: [Array<number | string>, Array<number | string>], origin: number, binMs: number): Bin[] {
+  const [keys, counts] = hist
+  return keys.map((k, i) => ({ start: origin + Number(k) * binMs, end: origin + (Number(k) + 1) * binMs, n: Number(counts[i]) }))
+    .sort((a, b) => a.start - b.start)
+}
+
+/**
+ * Where the range's events lie (before q), for an unfiltered sampled read: over an hour or more
+ * the minute rollup's counts (as countInRange), else a histogram of the rows' ts (at most an
+ * hour of them).
+ */
+async function rangeHistogram (clickhouse: ClickHouse, params: FieldsParams, base: SqlFragment, inRange: SqlFragment): Promise<Bin[]> {
+  const span = params.to - params.from
+  if (params.hiddenBefore !== 0 || params.rollupsPurged !== true || span < rollupCountMinRangeMs) {
+    const binMs = histogramBinMs(span, 1)
+    const [{ hist }] = await clickhouse.query<{ hist: [number[], number[]] }>(sql`SELECT
+      sumMap([intDiv(ts - ${params.from}, ${binMs})], [toUInt64(1)]) AS hist FROM events WHERE ${base} AND ${inRange}`)
+    return binsOf(hist, params.from, binMs)
+  }
+  const origin = Math.floor(params.from / minuteMs) * minuteMs
+  const binMs = histogramBinMs(span, minuteMs)
+  const rows = await clickhouse.query<{ b: number, n: number }>(sql`SELECT intDiv(minute_ts - ${origin}, ${binMs}) AS b, sum(n) AS n
+    FROM events_1m WHERE org_id = ${params.orgId} AND stream = ${params.stream} AND minute_ts >= ${origin} AND minute_ts < ${params.to}
+    GROUP BY b`)
+  return rows.map((r) => ({ start: Math.max(params.from, origin + Number(r.b) * binMs), end: Math.min(params.to, origin + (Number(r.b) + 1) * binMs), n: Number(r.n) }))
+    .filter((b) => b.n > 0 && b.end > b.start)
+    .sort((a, b) => a.start - b.start)
+}
+
+/**
+ * `count` slices [lo, hi) holding about `fraction` of the events the bins count, placed where
+ * the events are: slice k centred where the bins' cumulative count reaches the middle of the k-th
+ * of `count` equal shares (linear within a bin), as wide as `fraction` of that share takes at its
+ * bin's density (times `widen`). Events spread evenly give evenly spaced slices of equal width,
+ * as before; a burst gets the slices its share calls for, narrow ones. Evenly spaced slices
+ * missed a burst between them and scaled up whatever else they held (60,000 events in 10 s of an
+ * hour gave no fields; one event beside a burst of 2,000 was counted 2,001 times).
+ */
+export function sampleSlicesOf (bins: readonly Bin[], from: number, to: number, count: number, fraction: number, widen = 1): Array<[number, number]> {
+  const total = bins.reduce((sum, b) => sum + b.n, 0)
+  if (total === 0) {
+    // Nothing counted (a rollup that holds none of these events): evenly spaced, as if spread.
+    return sampleSlicesOf([{ start: from, end: to, n: 1 }], from, to, count, fraction, widen)
+  }
+  const slices: Array<[number, number]> = []
+  let bin = 0
+  let before = 0
+  for (let k = 0; k < count; k++) {
+    // The middle of share k: where the cumulative count reaches total * (k + 0.5) / count.
+    const c = total * (k + 0.5) / count
+    while (bin < bins.length - 1 && before + bins[bin].n < c) before += bins[bin++].n
+    const b = bins[bin]
+    const center = b.start + (b.end - b.start) * Math.min(1, Math.max(0, (c - before) / b.n))
+    // Wide enough to hold `fraction` of the share's events at the bin's density.
+    const width = Math.max(1, widen * fraction * (total / count) * (b.end - b.start) / b.n)
+    const lo = Math.max(from, Math.floor(center - width / 2))
+    const hi = Math.min(to, Math.max(lo + 1, Math.ceil(center + width / 2)))
+    const last = slices[slices.length - 1]
+    if (last !== undefined && lo <= last[1]) last[1] = Math.max(last[1], hi)
+    else slices.push([lo, hi])
+  }
+  return slices
 }
 
 /**

@@ -154,6 +154,26 @@ t.test('by= and same= take a name as q writes it: bare, or in quotes with a spac
   t.same([...context.body.before, ...context.body.after].map((e: Event) => e.ts - base), [0, 4], 'neighbours sharing "odd key", "a,b" and host')
 })
 
+t.test('/fields sampled over events bunched in time: the slices go where the events are', async (t) => {
+  const tgt = await createIngestTarget(s, 'burst')
+  // 2,000 events within 10 s five minutes into an hour, one more 25 minutes later.
+  const start = base - 3_600_000
+  const lines = Array.from({ length: 2000 }, (_, i) => JSON.stringify({ ts: start + 300_000 + i * 5, host: `web-${i % 2}`, level: 'info', service: 'api' }))
+  lines.push(JSON.stringify({ ts: start + 1_800_000, host: 'lonely', level: 'error', service: 'cron' }))
+  t.equal((await postIngest(tgt, lines.join('\n'))).body.ingested, 2001)
+  for (const q of ['', 'service:api', 'level:*']) {
+    const r = await s.api('GET', `/api/streams/burst/fields?from=${start}&to=${start + 3_600_000}&sample=1000${q === '' ? '' : `&q=${encodeURIComponent(q)}`}`)
+    t.equal(r.status, 200)
+    t.equal(r.body.sampled, true, `${q}: sampled`)
+    const fields = new Map((r.body.fields as Array<{ name: string, count: number, top: Array<{ value: string, count: number }> }>).map((f) => [f.name, f]))
+    const host = fields.get('host')
+    t.ok(host !== undefined && host.count >= r.body.total * 0.9, `${q}: host in (about) every event: ${host?.count} of ${r.body.total}`)
+    const lonely = host?.top.find((v) => v.value === 'lonely')?.count ?? 0
+    t.ok(lonely < 100, `${q}: the one lonely event is not scaled up to the burst: ${lonely}`)
+    t.ok((host?.top.find((v) => v.value === 'web-0')?.count ?? 0) > 500, `${q}: the burst's hosts are counted`)
+  }
+})
+
 t.test('context: the events around one from the same host and service, in ascending time', async (t) => {
   const page = await s.api('GET', `/api/streams/app/events?${range}&limit=1000`)
   const events = (page.body.events as Event[]).reverse()
