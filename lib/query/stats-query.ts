@@ -29,7 +29,7 @@ import { countColumns, countDims, dimTable, pathColumns, rtDigestArguments, rtLe
 import type { CountDim, Dim, RollupColumn } from '../storage/migrations/003_rollups.ts'
 import { levelDim, levelPresent } from '../storage/migrations/007_level_rollup.ts'
 import { maxTopN, planStats } from './stats-plan.ts'
-import { queryGroups } from './stats-groups.ts'
+import { finishSampledGroups, queryGroups } from './stats-groups.ts'
 import type { StatsParams, StatsPlan } from './stats-plan.ts'
 
 export { chooseStep, parseStep, planStats } from './stats-plan.ts'
@@ -300,7 +300,7 @@ export async function queryStats (clickhouse: ClickHouse, params: StatsParams): 
     if (counts.busiest.length === 0) return [counts, []]
     return [counts, await clickhouse.query<PathRtRow>(pathRtSql(plan, parts, counts.busiest.map((b) => b[2])))]
   }
-  const [seriesRows, countRows, [pathCounts, pathRt], grouped] = await Promise.all([
+  const [seriesRows, countRows, [pathCounts, pathRt], groupedRead] = await Promise.all([
     clickhouse.query<SeriesRow>(seriesSql(plan)),
     countLists(),
     pathLists(),
@@ -308,6 +308,8 @@ export async function queryStats (clickhouse: ClickHouse, params: StatsParams): 
   ])
 
   const series = fillSeries(plan, seriesRows)
+  // A sampled read's counts are scaled by each point's events (stats-groups.ts).
+  const grouped = groupedRead === undefined ? undefined : await finishSampledGroups(plan, groupedRead, new Map(series.map((point) => [point.t, point.count])))
   if (grouped !== undefined) {
     // Each point's values in the order of `groups` (count descending), whatever order ClickHouse
     // grouped them in: the same answer on every server version.

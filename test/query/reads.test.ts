@@ -172,6 +172,19 @@ t.test('/fields sampled over events bunched in time: the slices go where the eve
     t.ok(lonely < 100, `${q}: the one lonely event is not scaled up to the burst: ${lonely}`)
     t.ok((host?.top.find((v) => v.value === 'web-0')?.count ?? 0) > 500, `${q}: the burst's hosts are counted`)
   }
+  // stats?by= sampled over the same: each point scaled by its own events, not by its time, and a
+  // point whose slice missed its events counted whole.
+  const r = await s.api('GET', `/api/streams/burst/stats?from=${start}&to=${start + 3_600_000}&by=service&sample=1000`)
+  t.equal(r.status, 200)
+  t.equal(r.body.sampled, true)
+  const counts = Object.fromEntries((r.body.groups as Array<{ value: string, count: number }>).map((g) => [g.value, g.count]))
+  t.ok(counts.api >= 1800 && counts.api <= 2200, `the burst's 2,000 events counted about once: ${counts.api}`)
+  t.equal(counts.cron, 1, 'the lonely event once')
+  for (const point of r.body.series as Array<{ count: number, groups: Record<string, number> }>) {
+    const grouped = Object.values(point.groups).reduce((a, b) => a + b, 0)
+    t.ok(grouped <= point.count * 1.01 + 1, `a point's groups hold no more than its events: ${grouped} of ${point.count}`)
+    if (point.count > 0) t.ok(grouped > 0, 'a point with events has groups')
+  }
 })
 
 t.test('context: the events around one from the same host and service, in ascending time', async (t) => {
