@@ -2,6 +2,7 @@
 // A name of the field table (lib/events/fields.ts) is its column; `attrs.<name>` is always the
 // attribute; any other name is an attribute by its dotted path (`user.id`). So every field a
 // stored event has can be named, and a name never needs a schema to be known.
+import { Buffer } from 'node:buffer'
 import { SluiceError } from '../errors.ts'
 import { eventFields, isStringField } from '../events/fields.ts'
 import { rawSql, sql } from '../storage/sql.ts'
@@ -30,46 +31,43 @@ export function resolveField (name: string, parameter = 'q'): FieldRef {
 }
 
 /**
- * The field names of a parameter (`by=`, `same=`): separated by commas, each bare or in double
- * quotes as `q` writes a name (`"odd key"`, with `\"` and `\\` inside; a comma inside quotes
- * is part of the name). Bare names are trimmed; empty ones are left out.
+ * The name resolveField reads back as the attribute at `path`: the path, or `attrs.<path>` when
+ * the path is also a column's name or itself starts with `attrs.` (/fields lists attributes so).
+ */
+export function attributeFieldName (path: string): string {
+  return path.startsWith('attrs.') || columnsByName.has(path) ? `attrs.${path}` : path
+}
+
+/**
+ * The field names of a parameter (`same=`): separated by commas outside double quotes, each
+ * trimmed, then read by quotedName; empty ones are left out.
  */
 export function fieldNamesParam (text: string): string[] {
   const names: string[] = []
-  let i = 0
-  while (i <= text.length) {
-    while (text[i] === ' ') i++
-    if (text[i] === '"') {
-      let name = ''
-      let j = i + 1
-      for (; j < text.length && text[j] !== '"'; j++) {
-        if (text[j] === '\\' && (text[j + 1] === '"' || text[j + 1] === '\\')) j++
-        name += text[j]
-      }
-      // An unclosed quote: the rest is the name, as written.
-      if (j >= text.length) {
-        names.push(text.slice(i).trim())
-        break
-      }
-      names.push(name)
-      i = text.indexOf(',', j + 1)
-      if (i < 0) break
-      i++
-    } else {
-      const comma = text.indexOf(',', i)
-      const name = text.slice(i, comma < 0 ? text.length : comma).trim()
-      if (name !== '') names.push(name)
-      if (comma < 0) break
-      i = comma + 1
+  let start = 0
+  let quoted = false
+  for (let i = 0; i <= text.length; i++) {
+    const c = text[i]
+    if (quoted && c === '\\' && i + 1 < text.length) i++
+    else if (c === '"') quoted = !quoted
+    else if ((c === ',' && !quoted) || i === text.length) {
+      const name = text.slice(start, i).trim()
+      if (name !== '') names.push(quotedName(name))
+      start = i + 1
     }
   }
   return names
 }
 
-/** A `by=` name: its text, or the name inside its quotes (`"odd key"`, `\"` and `\\` escapes). */
+/** A `by=` or `same=` name: its text, or the name inside its quotes as `q` writes one (`"odd key"`, `\"` and `\\` escapes). */
 export function quotedName (text: string): string {
   if (text.length < 2 || text[0] !== '"' || text[text.length - 1] !== '"') return text
   return text.slice(1, -1).replace(/\\(["\\])/g, '$1')
+}
+
+/** Values with their counts: count descending, ties by value as ClickHouse orders strings (by their UTF-8 bytes). */
+export function byCountThenValue (a: { value: string, count: number }, b: { value: string, count: number }): number {
+  return b.count - a.count || Buffer.compare(Buffer.from(a.value), Buffer.from(b.value))
 }
 
 /** The field's value as Nullable(String): a column's text (numbers as toString writes them), an attribute's value text. */

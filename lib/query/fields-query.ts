@@ -26,6 +26,7 @@ import type { SqlFragment } from '../storage/sql.ts'
 import { eventFields, isStringField } from '../events/fields.ts'
 import type { AttrScope } from './attr-sql.ts'
 import { isNumberSql, numberTextRe2 } from './filter-sql.ts'
+import { attributeFieldName, byCountThenValue } from './field-ref.ts'
 
 const minuteMs = 60_000
 /** An unfiltered count over this much or more (ms) reads the minute rollup (countMatching). */
@@ -115,16 +116,6 @@ const listedColumns = eventFields.flatMap((f, i) => f.name === 'ts' ? [] : [{ na
 const pairsJoin = rawSql('ARRAY JOIN attr_keys AS key, attr_values AS value, arrayEnumerateUniq(attr_keys) AS occurrence')
 const firstOfPath = rawSql('occurrence = 1')
 
-/**
- * The name `q`, `by=` and `same=` read as this attribute (field-ref.ts resolveField): its path,
- * or `attrs.<path>` when the path is also a column's name or itself starts with `attrs.`.
- */
-export function attributeName (path: string): string {
-  return path.startsWith('attrs.') || columnNames.has(path) ? `attrs.${path}` : path
-}
-
-const columnNames = new Set(eventFields.map((f) => f.name))
-
 function typeOfColumn (name: string): string {
   const field = eventFields.find((f) => f.name === name)
   return field === undefined || field.rule === 'string' || field.rule === 'level' ? 'string' : 'number'
@@ -158,12 +149,13 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
     // then the matching events and the granules they fall in, in one pass over the filter's columns.
     const rangeRows = await countInRange(clickhouse, params, base, inRange)
     const granuleMs = Math.max(1, Math.floor(span * granuleRows / Math.max(rangeRows, 1)))
+    const binMs = histogramBinMs(span, 1)
     const [counts] = await clickhouse.query<{ n: number, granules: number, times: number[], hist: [number[], number[]] }>(sql`SELECT count() AS n,
         uniq(intDiv(ts, ${granuleMs})) AS granules, groupArray(${maxKeyTimes})(ts) AS times,
-        sumMap([intDiv(ts - ${params.from}, ${histogramBinMs(span, 1)})], [toUInt64(1)]) AS hist
+        sumMap([intDiv(ts - ${params.from}, ${binMs})], [toUInt64(1)]) AS hist
       FROM events ${rowsIn(inRange)}`)
     total = Number(counts.n)
-    histogram = binsOf(counts.hist, params.from, histogramBinMs(span, 1))
+    histogram = binsOf(counts.hist, params.from, binMs)
     passRows = Math.min(rangeRows, Number(counts.granules) * granuleRows)
     // Few matches: the passes look only at their milliseconds (the sort key finds their
     // granules), not at the whole range, where the filter would be evaluated again in each.
@@ -260,9 +252,17 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
   })
   for (const r of keyRows) {
     const type = r.numbers === r.n ? 'number' : r.booleans === r.n ? 'boolean' : 'string'
-    fields.push({ name: attributeName(r.key), kind: 'attribute', type, count: Math.round(r.n * scale), top: scaled(topByKey.get(r.key) ?? []) })
+    fields.push({ name: attributeFieldName(r.key), kind: 'attribute', type, count: Math.round(r.n * scale), top: scaled(topByKey.get(r.key) ?? []) })
   }
   return { fields, sampled: scale !== 1, total }
+}
+
+/**
+ * Whether the range's events (before q) are read from the minute rollup: over an hour or more,
+ * when no row of the range is hidden and the rollups hold every row.
+ */
+function readsMinuteRollup (params: FieldsParams): boolean {
+  return params.hiddenBefore === 0 && params.rollupsPurged === true && params.to - params.from >= rollupCountMinRangeMs
 }
 
 /** Events in [start, end) of the range, ms. */
@@ -290,7 +290,7 @@ function binsOf (hist: [Array<number | string>, Array<number | string>], origin:
  */
 async function rangeHistogram (clickhouse: ClickHouse, params: FieldsParams, base: SqlFragment, inRange: SqlFragment): Promise<Bin[]> {
   const span = params.to - params.from
-  if (params.hiddenBefore !== 0 || params.rollupsPurged !== true || span < rollupCountMinRangeMs) {
+  if (!readsMinuteRollup(params)) {
     const binMs = histogramBinMs(span, 1)
     const [{ hist }] = await clickhouse.query<{ hist: [number[], number[]] }>(sql`SELECT
       sumMap([intDiv(ts - ${params.from}, ${binMs})], [toUInt64(1)]) AS hist FROM events WHERE ${base} AND ${inRange}`)
@@ -349,7 +349,7 @@ export function sampleSlicesOf (bins: readonly Bin[], from: number, to: number, 
  * (bench/README.md, "Explore: first render").
  */
 async function countInRange (clickhouse: ClickHouse, params: FieldsParams, base: SqlFragment, inRange: SqlFragment): Promise<number> {
-  if (params.hiddenBefore !== 0 || params.rollupsPurged !== true || params.to - params.from < rollupCountMinRangeMs) {
+  if (!readsMinuteRollup(params)) {
     const [{ n }] = await clickhouse.query<{ n: number }>(sql`SELECT count() AS n FROM events WHERE ${base} AND ${inRange}`)
     return Number(n)
   }
@@ -408,6 +408,3 @@ async function columnValueRows (clickhouse: ClickHouse,
 }
 
 /** Count descending, ties by value as ClickHouse orders strings (by their UTF-8 bytes; a number by its text). */
-function byCountThenValue (a: { value: string, count: number }, b: { value: string, count: number }): number {
-  return b.count - a.count || Buffer.compare(Buffer.from(a.value), Buffer.from(b.value))
-}

@@ -18,6 +18,7 @@ import type { ClickHouse } from '../storage/clickhouse.ts'
 import { joinSql, sql } from '../storage/sql.ts'
 import type { SqlFragment } from '../storage/sql.ts'
 import type { StatsPlan } from './stats-plan.ts'
+import { byCountThenValue } from './field-ref.ts'
 
 /** The grouping field as SQL (lib/query/field-ref.ts): its value text, and whether an event has it. */
 export interface GroupBy {
@@ -161,7 +162,7 @@ async function querySampledGroups (clickhouse: ClickHouse, plan: StatsPlan, by: 
     }
     groups.push({ value: row.value, count })
   }
-  groups.sort((a, b) => b.count - a.count || Buffer.compare(Buffer.from(a.value), Buffer.from(b.value)))
+  groups.sort(byCountThenValue)
   // A point's own top values, read whole (its other values would not make the groups).
   const readPoints = async (points: number[]): Promise<Array<{ t: number, value: string, n: number }>> => await clickhouse.query(
     joinSql(points.map((t) => sql`SELECT * FROM (SELECT intDiv(ts, ${plan.stepMs}) * ${plan.stepMs} AS t, assumeNotNull(${by.text}) AS value, count() AS n
@@ -209,7 +210,7 @@ export async function finishSampledGroups (plan: StatsPlan, grouped: StatsGroups
   const totals = new Map<string, number>()
   for (const counts of byPoint.values()) for (const [value, n] of Object.entries(counts)) totals.set(value, (totals.get(value) ?? 0) + n)
   const groups = [...totals].map(([value, count]) => ({ value, count }))
-    .sort((a, b) => b.count - a.count || Buffer.compare(Buffer.from(a.value), Buffer.from(b.value)))
+    .sort(byCountThenValue)
     .slice(0, plan.topN)
   return { groups, byPoint, sampled: true }
 }
