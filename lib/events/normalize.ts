@@ -44,6 +44,7 @@
 import type { EventRow } from './event-row.ts'
 import { eventFields, fieldCount, fieldOfKey, fMessage, levelNumberingOf } from './fields.ts'
 import type { LevelNumbering } from './fields.ts'
+import { isRawInteger, parseEventJson } from './json-integers.ts'
 import { isNumericText, levelBytes, levelOf, levelOffsets } from './level.ts'
 import { EventRejection } from './rejection.ts'
 import { epochMsFromNumber, epochMsFromRfc3339 } from './time.ts'
@@ -83,6 +84,8 @@ function numberOf (value: unknown): number {
  * `numbering`: how a level's number reads (the alias's: fields.ts levelNumberingOf).
  */
 function storeField (row: EventRow, field: number, value: unknown, bounds: TimeBounds, numbering: LevelNumbering = 'level'): number {
+  // A long integer kept as its text (json-integers.ts) is a number to a field, as to the scanner.
+  if (isRawInteger(value)) value = Number(value.rawJSON)
   switch (eventFields[field].rule) {
     case 'string':
       if (typeof value !== 'string') return wrongType
@@ -155,7 +158,7 @@ export const maxValueDepth = 64
  * It recurses at most `levels` + 1 frames, whatever the value's depth.
  */
 export function nestsDeeperThan (value: unknown, levels: number): boolean {
-  if (typeof value !== 'object' || value === null) return false
+  if (typeof value !== 'object' || value === null || isRawInteger(value)) return false
   if (levels === 0) return true
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) if (nestsDeeperThan(value[i], levels - 1)) return true
@@ -172,6 +175,7 @@ function attrPair (key: string, value: unknown): string | undefined {
   // JSON.parse turns 1e999 into Infinity, which JSON writes as null.
   if (typeof value === 'number') return quoteJson(key) + ':' + (Number.isFinite(value) ? String(value) : 'null')
   if (nestsDeeperThan(value, maxValueDepth)) return undefined
+  // JSON.stringify writes a long integer kept as its text (json-integers.ts) as that text.
   return quoteJson(key) + ':' + JSON.stringify(value)
 }
 
@@ -185,7 +189,7 @@ function appendAttr (attrs: string, pair: string): string {
 }
 
 function isPlainObject (value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && !isRawInteger(value)
 }
 
 /**
@@ -339,7 +343,7 @@ function valueAtPath (object: JsonObject, path: string): unknown {
 function describeJsonType (value: unknown): string {
   if (value === null) return 'null'
   if (Array.isArray(value)) return 'an array'
-  return typeof value === 'string' ? 'a string' : typeof value === 'number' ? 'a number' : 'a boolean'
+  return typeof value === 'string' ? 'a string' : typeof value === 'number' || isRawInteger(value) ? 'a number' : 'a boolean'
 }
 
 /** The object a `log` string holds, if it holds one: text starting with '{' that parses. */
@@ -351,7 +355,7 @@ function parseNestedObject (log: string): JsonObject | undefined {
   if (ch !== 123) return undefined
   try {
     // Text starting with '{' either parses to an object or throws.
-    return JSON.parse(log) as JsonObject
+    return parseEventJson(log) as JsonObject
   } catch {
     return undefined
   }

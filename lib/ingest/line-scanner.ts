@@ -13,8 +13,8 @@
 // - keys with escapes, keys starting with a digit (JSON.parse lists array-index keys first),
 //   repeated keys, more than maxMembers keys;
 // - a lone surrogate (\ud800 without its pair) in a value that is stored (pairs are taken);
-// - an attrs value whose JSON text is not already the text JSON.stringify would give back:
-//   whitespace inside a container, numbers other than plain integers in one, \/ or \u escapes;
+// - an attrs value whose JSON text is not already the text the reference writes back:
+//   whitespace inside a container, numbers other than integers in one, \/ or \u escapes;
 // - in format 2, a field nested in `log` that is present but invalid (the reference keeps it in
 //   attrs), or a key in it that the field mapping may read;
 // - a key that is the first segment of a dotted alias (`http`, `url`...: the reference reads
@@ -30,7 +30,9 @@
 //
 // Field rules are those of normalize.ts (format 1 strict, format 2 lenient, null = absent);
 // numbers are read as JSON.parse reads them: digits exactly, fractions by one correctly rounded
-// division (Clinger's fast path), anything longer by Number() on the token's text.
+// division (Clinger's fast path), anything longer by Number() on the token's text. In attrs an
+// integer keeps its own digits, however many (the reference path's json-integers.ts: an integer
+// past 2^53 stays findable as sent); other numbers are written as JSON.stringify writes them.
 import { Buffer } from 'node:buffer'
 import { EventRow } from '../events/event-row.ts'
 import { eventFields, fieldCount, fFilename, fMessage, format1Mask, levelNumberingOf, mappedKeys } from '../events/fields.ts'
@@ -142,7 +144,7 @@ export class LineScanner extends JsonLexer {
   #end = 0 // strings: the closing quote; others: after the last byte
   #escapes = 0
   #number = 0
-  #numberPlain = false // an integer of at most 15 digits, not -0: JSON.stringify writes it back as it is
+  #numberPlain = false // an integer token, not -0: attrs keep its text as it is (json-integers.ts)
   #numberRead = false // #number holds the value; else it needs Number() on the text
 
   // The line's members, in order.
@@ -775,7 +777,7 @@ export class LineScanner extends JsonLexer {
     }
     if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
       i = this.#numberToken(src, i)
-      // A member's number is rewritten as JSON.stringify writes it; one inside a container is copied.
+      // A member's number other than an integer is rewritten as JSON.stringify writes it; one inside a container is copied.
       if (i < 0 || (plain && depth > 0 && !this.#numberPlain)) return -1
       this.#type = tNumber
     } else if (c === 0x74) { // true
@@ -904,7 +906,8 @@ export class LineScanner extends JsonLexer {
       const value = fraction === 0 ? mantissa : mantissa / pow10[fraction]
       this.#number = negative ? -value : value
     }
-    this.#numberPlain = this.#numberRead && fraction === 0 && !(negative && mantissa === 0)
+    // mantissa is 0 only for the token 0 (JSON has no leading zeros), however long the digits.
+    this.#numberPlain = !exponent && fraction === 0 && !(negative && mantissa === 0)
     return i
   }
 

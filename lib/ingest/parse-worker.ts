@@ -17,6 +17,7 @@
 import { Buffer, isUtf8 } from 'node:buffer'
 import { move, transferableSymbol, valueSymbol } from 'piscina'
 import { EventRow } from '../events/event-row.ts'
+import { parseEventJson } from '../events/json-integers.ts'
 import { normalizeEvent } from '../events/normalize.ts'
 import type { TimeBounds } from '../events/normalize.ts'
 import type { EventRejection } from '../events/rejection.ts'
@@ -125,7 +126,7 @@ export class TaskOutput implements LineSink {
     if (isBlank(text, start, end)) return
     let value: unknown
     try {
-      value = JSON.parse(text.slice(start, end))
+      value = parseEventJson(text.slice(start, end))
     } catch (err) {
       this.fail(line, 'invalid_json', (err as SyntaxError).message)
       return

@@ -1,6 +1,7 @@
 // The reference path (lib/events/normalize.ts, formerly lib/ingest/event-schema.ts): one parsed
 // line into an event row, read back as an object by field name.
 import t from 'tap'
+import { parseEventJson } from '../../lib/events/json-integers.ts'
 import { maxValueDepth, nestsDeeperThan } from '../../lib/events/normalize.ts'
 import type { TimeBounds } from '../../lib/events/normalize.ts'
 import { EventRejection } from '../../lib/events/rejection.ts'
@@ -14,7 +15,7 @@ const receivedAt = Date.UTC(2025, 10, 21, 12, 0, 0) // 2025-11-21T12:00:00Z
 const bounds: TimeBounds = { receivedAt, minTs: receivedAt - 30 * day, maxTs: receivedAt + 2 * day }
 
 function normalize (json: string): EventRow | EventRejection {
-  return normalizeToObject(JSON.parse(json), bounds)
+  return normalizeToObject(parseEventJson(json), bounds)
 }
 
 function row (t: Test, json: string): EventRow {
@@ -251,6 +252,23 @@ t.test('a value nested more than maxValueDepth levels fails the line with too_de
   t.equal(nestsDeeperThan(JSON.parse(nest(10_000)), 64), true)
   t.equal(nestsDeeperThan(JSON.parse(nest(64)), 64), false)
   t.equal(nestsDeeperThan('[[[', 0), false, 'a string is no container')
+  const deepInteger = '['.repeat(64) + '12345678901234567890' + ']'.repeat(64)
+  t.equal(row(t, `{"x":${deepInteger}}`).attrs, `{"x":${deepInteger}}`, 'a long integer is no level')
+})
+
+t.test('an integer keeps its digits in attrs; a field reads it as a number', async (t) => {
+  const big = '9007199254740993'
+  t.equal(row(t, `{"id":${big},"n":-${big}0,"a":[${big},{"b":${big}}],"f":1.5,"e":1e3,"small":42}`).attrs,
+    `{"id":${big},"n":-${big}0,"a":[${big},{"b":${big}}],"f":1.5,"e":1000,"small":42}`)
+  t.equal(row(t, `{"log":${JSON.stringify(`{"id":${big},"status":404}`)}}`).attrs, `{"id":${big}}`, 'in a log object too')
+  t.equal(row(t, `{"ts":${BigInt(receivedAt) * 1_000_000n + 123_456n}}`).ts, receivedAt, 'a ts of 19 digits is nanoseconds')
+  t.equal(row(t, '{"bytes":1234567890123456}').bytes, 1234567890123456, '16 digits below 2^53 are a count')
+  t.equal(rejection(t, `{"bytes":${big}}`).code, 'invalid_field', 'a count past 2^53 is out of range')
+  t.equal(rejection(t, `{"status":${big}}`).code, 'invalid_field')
+  t.equal(row(t, `{"log":"x","status":${big}}`).attrs, `{"status":${big}}`, 'format 2 keeps the invalid field as sent')
+  t.equal(row(t, `{"level":${big}}`).level, row(t, '{"level":100}').level, 'a level number as any other')
+  t.strictSame({ ...rejection(t, big) }, { code: 'not_an_object', message: 'a line must be a JSON object, not a number' })
+  t.equal(rejection(t, `{"log":${big}}`).code, 'invalid_field', 'a log that is a long integer fails as any number does')
 })
 
 t.test('format 2: log is the message, filename is kept, the rest is lenient', async (t) => {

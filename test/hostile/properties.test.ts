@@ -18,6 +18,7 @@ import parseTask from '../../lib/ingest/parse-worker.ts'
 import type { ParseResult, ParseTask } from '../../lib/ingest/parse-task.ts'
 import { LineScanner, blankLine, declined, scannedRow } from '../../lib/ingest/line-scanner.ts'
 import { EventRow } from '../../lib/events/event-row.ts'
+import { parseEventJson } from '../../lib/events/json-integers.ts'
 import { normalizeEvent } from '../../lib/events/normalize.ts'
 import type { TimeBounds } from '../../lib/events/normalize.ts'
 import { EventRowWriter, readEventRows } from '../../lib/ingest/row-serializer.ts'
@@ -68,7 +69,7 @@ function referenceParse (bytes: Buffer, firstLine = 1): Outcome {
     if (isBlankBytes(lineBytes)) return
     let value: unknown
     try {
-      value = JSON.parse(lineBytes.toString('utf8'))
+      value = parseEventJson(lineBytes.toString('utf8'))
     } catch {
       return fail('invalid_json')
     }

@@ -13,6 +13,7 @@ import { LineScanner, blankLine, declined, scannedRow } from '../../lib/ingest/l
 import { EventRow } from '../../lib/events/event-row.ts'
 import { eventFields } from '../../lib/events/fields.ts'
 import type { EventObject } from '../../lib/events/event-row.ts'
+import { parseEventJson } from '../../lib/events/json-integers.ts'
 import { normalizeEvent } from '../../lib/events/normalize.ts'
 import type { TimeBounds } from '../../lib/events/normalize.ts'
 import { EventRowWriter, readEventRows } from '../../lib/ingest/row-serializer.ts'
@@ -30,7 +31,7 @@ const referenceRowBuffer = new EventRow()
 function referenceRow (line: string): EventRow | null {
   let value: unknown
   try {
-    value = JSON.parse(line)
+    value = parseEventJson(line)
   } catch {
     return null
   }
@@ -282,6 +283,7 @@ t.test('the shapes shippers send are taken, not declined', async (t) => {
     '{"log":"<html> \\u003cb\\u003e caf\\u00e9","filename":"/var/log/app.log"}',
     '{"message":"hello","level":"info","kubernetes":{"pod_name":"api-1","labels":{"app":"api"}},"tags":["a","b"]}',
     '{"host":"a","path":"/p","extra":null,"n":1.5,"big":1e3,"ok":true}',
+    '{"msg":"ids","order_id":9007199254740993,"ids":[12345678901234567890123,-9007199254740993],"ts":1763726340123456789}', // integers past 2^53, kept as sent
     '{"log":"caf\\u00e9 \\ud83d\\ude00","host":"\\ud83d\\ude00 \\u20ac"}', // Python's ensure_ascii
     '  {"host":"a"}\r',
     '{}',

@@ -129,3 +129,45 @@ t.test('export finds them too', async (t) => {
   const events = (await r.text()).trim().split('\n').map((l) => JSON.parse(l) as Event)
   t.same(events.map((e) => e.message).sort(), ['invoice 77 overdue', 'payment declined', 'payment declined again'])
 })
+
+t.test('an integer past 2^53 is kept as sent, and found by its digits', async (t) => {
+  // Snowflake-style ids: JSON.parse would store 9007199254740993 as ...992 (docs/api.md 6.4).
+  const ids = await createIngestTarget(s, 'ids')
+  const big = '9007199254740993'
+  const lines = [
+    `{"msg":"scanned","order_id":${big},"parts":[${big}1,2]}`, // the line scanner's path
+    `{"msg":"reference","order_id": ${big},"parts":[ ${big}1,2],"ts":${BigInt(Date.now()) * 1_000_000n}}`, // whitespace in a container: the reference path; a ts in ns
+    `{"log":"x","order_id":-${big}}`,
+    `{"msg":"not a status","status":${big}}`, // a field still reads the number: out of range
+  ]
+  const r = await postIngest(ids, lines.join('\n'))
+  t.equal(r.status, 200)
+  t.equal(r.body.ingested, 3)
+  t.match(r.body.failures, [{ line: 4, code: 'invalid_field' }])
+  const bulk = await fetch(`${s.url}/api/elastic/_bulk`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ids.token}`, 'content-type': 'application/x-ndjson' },
+    body: `{"index":{"_id":${big}}}\n{"message":"bulk","order_id":${big}}\n`,
+  })
+  t.equal(bulk.status, 200)
+  t.match(await bulk.json(), { errors: false, items: [{ index: { status: 201 } }] }, 'a bulk action with an integer _id stores its document')
+
+  const page = await fetch(`${s.url}/api/streams/ids/events?${range()}&q=${encodeURIComponent(`order_id:${big}`)}`, { headers: { authorization: `Bearer ${s.adminToken}` } })
+  const text = await page.text()
+  const found = (JSON.parse(text).events as Event[]).map((e) => e.message).sort()
+  t.same(found, ['bulk', 'reference', 'scanned'], 'found by its exact digits')
+  t.equal(text.split(`"order_id":${big}`).length - 1, 3, 'the events API writes the digits as sent')
+  t.equal(text.split(`"parts":[${big}1,2]`).length - 1, 2, 'in an array too')
+  t.same(await findIn('ids', `order_id:${big.slice(0, -1)}2`), [], 'the neighbouring integer is another value')
+  t.same(await findIn('ids', `order_id:-${big}`), ['x'], 'a negative one, in a format-2 line')
+  const stats = await s.api('GET', `/api/streams/ids/stats?${range()}&by=order_id`)
+  t.same(stats.body.groups, [{ value: big, count: 3 }, { value: `-${big}`, count: 1 }])
+  const exported = await fetch(`${s.url}/api/streams/ids/export?${range()}&q=${encodeURIComponent(`order_id:${big}`)}`, { headers: { authorization: `Bearer ${s.adminToken}` } })
+  t.equal((await exported.text()).split(`"order_id":${big}`).length - 1, 3, 'export writes them as sent')
+})
+
+async function findIn (stream: string, q: string): Promise<string[]> {
+  const r = await s.api('GET', `/api/streams/${stream}/events?${range()}&q=${encodeURIComponent(q)}`)
+  if (r.status !== 200) throw new Error(`${q}: ${r.status} ${JSON.stringify(r.body)}`)
+  return (r.body.events as Event[]).map((e) => e.message).sort()
+}

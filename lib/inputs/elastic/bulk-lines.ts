@@ -13,6 +13,7 @@
 // stored; the answer says so for its item. Pure: nothing a client sends makes this throw.
 import { Buffer, isUtf8 } from 'node:buffer'
 import type { LineFailureCode, LineSink } from '../../ingest/parse-task.ts'
+import { isRawInteger, parseEventJson } from '../../events/json-integers.ts'
 
 /** What a parse task of an Elasticsearch bulk body carries (ParseTask.kind). */
 export const elasticBulkKind = 'elastic-bulk'
@@ -100,7 +101,7 @@ export function parseBulkLines (bytes: Buffer, firstLine: number, sink: LineSink
 function classifyLine (out: BulkLines, names: Map<string, number>, i: number, line: number, text: string, size: number, sink: LineSink): void {
   let value: unknown
   try {
-    value = JSON.parse(text)
+    value = parseEventJson(text)
   } catch (err) {
     const message = (err as SyntaxError).message
     sink.fail(line, 'invalid_json', message)
@@ -113,7 +114,7 @@ function classifyLine (out: BulkLines, names: Map<string, number>, i: number, li
     const keys = Object.keys(object)
     const action = keys.length === 1 ? actionKinds[keys[0]] : undefined
     const meta = action === undefined ? undefined : object[keys[0]]
-    if (action !== undefined && meta !== null && typeof meta === 'object' && !Array.isArray(meta)) {
+    if (action !== undefined && meta !== null && typeof meta === 'object' && !Array.isArray(meta) && !isRawInteger(meta)) {
       out.kinds[i] = action
       const { _index: index, _id: id } = meta as Record<string, unknown>
       if (typeof index === 'string') {
@@ -124,9 +125,9 @@ function classifyLine (out: BulkLines, names: Map<string, number>, i: number, li
         }
         out.indexRefs[i] = ref
       }
-      if (typeof id === 'string' || typeof id === 'number') {
+      if (typeof id === 'string' || typeof id === 'number' || isRawInteger(id)) {
         out.idLines.push(line)
-        out.ids.push(String(id))
+        out.ids.push(isRawInteger(id) ? id.rawJSON : String(id))
       }
       return
     }
