@@ -1,6 +1,7 @@
 // `sluice tail STREAM [--q FILTER] [--json]`: follows a stream's live tail and prints one line per
 // event (`ts host method status path rt`) or, with --json, the event JSON. Stats and heartbeats
-// are skipped; dropped counts go to stderr.
+// are skipped; dropped counts go to stderr. The command returns when the tail ends (the stream was
+// deleted, or the server shut down).
 import { request } from 'undici'
 import { CliError } from './api-client.ts'
 import { SseParser } from '../live/sse-parser.ts'
@@ -32,6 +33,7 @@ export async function tailCommand (options: TailOptions): Promise<void> {
   const parser = new SseParser((event, data) => {
     if (event === 'event') options.out(options.json ? data : formatEvent(JSON.parse(data)))
     else if (event === 'dropped') options.err(`(${JSON.parse(data).count} events dropped)`)
+    else if (event === 'end') options.err('(the stream was deleted; the tail ended)')
   })
   for await (const chunk of res.body) parser.push(chunk as Buffer)
 }

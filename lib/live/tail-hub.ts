@@ -14,6 +14,10 @@
 //   tail-allowance.ts), so a busy stream costs them little.
 // - Stats ticks, heartbeats and allowances run on the injected LiveClock (wall time by default).
 // - At most `maxTailsPerOrg` clients per org (429 too_many_tails). close() ends every stream.
+// - A client whose stream is gone (its `current` check false: deleted here or, after a metadata
+//   refresh, on another node; or deleted and made again under the same name) gets `event: end`
+//   at the next stats tick and its response ends, so no tail outlives its stream or shows a new
+//   stream's events under the old one's name (docs/api.md section 7.5).
 // - Cluster mode (optional `peers`, lib/live/cluster-live.ts): the filters other nodes' clients
 //   have open on a stream join the workers' request even without a local client, and every
 //   committed request's output is also handed to peers.forward(). What a peer forwards here comes
@@ -69,6 +73,8 @@ export interface OpenTail { org: string, stream: string, q: string[] }
 interface TailClient {
   orgId: string
   q: string
+  /** False once the stream this client opened is gone. */
+  current: () => boolean
   res: ServerResponse
   /** Events dropped for this client and not yet reported. */
   dropped: number
@@ -129,8 +135,11 @@ export class TailHub {
 
   get clientCount (): number { return this.#clientCount }
 
-  /** Starts an SSE response for a client of (org, stream); 429 past the org's limit. */
-  open (res: ServerResponse, orgId: string, stream: string, q: string): void {
+  /**
+   * Starts an SSE response for a client of (org, stream); 429 past the org's limit. `current`
+   * tells whether the stream the client opened still exists (checked at each stats tick).
+   */
+  open (res: ServerResponse, orgId: string, stream: string, q: string, current: () => boolean = () => true): void {
     if (this.#closed) throw new SluiceError('shutting_down', undefined, { retryAfter: 1 })
     const inOrg = this.#perOrg.get(orgId) ?? 0
     if (inOrg >= this.#maxTailsPerOrg) {
@@ -142,7 +151,7 @@ export class TailHub {
       tail = { orgId, stream, clients: new Set(), stats: new LiveStats(), allowance: new FilterAllowance(this.#eventsPerSecond, this.#clock) }
       this.#streams.set(key, tail)
     }
-    const client: TailClient = { orgId, q, res, dropped: 0, tokens: new TokenBucket(this.#eventsPerSecond, this.#clock) }
+    const client: TailClient = { orgId, q, current, res, dropped: 0, tokens: new TokenBucket(this.#eventsPerSecond, this.#clock) }
     tail.clients.add(client)
     this.#perOrg.set(orgId, inOrg + 1)
     this.#clientCount++
@@ -269,7 +278,14 @@ export class TailHub {
     for (const tail of this.#streams.values()) {
       const text = sseEvent('stats', JSON.stringify(tail.stats.snapshot(t)))
       tail.stats = new LiveStats()
-      for (const client of tail.clients) client.res.write(text)
+      for (const client of tail.clients) {
+        if (client.current()) {
+          client.res.write(text)
+        } else {
+          // Its 'close' handler takes it out of tail.clients (a Set: iterating on is safe).
+          client.res.end(sseEvent('end', '{"reason":"stream_deleted"}'))
+        }
+      }
     }
   }
 

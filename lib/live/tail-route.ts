@@ -22,7 +22,9 @@ export function registerTailRoute (router: Router, deps: { auth: Authenticator, 
       ctx.res.end()
       return
     }
-    hub.open(ctx.res, org.id, stream.name, q)
+    // The stream is current while the store holds it with the same creation time: deleted, or
+    // deleted and made again under its name, it is not. (A refresh or a PATCH replaces the record.)
+    hub.open(ctx.res, org.id, stream.name, q, () => accounts.store.stream(org.id, stream.name)?.createdAt === stream.createdAt)
     // The request stays in flight until the client goes away or the hub ends it.
     await new Promise<void>((resolve) => { ctx.res.once('close', resolve) })
   })

@@ -26,6 +26,7 @@
 import type { ClickHouse } from './clickhouse.ts'
 import type { Logger } from '../logger.ts'
 import { rawSql, sql } from './sql.ts'
+import { SluiceError } from '../errors.ts'
 import { randomUUID } from 'node:crypto'
 import { streamDataTables, retentionTtl, syncRetentionTtl } from './retention-ttl.ts'
 import { localTableName } from './cluster-ddl.ts'
@@ -148,6 +149,8 @@ export class MetadataStore {
   #ingestByHash = new Map<string, IngestTokenRecord>()
   #usage = new Map<string, number>() // token id -> last use (ms) not yet written
   #deletions = new Map<string, StreamDeletions>() // key: orgId + '/' + name
+  /** Streams whose deletion runs on this node now (key: orgId + '/' + name). */
+  readonly #deleting = new Set<string>()
   #purgeTimers = new Set<NodeJS.Timeout>()
   #stopped = false
   /** Cache changes of writes made while a reload may be running, replayed over its result. */
@@ -398,6 +401,19 @@ export class MetadataStore {
    * background mutations whose end is recorded as the deletion's purge.
    */
   async deleteStream (s: StreamRecord, at: number): Promise<void> {
+    // Deletions of one stream racing on this node: the first deletes it; to the others it is
+    // already gone, as it is to a deletion that comes after (one 204, one audit entry).
+    const key = `${s.orgId}/${s.name}`
+    if (this.#deleting.has(key)) throw new SluiceError('not_found', `No stream named ${JSON.stringify(s.name)} in this org`)
+    this.#deleting.add(key)
+    try {
+      await this.#deleteStream(s, at, key)
+    } finally {
+      this.#deleting.delete(key)
+    }
+  }
+
+  async #deleteStream (s: StreamRecord, at: number, key: string): Promise<void> {
     for (const tok of this.ingestTokensOfStream(s.orgId, s.name)) {
       if (tok.revokedAt === null) await this.saveIngestToken({ ...tok, revokedAt: at })
     }
@@ -405,7 +421,6 @@ export class MetadataStore {
     const deletedAt = Math.max(Date.now(), this.hiddenBefore(s.orgId, s.name) + 1)
     await this.#ch.command(sql`INSERT INTO stream_deletions (org_id, name, deleted_at, purged_at, version)
       VALUES (${s.orgId}, ${s.name}, ${deletedAt}, 0, ${this.#version()})`)
-    const key = `${s.orgId}/${s.name}`
     const previous = this.#deletions.get(key)
     const deletion = { count: (previous?.count ?? 0) + 1, lastDeletedAt: deletedAt, purged: false }
     this.#local(() => { if ((this.#deletions.get(key)?.lastDeletedAt ?? 0) < deletedAt) this.#deletions.set(key, { ...deletion }) })

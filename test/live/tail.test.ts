@@ -107,6 +107,23 @@ t.test('the per-org tail limit answers 429 too_many_tails; bad filters 400', asy
   t.equal((await own.api('GET', '/api/streams/nope/tail')).status, 404)
 })
 
+t.test('a tail ends when its stream is deleted; a change to the stream does not end it', async (t) => {
+  const target = await createIngestTarget(s, 'doomed')
+  const tail = await openSse(s.url, '/api/streams/doomed/tail', s.adminToken)
+  t.teardown(() => tail.close())
+  const before = s.app.tailHub.clientCount
+  t.equal((await s.api('PATCH', '/api/streams/doomed', { body: { description: 'soon gone' } })).status, 200)
+  await postIngest(target, JSON.stringify({ path: '/before' }))
+  t.equal(JSON.parse((await tail.next((f) => f.event === 'event')).data).path, '/before')
+  await tail.next((f) => f.event === 'stats', 3000)
+  t.equal(tail.frames.filter((f) => f.event === 'end').length, 0, 'a PATCH keeps the tail open')
+  t.equal((await s.api('DELETE', '/api/streams/doomed')).status, 204)
+  const end = await tail.next((f) => f.event === 'end', 3000)
+  t.same(JSON.parse(end.data), { reason: 'stream_deleted' })
+  await waitFor(() => s.app.tailHub.clientCount === before - 1, { what: 'the tail to end', timeoutMs: 5000 })
+  t.equal((await s.api('GET', '/api/streams/doomed/tail')).status, 404, 'a reconnect finds no stream')
+})
+
 t.test('shutdown ends the tails', async (t) => {
   const own = await startServer(t)
   await own.api('POST', '/api/streams', { body: { name: 'x' } })

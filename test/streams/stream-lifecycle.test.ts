@@ -52,6 +52,17 @@ t.test('ten concurrent creations across two nodes sharing one database: one 201'
   t.same([again.status, again.error], [409, 'conflict'])
 })
 
+t.test('five concurrent deletions of one stream on one node: one 204 and one audit entry, four 404', async (t) => {
+  t.equal((await createFrom(s, 'felled', 'x')).status, 201)
+  const statuses = await Promise.all(Array.from({ length: 5 }, async () => {
+    const r = await s.api('DELETE', '/api/streams/felled')
+    return r.status === 204 ? '204' : `${r.status} ${r.body?.error}`
+  }))
+  t.same(statuses.sort(), ['204', '404 not_found', '404 not_found', '404 not_found', '404 not_found'])
+  const audit = await s.api('GET', '/api/audit?limit=100')
+  t.equal((audit.body.entries as Array<{ action: string, target: { id: string } }>).filter((e) => e.action === 'stream.deleted' && e.target.id === 'felled').length, 1)
+})
+
 t.test('a deleted stream\'s data does not come back under a stream created again with its name', async (t) => {
   const now = Date.now()
   const hour = 3_600_000
