@@ -43,6 +43,21 @@ export function parseEventJson (text: string): unknown {
   return sixteenDigits.test(text) ? JSON.parse(text, keepIntegerDigits as (key: string, value: unknown) => unknown) : JSON.parse(text)
 }
 
+/** An integer's decimal text (no leading zero, no '+'). */
+const integerText = /^-?(?:0|[1-9]\d*)$/
+
+/**
+ * A protocol's int64 (OTLP's intValue, as a decimal string or a Long) as attrs hold an NDJSON
+ * line's integer: a number when a double holds it exactly, else its digits as a raw integer; text
+ * that is no integer stays a string.
+ */
+export function int64Value (value: unknown): number | string | RawInteger {
+  const n = Number(value)
+  if (Number.isSafeInteger(n)) return n
+  const text = String(value)
+  return integerText.test(text) ? rawJson.rawJSON(text) : text
+}
+
 /** True for a long integer parseEventJson kept as its text. */
 export function isRawInteger (value: unknown): value is RawInteger {
   return typeof value === 'object' && value !== null && rawJson.isRawJSON(value)

@@ -172,7 +172,7 @@ t.test('protobuf: a full success is an empty ExportLogsServiceResponse; a partia
   t.equal(e.trace_id, traceId)
   t.equal(e.span_id, spanId)
   t.equal(attrs['attributes.message'], 'clash', 'an attribute named like an event field is kept under attributes.<key>')
-  t.equal(attrs.big, '9007199254740993', 'an int64 beyond 2^53 keeps its digits')
+  t.match(e.attrs, /"big":9007199254740993[,}]/, 'an int64 beyond 2^53 keeps its digits, a number as in an NDJSON line')
   t.ok(Object.hasOwn(attrs, '__proto__'))
 
   const bad = ExportLogsServiceRequest.encode(ExportLogsServiceRequest.fromObject({

@@ -28,6 +28,7 @@ import { invalidBody } from '../body-task.ts'
 import { eventFields } from '../../events/fields.ts'
 import { levelNames, levelOfSeverityNumber, levelOfSeverityText } from '../../events/level.ts'
 import { maxValueDepth } from '../../events/normalize.ts'
+import { int64Value } from '../../events/json-integers.ts'
 
 type Obj = Record<string | symbol, unknown>
 
@@ -70,11 +71,8 @@ function anyValue (value: unknown, depth: number): unknown {
   if (depth > maxValueDepth) throw new TooDeep()
   if (typeof value.stringValue === 'string') return value.stringValue
   if (typeof value.boolValue === 'boolean') return value.boolValue
-  if (value.intValue !== undefined) {
-    const n = Number(value.intValue)
-    // int64 beyond 2^53 keeps its digits as a string rather than lose precision.
-    return Number.isSafeInteger(n) ? n : String(value.intValue)
-  }
+  // int64 beyond 2^53 keeps its digits: a number in attrs, as in an NDJSON line.
+  if (value.intValue !== undefined) return int64Value(value.intValue)
   if (value.doubleValue !== undefined) {
     const n = Number(value.doubleValue)
     return Number.isFinite(n) ? n : String(value.doubleValue) // "NaN", "Infinity": JSON has no number for them
