@@ -231,6 +231,27 @@ t.test('Explore in Chromium', { skip }, async (t: Test) => {
     t.not(await page.title(), '1', 'no handler ran')
   })
 
+  await t.test('an integer past 2^53 is shown, filtered for and shown as a column by its digits', async (t) => {
+    const big = '9007199254740993' // a double would read 9007199254740992
+    const sent: AppLog = { service: 'checkout', host: 'web-8', ts: Date.now() - 20_000, level: SeverityNumber.ERROR, body: 'refund for a snowflake id', attributes: { 'order.id': 'o-big', refund_id: big } }
+    logs.push(sent)
+    const line = `{"ts":${sent.ts},"service":"checkout","host":"web-8","level":"error","message":"${sent.body}","order.id":"o-big","refund_id":${big}}`
+    t.equal((await postIngest(app, line)).status, 200)
+    await search('order.id:o-big')
+    await page.locator('#x-table tbody tr.event').first().click()
+    const pair = page.locator('#x-table .x-pair[data-field="refund_id"]')
+    t.equal(await pair.locator('.x-pair-value').textContent(), big, 'the event shows the digits sent')
+    await pair.locator('.x-for').click()
+    await waitReady()
+    t.equal(await page.inputValue('#q'), `order.id:o-big refund_id:${big}`, 'a filter made by a click searches them')
+    t.equal(await page.textContent('#x-hits'), '1 hit')
+    await page.click('.x-field[data-field="refund_id"] .x-col')
+    await page.locator('#x-table th[data-column="refund_id"]').waitFor()
+    t.same(await columnTexts('refund_id'), [big], 'and so does its column')
+    await page.click('.x-field[data-field="refund_id"] .x-col')
+    await page.locator('#x-table th[data-column="refund_id"]').waitFor({ state: 'detached' })
+  })
+
   await t.test('a sidebar value filters for it; another click excludes it', async (t) => {
     await search('')
     const cart = page.locator('.x-field[data-field="service"] .x-value[data-value="cart"]')

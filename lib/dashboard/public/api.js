@@ -3,6 +3,7 @@
 // server's {"error", "message", "request_id"}) or NetworkError (no answer), and the live tail read
 // through fetch() with the Server-Sent Events parser of sse-parser.js (shared with the CLI and the
 // tests), since EventSource cannot send an Authorization header.
+import { parseJson } from './json-digits.js'
 import { SseParser } from './sse-parser.js'
 
 export { SseParser }
@@ -129,7 +130,7 @@ export function createApi (getToken) {
         }
       }
       try {
-        return await res.json()
+        return parseJson(await res.text())
       } catch (err) {
         if (isAbort(err)) throw err
         throw new NetworkError(err)

@@ -6,6 +6,8 @@
 // whether a stream's events are access logs (then the panels view is the default). No DOM here: the
 // test imports this file in Node.
 
+import { isRawNumber, parseJson } from './json-digits.js'
+
 /** @typedef {import('./types.js').SluiceEvent} SluiceEvent */
 
 /** The event columns of the field table, in its order. */
@@ -62,7 +64,7 @@ function attrsOf (event) {
   if (attrs && typeof attrs === 'object') return attrs
   if (typeof attrs === 'string') {
     try {
-      const parsed = JSON.parse(attrs)
+      const parsed = parseJson(attrs)
       if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed
     } catch { /* not JSON: no attributes to show */ }
   }
@@ -86,7 +88,7 @@ export function flatAttrs (event) {
   const walk = (object, prefix, depth) => {
     for (const [key, value] of Object.entries(object)) {
       const path = prefix + key
-      if (value !== null && typeof value === 'object' && !Array.isArray(value) && depth < 64) walk(/** @type {Record<string, unknown>} */ (value), path + '.', depth + 1)
+      if (value !== null && typeof value === 'object' && !Array.isArray(value) && !isRawNumber(value) && depth < 64) walk(/** @type {Record<string, unknown>} */ (value), path + '.', depth + 1)
       else out.push([path, value])
     }
   }
@@ -116,7 +118,7 @@ export function fieldValue (event, name) {
    * @returns {unknown}
    */
   const find = (node, rest) => {
-    if (node === null || typeof node !== 'object' || Array.isArray(node)) return undefined
+    if (node === null || typeof node !== 'object' || Array.isArray(node) || isRawNumber(node)) return undefined
     const object = /** @type {Record<string, unknown>} */ (node)
     if (Object.hasOwn(object, rest)) return object[rest]
     for (let dot = rest.indexOf('.'); dot !== -1; dot = rest.indexOf('.', dot + 1)) {

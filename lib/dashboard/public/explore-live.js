@@ -4,6 +4,7 @@
 // holding them while paused (the newest maxTailRows, the rest counted).
 import { maxTailRows } from './panels.js'
 import { followTail } from './tail-follow.js'
+import { parseJson } from './json-digits.js'
 
 /** @typedef {import('./types.js').SluiceEvent} SluiceEvent */
 
@@ -28,7 +29,7 @@ export async function followEvents (api, path, signal, handlers) {
     onMessage: (type, data) => {
       if (type !== 'event' && type !== 'dropped') return
       let payload
-      try { payload = JSON.parse(data) } catch { return }
+      try { payload = parseJson(data) } catch { return }
       if (type === 'event') handlers.onEvent(payload)
       else handlers.onDropped(Number(payload.count) || 0)
     },

@@ -301,7 +301,7 @@ export class Explore {
     this.#histogram.update(stats, this.#host.state.by)
     const grouped = this.#host.state.by
     this.#hits = stats.totals.count
-    $('x-hits').textContent = `${formatCount(stats.totals.count)} hits`
+    $('x-hits').textContent = `${formatCount(stats.totals.count)} ${stats.totals.count === 1 ? 'hit' : 'hits'}`
     $('x-grouped').textContent = `by ${grouped}`
   }
 

@@ -9,6 +9,7 @@ import { formatBytes, formatCount, formatRate } from './format.js'
 import { maxTailRows, renderTotals } from './panels.js'
 import { setBanner, setConn, setLoading } from './status-bar.js'
 import { followTail } from './tail-follow.js'
+import { parseJson } from './json-digits.js'
 import { fillSeries, showEventsEmpty, streamPath } from './view-common.js'
 
 /** @typedef {import('./types.js').SluiceEvent} SluiceEvent */
@@ -128,7 +129,7 @@ export class LiveView {
     if (this.#signal.aborted) return
     /** @type {unknown} */
     let payload
-    try { payload = JSON.parse(data) } catch { return }
+    try { payload = parseJson(data) } catch { return }
     if (type === 'event') {
       this.#onEvent(/** @type {SluiceEvent} */ (payload))
     } else if (type === 'stats') {
