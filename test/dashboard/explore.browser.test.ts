@@ -252,6 +252,34 @@ t.test('Explore in Chromium', { skip }, async (t: Test) => {
     await page.locator('#x-table th[data-column="refund_id"]').waitFor({ state: 'detached' })
   })
 
+  await t.test('a row\'s attribute filters by the name q reads it by: a shadowed level, a stack trace', async (t) => {
+    const ts = Date.now() - 25_000
+    const sent: AppLog[] = [
+      { service: 'checkout', host: 'web-8', ts, level: SeverityNumber.UNSPECIFIED, body: 'odd level value', attributes: { level: 'custom' } },
+      { service: 'checkout', host: 'web-8', ts: ts + 1, level: SeverityNumber.ERROR, body: 'connection reset', attributes: { 'err.stack': 'Error: ECONNRESET\n    at foo (x.js:1:1)' } },
+    ]
+    logs.push(...sent)
+    const lines = [
+      { ts, service: 'checkout', host: 'web-8', message: 'odd level value', level: 'custom' },
+      { ts: ts + 1, service: 'checkout', host: 'web-8', message: 'connection reset', level: 'error', err: { stack: 'Error: ECONNRESET\n    at foo (x.js:1:1)' } },
+    ]
+    t.equal((await postIngest(app, lines.map((l) => JSON.stringify(l)).join('\n'))).status, 200)
+    await search('"odd level value"')
+    await page.locator('#x-table tbody tr.event').first().click()
+    await page.locator('#x-table .x-pair[data-field="attrs.level"] .x-for').click()
+    await waitReady()
+    t.equal(await page.inputValue('#q'), '"odd level value" attrs.level:custom', 'the attribute a column shadows, as /fields names it')
+    t.equal(await page.textContent('#x-hits'), '1 hit')
+    await search('"connection reset"')
+    await page.locator('#x-table tbody tr.event').first().click()
+    await page.locator('#x-table .x-pair[data-field="err.stack"] .x-for').click()
+    await waitReady()
+    t.equal(await page.inputValue('#q'), '"connection reset" err.stack:"Error: ECONNRESET"*', 'a multi-line value by its first line')
+    await page.press('#q', 'Enter')
+    await waitReady()
+    t.equal(await page.textContent('#x-hits'), '1 hit', 'the same search run again from the box')
+  })
+
   await t.test('a sidebar value filters for it; another click excludes it', async (t) => {
     await search('')
     const cart = page.locator('.x-field[data-field="service"] .x-value[data-value="cart"]')
@@ -270,6 +298,11 @@ t.test('Explore in Chromium', { skip }, async (t: Test) => {
     await waitReady()
     t.equal(await page.inputValue('#q'), '-service:cart -service:auth', 'Alt-click excludes at once')
     t.same([...new Set(await columnTexts('service'))], ['checkout'])
+    const excluded = page.locator('.x-field[data-field="service"] .x-value.x-against[data-value="cart"]')
+    t.equal(await excluded.locator('.x-count').textContent(), '0', 'an excluded value stays listed, with no events')
+    await excluded.click()
+    await waitReady()
+    t.equal(await page.inputValue('#q'), '-service:auth', 'a third click stops excluding it')
   })
 
   await t.test('the histogram groups by service', async (t) => {
@@ -384,10 +417,13 @@ t.test('Explore in Chromium', { skip }, async (t: Test) => {
       { service: 'auth', host: 'web-1', ts: Date.now(), level: SeverityNumber.WARN, body: 'live: login failed for mallory', attributes: { 'order.id': 'o-1', 'user.id': 666 } },
       { service: 'cart', host: 'web-3', ts: Date.now(), level: SeverityNumber.INFO, body: 'live: not for this search', attributes: { 'order.id': 'o-2' } },
     ]
+    const hitsBefore = Number((await page.textContent('#x-hits'))!.replace(/\D/g, ''))
     logs.push(...live)
     await sendWithSdk(live)
     const arrived = page.locator('#x-table tbody tr.event', { hasText: 'live: login failed for mallory' })
     await arrived.waitFor({ timeout: waitMs })
+    await page.locator('#x-hits', { hasText: `${hitsBefore + 1} hits` }).waitFor({ timeout: waitMs })
+    t.pass('the hits count the event the tail brought')
     t.equal(await page.locator('#x-table tbody tr.event', { hasText: 'live: not for this search' }).count(), 0, 'the filter applies to the tail')
     t.equal(await page.locator('#x-table tbody tr.event').first().textContent().then((x) => x?.includes('mallory')), true, 'newest on top')
     await page.click('#x-pause')
@@ -399,6 +435,14 @@ t.test('Explore in Chromium', { skip }, async (t: Test) => {
     await page.click('#x-pause')
     await page.locator('#x-table tbody tr.event', { hasText: 'live: while paused' }).waitFor({ timeout: waitMs })
     t.pass('shown on resume')
+    await page.click('.x-field[data-field="level"] .x-group')
+    await page.locator('#x-hist .u-legend th', { hasText: 'warn' }).waitFor({ timeout: waitMs })
+    t.equal(await page.locator('#x-hist .u-legend th', { hasText: 'fatal' }).count(), 0, 'no fatal event yet')
+    const fatal: AppLog = { service: 'auth', host: 'web-1', ts: Date.now(), level: SeverityNumber.FATAL, body: 'live: the first fatal', attributes: { 'order.id': 'o-4' } }
+    logs.push(fatal)
+    await sendWithSdk([fatal])
+    await page.locator('#x-hist .u-legend th', { hasText: 'fatal' }).waitFor({ timeout: waitMs })
+    t.pass('a level first seen live gets its own series, not "other"')
   })
 
   await t.test('export downloads the search as NDJSON', async (t) => {
@@ -415,6 +459,16 @@ t.test('Explore in Chromium', { skip }, async (t: Test) => {
     t.equal(lines.length, logs.filter((l) => l.service === 'cart' && l.level >= SeverityNumber.INFO).length)
     t.ok(lines.every((e) => e.service === 'cart' && typeof e.id === 'string' && e.attrs['order.id']), 'events in the API shape')
     t.ok(lines.every((e, i) => i === 0 || lines[i - 1].ts <= e.ts), 'ascending time')
+  })
+
+  await t.test('24 hours with a q: reads in turn (no 429), the time with its date in full', async (t) => {
+    await page.click('[data-range="24h"]')
+    await waitReady()
+    await search('service:cart')
+    t.equal(await page.textContent('#x-hits'), `${logs.filter((l) => l.service === 'cart').length} hits`, 'the exact count')
+    const cut = await page.locator('#x-table tbody td.c-ts').evaluateAll((tds) => tds.filter((td) => td.scrollWidth > td.clientWidth).length)
+    t.equal(cut, 0, 'no time cell is cut short')
+    t.match(await page.locator('#x-table tbody td.c-ts').first().textContent(), /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d/)
   })
 
   await t.test('screenshot', async (t) => {

@@ -73,7 +73,8 @@ function attrsOf (event) {
 
 /**
  * Every attribute at its dotted path, as storage flattens them (docs/api.md section 6.4): nested
- * objects walked, arrays and scalars as leaves, an empty object gives nothing.
+ * objects walked, arrays and scalars as leaves, an empty object gives nothing; each named as q
+ * reads it (section 7.6).
  * @param {SluiceEvent} event
  * @returns {Array<[string, unknown]>}
  */
@@ -89,7 +90,9 @@ export function flatAttrs (event) {
     for (const [key, value] of Object.entries(object)) {
       const path = prefix + key
       if (value !== null && typeof value === 'object' && !Array.isArray(value) && !isRawNumber(value) && depth < 64) walk(/** @type {Record<string, unknown>} */ (value), path + '.', depth + 1)
-      else out.push([path, value])
+      // Named as q and /fields name it: a path a column's name shadows (an invalid `level` kept
+      // as an attribute), or one starting with `attrs.`, is `attrs.<path>`.
+      else out.push([isColumn(path) || path.startsWith('attrs.') ? 'attrs.' + path : path, value])
     }
   }
   walk(attrsOf(event), '', 0)

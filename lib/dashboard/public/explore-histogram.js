@@ -10,6 +10,8 @@ import { formatCount, formatEventTime } from './format.js'
 
 const plotHeight = 130
 const levelOrder = ['trace', 'debug', 'info', 'warn', 'error', 'fatal']
+/** Groups /stats lists by default (docs/api.md section 7.4, `top`): a shorter list holds every value. */
+const groupsListed = 10
 /** Colours for values of other fields, colour-blind safe (Okabe-Ito, then two more). */
 const palette = ['#0072b2', '#e69f00', '#009e73', '#cc79a7', '#56b4e9', '#d55e00', '#9467bd', '#f0e442', '#8c564b', '#17becf']
 
@@ -28,8 +30,31 @@ const palette = ['#0072b2', '#e69f00', '#009e73', '#cc79a7', '#56b4e9', '#d55e00
 export function createHistogram (target, { onZoom }) {
   /** @type {uPlot | null} */
   let chart = null
-  /** @type {{ xs: number[], labels: string[], counts: number[][], from: number, to: number, stepMs: number } | null} */
+  /** @type {{ xs: number[], labels: string[], counts: number[][], from: number, to: number, stepMs: number, complete: boolean } | null} */
   let data = null
+
+  /**
+   * Live: the series a value first seen in an arriving event goes into, made for it when it may
+   * have one (a level always, another value while the groups listed every value and there is
+   * room), else "other" (made when missing); and whether a series was made.
+   * @param {string | null} value
+   * @returns {{ k: number, made: boolean }}
+   */
+  function seriesOf (value) {
+    const d = /** @type {NonNullable<typeof data>} */ (data)
+    if (value !== null && value !== 'other') {
+      const known = d.labels.indexOf(value)
+      if (known !== -1) return { k: known, made: false }
+      const named = d.labels.filter((l) => l !== 'other')
+      if (lastBy === 'level' ? levelOrder.includes(value) : d.complete && named.length < groupsListed) {
+        const at = lastBy === 'level' ? named.filter((l) => levelOrder.indexOf(l) < levelOrder.indexOf(value)).length : named.length
+        return { k: insertSeries(d, at, value), made: true }
+      }
+    }
+    const other = d.labels.indexOf('other')
+    if (other !== -1) return { k: other, made: false }
+    return { k: insertSeries(d, d.labels.length, 'other'), made: true }
+  }
 
   /**
    * @param {string[]} labels
@@ -123,7 +148,7 @@ export function createHistogram (target, { onZoom }) {
       const labels = [...values, 'other']
       // No "other" series when every event is in a group.
       if (sum(counts[values.length]) === 0) { labels.pop(); counts.pop() }
-      data = { xs, labels, counts, from: stats.from, to: stats.to, stepMs: step }
+      data = { xs, labels, counts, from: stats.from, to: stats.to, stepMs: step, complete: values.length < groupsListed }
       build(by)
     },
     count (ts, value) {
@@ -138,10 +163,9 @@ export function createHistogram (target, { onZoom }) {
       }
       const i = Math.floor((ts - data.xs[0] * 1000) / data.stepMs)
       if (i < 0 || i >= data.xs.length) return
-      let k = value === null ? -1 : data.labels.indexOf(value)
-      if (k === -1) k = data.labels.indexOf('other')
-      if (k === -1) { data.labels.push('other'); data.counts.push(data.xs.map(() => 0)); k = data.labels.length - 1; data.counts[k][i]++; build(lastBy); return }
+      const { k, made } = seriesOf(value)
       data.counts[k][i]++
+      if (made) { build(lastBy); return }
       const order = data.labels.map((_, j) => j).reverse()
       const stacked = stack(data.counts)
       chart.setData([data.xs, ...order.map((j) => stacked[j])], true)
@@ -172,4 +196,16 @@ function stack (counts) {
     out.push(below === undefined ? row.slice() : row.map((n, i) => n + below[i]))
   }
   return out
+}
+
+/**
+ * Adds an empty series `label` at index `at`; returns `at`.
+ * @param {{ xs: number[], labels: string[], counts: number[][] }} data
+ * @param {number} at
+ * @param {string} label
+ */
+function insertSeries (data, at, label) {
+  data.labels.splice(at, 0, label)
+  data.counts.splice(at, 0, data.xs.map(() => 0))
+  return at
 }

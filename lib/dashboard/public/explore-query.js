@@ -4,18 +4,19 @@
 // parentheses first, since AND binds tighter); a second click on the same value turning it into
 // its exclusion, a third removing it; and the word under the caret, for the suggestions. Names
 // and values are quoted by format.js's quoteField and quoteValue.
-import { quoteField, quoteValue } from './format.js'
+import { filterTerm as fieldTerm, quoteField, quoteValue } from './format.js'
 
 export { quoteField, quoteValue }
 
 /**
- * `name:value`, or `-name:value` to exclude it.
+ * `name:value`, or `-name:value` to exclude it (format.js filterTerm: a value with a line break
+ * by its first line, as a prefix).
  * @param {string} name
  * @param {string} value the value's text (columns.js valueText)
  * @param {boolean} [exclude]
  */
 export function filterTerm (name, value, exclude = false) {
-  return (exclude ? '-' : '') + quoteField(name) + ':' + quoteValue(value)
+  return (exclude ? '-' : '') + fieldTerm(name, value)
 }
 
 /**
@@ -56,14 +57,45 @@ export function topLevelTokens (q) {
 export function addCondition (q, term) {
   const tokens = topLevelTokens(q.trim())
   if (tokens.length === 0) return term
-  if (tokens.includes(term)) return q.trim()
+  const found = findCondition(tokens, term)
+  if (found !== null && !found.negated) return q.trim() // already a condition of the whole query
   const base = tokens.includes('OR') ? `(${tokens.join(' ')})` : tokens.join(' ')
   return `${base} ${term}`
 }
 
 /**
+ * Where q's top-level tokens hold `term` as a condition of the whole query: `term`, or negated as
+ * `-term` or `NOT term`; null when they do not, or when q has a top-level OR (a term in one
+ * branch is no condition of the whole query).
+ * @param {readonly string[]} tokens
+ * @param {string} term
+ * @returns {{ start: number, end: number, negated: boolean } | null}
+ */
+function findCondition (tokens, term) {
+  if (tokens.includes('OR')) return null
+  for (let i = 0; i < tokens.length; i++) {
+    if (tokens[i] === term) return tokens[i - 1] === 'NOT' ? { start: i - 1, end: i + 1, negated: true } : { start: i, end: i + 1, negated: false }
+    if (tokens[i] === '-' + term) return { start: i, end: i + 1, negated: true }
+  }
+  return null
+}
+
+/**
+ * tokens without [start, end), and without the AND that joined them to a neighbour.
+ * @param {readonly string[]} tokens
+ * @param {number} start
+ * @param {number} end
+ */
+function withoutCondition (tokens, start, end) {
+  if (tokens[end] === 'AND') end++
+  else if (tokens[start - 1] === 'AND') start--
+  return [...tokens.slice(0, start), ...tokens.slice(end)]
+}
+
+/**
  * A click on a value: filter for it; when q already filters for it, exclude it instead; when q
- * already excludes it, drop that. exclude (a modifier click) goes straight to excluding.
+ * already excludes it (`-name:value` or `NOT name:value`), drop that. exclude (a modifier click)
+ * goes straight to excluding.
  * @param {string} q
  * @param {string} name
  * @param {string} value
@@ -71,25 +103,49 @@ export function addCondition (q, term) {
  */
 export function toggleFilter (q, name, value, { exclude = false } = {}) {
   const positive = filterTerm(name, value)
-  const negative = filterTerm(name, value, true)
   const tokens = topLevelTokens(q.trim())
-  if (tokens.includes(negative)) return tokens.filter((t) => t !== negative).join(' ')
-  if (tokens.includes(positive)) return tokens.map((t) => (t === positive ? negative : t)).join(' ')
-  return addCondition(q, exclude ? negative : positive)
+  const found = findCondition(tokens, positive)
+  if (found?.negated) return withoutCondition(tokens, found.start, found.end).join(' ')
+  if (found) return [...tokens.slice(0, found.start), filterTerm(name, value, true), ...tokens.slice(found.end)].join(' ')
+  return addCondition(q, exclude ? filterTerm(name, value, true) : positive)
 }
 
 /**
- * Whether q holds `name:value` at the top level: 'for', 'against' (excluded) or null.
+ * Whether q requires `name:value` ('for'), excludes it ('against') or neither (null).
  * @param {string} q
  * @param {string} name
  * @param {string} value
  * @returns {'for' | 'against' | null}
  */
 export function filterState (q, name, value) {
+  const found = findCondition(topLevelTokens(q), filterTerm(name, value))
+  return found === null ? null : found.negated ? 'against' : 'for'
+}
+
+/**
+ * The values of `name` that q excludes as a whole (`-name:value`, `NOT name:value`): the matching
+ * events cannot hold them, so the sidebar lists them apart, for the click that drops the term.
+ * @param {string} q
+ * @param {string} name
+ * @returns {string[]}
+ */
+export function excludedValues (q, name) {
   const tokens = topLevelTokens(q)
-  if (tokens.includes(filterTerm(name, value))) return 'for'
-  if (tokens.includes(filterTerm(name, value, true))) return 'against'
-  return null
+  if (tokens.includes('OR')) return []
+  const prefix = quoteField(name) + ':'
+  /** @type {string[]} */
+  const out = []
+  tokens.forEach((token, i) => {
+    const term = token.startsWith('-') ? token.slice(1) : tokens[i - 1] === 'NOT' ? token : null
+    if (term === null || !term.startsWith(prefix)) return
+    const rest = term.slice(prefix.length)
+    const value = rest.startsWith('"') && rest.endsWith('"') && rest.length >= 2
+      ? rest.slice(1, -1).replace(/\\(["\\])/g, '$1')
+      : rest
+    // Only a term the page would write for that value (not a prefix, a comparison or a regex).
+    if (filterTerm(name, value) === term) out.push(value)
+  })
+  return out
 }
 
 /**

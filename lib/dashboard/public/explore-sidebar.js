@@ -6,7 +6,7 @@
 // clicks; explore-view.js decides what to fetch. Values go into the page as text only.
 import { el, replaceChildren } from './dom.js'
 import { formatCount, formatPercent } from './format.js'
-import { filterState } from './explore-query.js'
+import { excludedValues, filterState } from './explore-query.js'
 import { levelBadge } from './panels.js'
 
 /** @typedef {import('./types.js').FieldsAnswer} FieldsAnswer */
@@ -75,7 +75,7 @@ export class FieldSidebar {
       replaceChildren(this.#list)
       return
     }
-    this.#summary.textContent = `${formatCount(answer.total)} events${answer.sampled ? ' · counts sampled' : ''}`
+    this.#summary.textContent = `${formatCount(answer.total)} ${answer.total === 1 ? 'event' : 'events'}${answer.sampled ? ' · counts sampled' : ''}`
     this.#summary.title = answer.sampled ? 'Counted over evenly spread slices of the range and scaled up (docs/api.md section 7.6)' : ''
     const fields = answer.fields.filter((f) => f.name !== 'ts' && f.name !== 'id')
     if (fields.length === 0) {
@@ -94,7 +94,11 @@ export class FieldSidebar {
     const open = this.#open.has(name)
     const isColumn = this.#context.columns.includes(name)
     const isGroup = this.#context.by === name
-    const values = el('ul', { class: 'x-values', hidden: !open }, field.top.map((v) => this.#value(field, v, field.count)))
+    // Values the search excludes are in no matching event: listed after the top ones (count 0), so
+    // that a click can stop excluding them.
+    const excluded = excludedValues(this.#context.q, name).filter((v) => !field.top.some((entry) => String(entry.value) === v))
+    const values = el('ul', { class: 'x-values', hidden: !open },
+      [...field.top, ...excluded.map((value) => ({ value, count: 0 }))].map((v) => this.#value(field, v, field.count)))
     const toggle = el('button', {
       type: 'button', class: 'x-field-name', 'aria-expanded': String(open), title: field.kind === 'attribute' ? `Attribute ${name}` : `Column ${name}`,
     }, name)
@@ -109,7 +113,7 @@ export class FieldSidebar {
       el('div', { class: 'x-field-head' },
         toggle,
         el('span', { class: 'x-type', title: field.type }, typeMarks[field.type] ?? field.type),
-        el('span', { class: 'x-share', title: `${formatCount(field.count)} of ${formatCount(total)} events` }, formatPercent(total > 0 ? field.count / total : 0)),
+        el('span', { class: 'x-share', title: `${formatCount(field.count)} of ${formatCount(total)} events` }, shareText(field.count, total)),
         el('button', {
           type: 'button', class: 'x-icon x-col', 'aria-pressed': String(isColumn),
           title: isColumn ? `Remove the ${name} column` : `Add ${name} as a column`,
@@ -143,4 +147,17 @@ export class FieldSidebar {
         onclick: (/** @type {MouseEvent} */ e) => this.#handlers.onValue(field.name, text, e.altKey || e.shiftKey),
       }, bar, el('span', { class: 'x-value-text' }, label), el('span', { class: 'x-count' }, formatCount(entry.count, { short: entry.count >= 1e5 }))))
   }
+}
+
+/**
+ * The share of events holding a field, never rounded to 100% when some lack it (nor to 0% when
+ * some hold it).
+ * @param {number} count
+ * @param {number} total
+ */
+function shareText (count, total) {
+  if (total <= 0) return formatPercent(0)
+  const share = count / total
+  if (share < 1 && share > 0.99) return '>99%'
+  return formatPercent(share)
 }

@@ -69,6 +69,7 @@ export class ExploreTable {
   reset (columns, { withDate = false } = {}) {
     this.#columns = columns
     this.#withDate = withDate
+    this.#table.classList.toggle('x-with-date', withDate) // a wider time column (app.css)
     this.#open = null
     this.#cursor = null
     this.#tbody.replaceChildren()

@@ -50,6 +50,10 @@ const fieldsSample = 50_000
 const blobMaxEvents = 100_000
 /** Live mode's histogram, sidebar and backfill cover this much time before the tail (ms). */
 const liveSpan = '15m'
+/** Live mode: how long after events arrive the sidebar is read again (ms). */
+const liveFieldsMs = 5000
+/** Reads over a range longer than this scan raw events when they have a q (lib/query/read-limits.ts scanRangeMs). */
+const scanRangeMs = 3_600_000
 
 /**
  * The range Explore reads for a state: live mode's last 15 minutes, else the chosen range.
@@ -97,8 +101,13 @@ export class Explore {
   /** @type {string | null} */
   #cursor = null
   #live = false
-  /** Matching events over the range (/stats totals), for the export. */
+  /**
+   * Matching events over the range (/fields' exact total: /stats widens its range to whole
+   * steps), for the hits line and the export; in live mode the tail's arrivals add to it.
+   */
   #hits = 0
+  /** Live mode: the sidebar's next read, once events arrived (at most one per liveFieldsMs). */
+  #fieldsTimer = 0
   /** Live mode's events (null in a range). @type {LiveFeed | null} */
   #feed = null
 
@@ -146,11 +155,13 @@ export class Explore {
         this.#histogram.count(event.ts, value === undefined ? null : valueText(value))
       },
       onShow: (events) => { this.#table.prepend(events); this.#showEmpty(null) },
-      onChange: () => { this.#renderCount(); this.#renderPause() },
+      onChange: () => { this.#renderCount(); this.#renderPause(); this.#renderHits(); this.#refreshFieldsSoon(signal) },
     }) : null
     this.#cursor = null
     this.#range = readRange(state)
     this.#hits = 0
+    clearTimeout(this.#fieldsTimer)
+    this.#fieldsTimer = 0
     const withDate = !this.#live && rangeSpanMs(state) >= 86_400_000
     const q = state.q
     this.#table.reset(state.columns ?? this.#table.columns, { withDate })
@@ -170,23 +181,40 @@ export class Explore {
     /** @param {string} name */
     const mark = (name) => { if (!signal.aborted) performance.mark(`explore:${name}`) }
     for (const name of ['fields', 'histogram', 'events', 'rendered']) performance.clearMarks(`explore:${name}`)
-    const [fields, stats, events] = await Promise.allSettled([
-      api.get(streamPath(state.stream, 'fields', { ...this.#range, q, top: topValues, sample: fieldsSample }), { signal })
-        .then((/** @type {FieldsAnswer} */ answer) => { if (!signal.aborted) { this.#sidebar.update(answer, this.#sidebarContext()); mark('fields') } }),
-      api.get(streamPath(state.stream, 'stats', { ...this.#range, q, by: state.by }), { signal })
-        .then((/** @type {StatsAnswer} */ answer) => { if (!signal.aborted) { this.#showStats(answer); mark('histogram') } }),
-      (prefetched?.path === firstPagePath(state) ? Promise.resolve(prefetched.answer) : api.get(firstPagePath(state), { signal }))
-        .then((/** @type {EventsAnswer} */ answer) => {
-          if (signal.aborted) return
-          this.#showFirstPage(answer, withDate)
-          this.#sidebar.refresh(this.#sidebarContext()) // the columns may have changed
-          mark('events')
-        }),
-    ])
+    // With a q over more than an hour each read scans raw events, and the server runs one such
+    // read per org at a time (query.maxScansPerOrg, else 429 too_many_reads): they go one after
+    // the other, the events first. Otherwise all three at once.
+    let queue = Promise.resolve()
+    const scans = q.trim() !== '' && !this.#live && rangeSpanMs(state) > scanRangeMs
+    /** @type {<T>(read: () => Promise<T>) => Promise<T>} */
+    const inTurn = (read) => {
+      if (!scans) return read()
+      const result = queue.then(read)
+      queue = result.then(() => {}, () => {})
+      return result
+    }
+    const events = inTurn(() => (prefetched?.path === firstPagePath(state) ? Promise.resolve(prefetched.answer) : api.get(firstPagePath(state), { signal }))
+      .then((/** @type {EventsAnswer} */ answer) => {
+        if (signal.aborted) return
+        this.#showFirstPage(answer, withDate)
+        this.#sidebar.refresh(this.#sidebarContext()) // the columns may have changed
+        mark('events')
+      }))
+    const stats = inTurn(() => api.get(streamPath(state.stream, 'stats', { ...this.#range, q, by: state.by }), { signal })
+      .then((/** @type {StatsAnswer} */ answer) => { if (!signal.aborted) { this.#showStats(answer); mark('histogram') } }))
+    const fields = inTurn(() => api.get(streamPath(state.stream, 'fields', { ...this.#range, q, top: topValues, sample: fieldsSample }), { signal })
+      .then((/** @type {FieldsAnswer} */ answer) => {
+        if (signal.aborted) return
+        this.#sidebar.update(answer, this.#sidebarContext())
+        this.#hits = answer.total
+        this.#renderHits()
+        mark('fields')
+      }))
+    const [fieldsRead, statsRead, eventsRead] = await Promise.allSettled([fields, stats, events])
     if (signal.aborted) return
-    if (stats.status === 'rejected') this.#histogram.clear()
-    if (fields.status === 'rejected') this.#sidebar.update(null, this.#sidebarContext())
-    const failed = [fields, stats, events].flatMap((r) => (r.status === 'rejected' ? [r.reason] : []))
+    if (statsRead.status === 'rejected') this.#histogram.clear()
+    if (fieldsRead.status === 'rejected') this.#sidebar.update(null, this.#sidebarContext())
+    const failed = [fieldsRead, statsRead, eventsRead].flatMap((r) => (r.status === 'rejected' ? [r.reason] : []))
     if (failed.length > 0) {
       /** @param {unknown} e */
       const rank = (e) => (e instanceof ApiError ? (e.isTokenProblem ? 0 : e.code === 'invalid_query' ? 1 : 2) : 3)
@@ -246,9 +274,14 @@ export class Explore {
     const name = `${state.stream}-${stamp}.ndjson`
     /** @type {((options: object) => Promise<any>) | undefined} the File System Access API (Chromium) */
     const savePicker = /** @type {any} */ (window).showSaveFilePicker
-    const big = this.#hits > blobMaxEvents
+    const hits = this.#totalHits
+    if (hits === 0) {
+      setBanner('No events match the search over this range: nothing to export.', 'warn')
+      return
+    }
+    const big = hits > blobMaxEvents
     if (big && savePicker === undefined) {
-      setBanner(`${formatCount(this.#hits)} events are too many to export in this browser: narrow the search or the range, or run ` +
+      setBanner(`${formatCount(hits)} events are too many to export in this browser: narrow the search or the range, or run ` +
         `curl -H "Authorization: Bearer $SLUICE_TOKEN" "${location.origin}${path}" > ${name}`, 'warn')
       return
     }
@@ -299,10 +332,32 @@ export class Explore {
   /** @param {StatsAnswer} stats */
   #showStats (stats) {
     this.#histogram.update(stats, this.#host.state.by)
-    const grouped = this.#host.state.by
-    this.#hits = stats.totals.count
-    $('x-hits').textContent = `${formatCount(stats.totals.count)} ${stats.totals.count === 1 ? 'hit' : 'hits'}`
-    $('x-grouped').textContent = `by ${grouped}`
+    $('x-grouped').textContent = `by ${this.#host.state.by}`
+  }
+
+  /** The matching events: over the range, plus those the tail brought since (live mode). */
+  get #totalHits () { return this.#hits + (this.#feed?.received ?? 0) }
+
+  #renderHits () {
+    const hits = this.#totalHits
+    $('x-hits').textContent = `${formatCount(hits)} ${hits === 1 ? 'hit' : 'hits'}`
+  }
+
+  /**
+   * Live mode: reads the sidebar's fields again a while after events arrived, so that it counts
+   * them too (one read per liveFieldsMs at most, however fast they come).
+   * @param {AbortSignal} signal
+   */
+  #refreshFieldsSoon (signal) {
+    if (this.#fieldsTimer !== 0 || signal.aborted) return
+    const { api, state } = this.#host
+    this.#fieldsTimer = window.setTimeout(() => {
+      this.#fieldsTimer = 0
+      if (signal.aborted) return
+      api.get(streamPath(state.stream, 'fields', { ...readRange(state), q: state.q, top: topValues, sample: fieldsSample }), { signal })
+        .then((/** @type {FieldsAnswer} */ answer) => { if (!signal.aborted) this.#sidebar.update(answer, this.#sidebarContext()) })
+        .catch(() => {}) // the next arrival tries again; the tail goes on either way
+    }, liveFieldsMs)
   }
 
   /** @param {string | null} cursor */

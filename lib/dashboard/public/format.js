@@ -139,13 +139,20 @@ export function quoteField (field) {
 }
 
 /**
- * `field:value`; null (the field is absent) becomes `-field:*`.
+ * `field:value`; null (the field is absent) becomes `-field:*`. A value holding a line break (a
+ * stack trace) is filtered for by its first line, as a prefix (`err.stack:"Error: x"*`): the
+ * search box is an <input>, which drops line breaks, so an exact term would find nothing once
+ * the search is run again from the box.
  * @param {string} field
  * @param {unknown} value
  */
 export function filterTerm (field, value) {
   const name = quoteField(field)
-  return value === null || value === undefined ? `-${name}:*` : `${name}:${quoteValue(value)}`
+  if (value === null || value === undefined) return `-${name}:*`
+  const text = String(value)
+  const lineEnd = text.search(/[\r\n]/)
+  if (lineEnd < 0) return `${name}:${quoteValue(text)}`
+  return `${name}:"${text.slice(0, lineEnd).replace(/[\\"]/g, (c) => '\\' + c)}"*`
 }
 
 /**
