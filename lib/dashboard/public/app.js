@@ -7,7 +7,7 @@
 // (url-state.js) and the one place where failures meet the user.
 import { ApiError, createApi, isAbort, NetworkError, sleep } from './api.js'
 import { $, $$, el, replaceChildren, show, targetOf } from './dom.js'
-import { addTerms, formatAgo, formatBytes, formatCount, toDateTimeLocal } from './format.js'
+import { addTerms, formatAgo, formatBytes, formatCountOf, toDateTimeLocal } from './format.js'
 import { createCharts } from './charts.js'
 import { DetailDrawer, EventsTable, renderTotals, TopLists } from './panels.js'
 import { forgetToken, keepToken, showNoStreams, showScreen, showSignIn, showSignInError, storedToken, wireSignIn } from './sign-in.js'
@@ -391,7 +391,7 @@ async function loadStreamMeta (signal) {
   try {
     /** @type {StreamInfo} */
     const s = await api.get(`/api/streams/${encodeURIComponent(state.stream ?? '')}`, { signal })
-    const parts = [`${s.retention_days}-day retention`, `${formatCount(s.stats?.events)} events stored (${formatBytes(s.stats?.bytes)})`]
+    const parts = [`${s.retention_days}-day retention`, `${formatCountOf(s.stats?.events, 'event')} stored (${formatBytes(s.stats?.bytes)})`]
     if (s.stats?.last_event_at) parts.push(`last event ${formatAgo(Date.parse(s.stats.last_event_at))}`)
     meta.textContent = parts.join(' · ')
     meta.title = s.description ?? ''

@@ -5,7 +5,7 @@
 // added as a column or chosen to group the histogram by. It renders what it is given and reports
 // clicks; explore-view.js decides what to fetch. Values go into the page as text only.
 import { el, replaceChildren } from './dom.js'
-import { formatCount, formatPercent } from './format.js'
+import { formatCount, formatCountOf, formatPercent } from './format.js'
 import { excludedValues, filterState } from './explore-query.js'
 import { levelBadge } from './panels.js'
 
@@ -75,7 +75,7 @@ export class FieldSidebar {
       replaceChildren(this.#list)
       return
     }
-    this.#summary.textContent = `${formatCount(answer.total)} ${answer.total === 1 ? 'event' : 'events'}${answer.sampled ? ' · counts sampled' : ''}`
+    this.#summary.textContent = `${formatCountOf(answer.total, 'event')}${answer.sampled ? ' · counts sampled' : ''}`
     this.#summary.title = answer.sampled ? 'Counted over evenly spread slices of the range and scaled up (docs/api.md section 7.6)' : ''
     const fields = answer.fields.filter((f) => f.name !== 'ts' && f.name !== 'id')
     if (fields.length === 0) {
@@ -113,7 +113,7 @@ export class FieldSidebar {
       el('div', { class: 'x-field-head' },
         toggle,
         el('span', { class: 'x-type', title: field.type }, typeMarks[field.type] ?? field.type),
-        el('span', { class: 'x-share', title: `${formatCount(field.count)} of ${formatCount(total)} events` }, shareText(field.count, total)),
+        el('span', { class: 'x-share', title: `${formatCount(field.count)} of ${formatCountOf(total, 'event')}` }, shareText(field.count, total)),
         el('button', {
           type: 'button', class: 'x-icon x-col', 'aria-pressed': String(isColumn),
           title: isColumn ? `Remove the ${name} column` : `Add ${name} as a column`,

@@ -13,7 +13,7 @@
 // change and go into the URL hash at once.
 import { ApiError, isAbort } from './api.js'
 import { $, el, replaceChildren, show } from './dom.js'
-import { formatCount, formatEventTime } from './format.js'
+import { formatCount, formatCountOf, formatEventTime } from './format.js'
 import { defaultColumns, fieldValue, valueText } from './explore-columns.js'
 import { ContextView } from './explore-context.js'
 import { createHistogram } from './explore-histogram.js'
@@ -256,7 +256,7 @@ export class Explore {
     const feed = this.#feed
     if (feed === null || this.#signal?.aborted) return
     const lost = feed.togglePause()
-    if (lost > 0) setBanner(`${formatCount(lost)} events that arrived while paused are not shown (only the last ${maxTailRows} are kept).`, 'warn')
+    if (lost > 0) setBanner(`${formatCountOf(lost, 'event')} that arrived while paused are not shown (only the last ${maxTailRows} are kept).`, 'warn')
     setConn(feed.paused ? 'paused' : 'live')
   }
 
@@ -281,7 +281,7 @@ export class Explore {
     }
     const big = hits > blobMaxEvents
     if (big && savePicker === undefined) {
-      setBanner(`${formatCount(hits)} events are too many to export in this browser: narrow the search or the range, or run ` +
+      setBanner(`${formatCountOf(hits, 'event')} are too many to export in this browser: narrow the search or the range, or run ` +
         `curl -H "Authorization: Bearer $SLUICE_TOKEN" "${location.origin}${path}" > ${name}`, 'warn')
       return
     }
@@ -340,7 +340,7 @@ export class Explore {
 
   #renderHits () {
     const hits = this.#totalHits
-    $('x-hits').textContent = `${formatCount(hits)} ${hits === 1 ? 'hit' : 'hits'}`
+    $('x-hits').textContent = formatCountOf(hits, 'hit')
   }
 
   /**

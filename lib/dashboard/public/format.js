@@ -66,6 +66,15 @@ export function formatPercent (share) {
   return (share * 100).toFixed(share < 0.1 ? 1 : 0) + '%'
 }
 
+/**
+ * A count and its noun: `1 event`, `2 events`, `1,204 hits`.
+ * @param {number | null | undefined} n
+ * @param {string} noun singular; the plural adds an s
+ */
+export function formatCountOf (n, noun) {
+  return `${formatCount(n)} ${n === 1 ? noun : noun + 's'}`
+}
+
 /** @type {(n: number, w?: number) => string} */
 const pad = (n, w = 2) => String(n).padStart(w, '0')
 

@@ -5,7 +5,7 @@
 // animation frame however fast they come, pause/resume, and the top lists refreshed from /stats.
 import { ApiError, sleep } from './api.js'
 import { $, show } from './dom.js'
-import { formatBytes, formatCount, formatRate } from './format.js'
+import { formatBytes, formatCount, formatCountOf, formatRate } from './format.js'
 import { maxTailRows, renderTotals } from './panels.js'
 import { setBanner, setConn, setLoading } from './status-bar.js'
 import { followTail } from './tail-follow.js'
@@ -92,7 +92,7 @@ export class LiveView {
     if (this.#signal.aborted) return
     this.#paused = !this.#paused
     if (!this.#paused) {
-      if (this.#pausedLost > 0) this.#host.table.notice(`${formatCount(this.#pausedLost)} events that arrived while paused are not shown (only the last ${maxTailRows} are kept).`)
+      if (this.#pausedLost > 0) this.#host.table.notice(`${formatCountOf(this.#pausedLost, 'event')} that arrived while paused are not shown (only the last ${maxTailRows} are kept).`)
       this.#pending.push(...this.#buffer)
       this.#buffer = []
       this.#pausedArrived = 0

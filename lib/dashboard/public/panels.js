@@ -4,7 +4,7 @@
 // fetch. Every value goes into the page as text (dom.js), never as markup.
 import { $, el, replaceChildren, show, copyText, targetOf } from './dom.js'
 import {
-  filterTerm, formatBytes, formatCount, formatEventTime, formatPercent, formatSeconds, statusClass,
+  filterTerm, formatBytes, formatCount, formatCountOf, formatEventTime, formatPercent, formatSeconds, statusClass,
 } from './format.js'
 
 /** @typedef {import('./types.js').SluiceEvent} SluiceEvent */
@@ -257,7 +257,7 @@ export class EventsTable {
       this.#trim(maxTailRows)
     }
     row.dataset.count = String(Number(row.dataset.count) + count)
-    row.cells[0].textContent = `${formatCount(Number(row.dataset.count))} events not shown: they came faster than a tail sends them (the stored data has them all).`
+    row.cells[0].textContent = `${formatCountOf(Number(row.dataset.count), 'event')} not shown: they came faster than a tail sends them (the stored data has them all).`
   }
 
   /** @param {number} max rows kept */
