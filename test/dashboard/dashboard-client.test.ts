@@ -17,7 +17,9 @@ const format = await import(new URL('format.js', publicUrl).href) as {
 const query = await import(new URL('explore-query.js', publicUrl).href) as {
   toggleFilter (q: string, name: string, value: string, options?: { exclude?: boolean }): string
   filterState (q: string, name: string, value: string): 'for' | 'against' | null
-  excludedValues (q: string, name: string): string[]
+  setFilter (q: string, name: string, value: string, exclude: boolean): string
+  excludedTerms (q: string): Array<{ name: string, label: string, term: string }>
+  dropTerm (q: string, term: string): string
 }
 
 function parse (chunks: string[]): Array<[string, string]> {
@@ -98,8 +100,22 @@ t.test('sidebar clicks: for, against, dropped; NOT and OR read as q reads them',
   t.equal(query.filterState('NOT service:cart OR level:error', 'service', 'cart'), null, 'a term in a branch of an OR is no condition of the query')
   t.equal(query.toggleFilter('NOT service:cart OR level:error', 'service', 'cart'), '(NOT service:cart OR level:error) service:cart')
   t.equal(query.filterState('(service:cart OR x) y', 'service', 'cart'), null)
-  t.same(query.excludedValues('-service:cart NOT service:"a b" service:auth -host:x -service:pre*', 'service'), ['cart', 'a b'])
-  t.same(query.excludedValues('-service:cart OR y', 'service'), [], 'not under an OR')
+  const excluded = query.excludedTerms('-service:cart NOT service:"a b" service:auth -"odd key":x -stack:"Error: \\"boom\\""* -word')
+  t.same(excluded, [
+    { name: 'service', label: 'cart', term: '-service:cart' },
+    { name: 'service', label: 'a b', term: 'NOT service:"a b"' },
+    { name: 'odd key', label: 'x', term: '-"odd key":x' },
+    { name: 'stack', label: 'Error: "boom"…', term: '-stack:"Error: \\"boom\\""*' },
+  ])
+  t.same(query.excludedTerms('-service:cart OR y'), [], 'not under an OR')
+  t.equal(query.dropTerm('a NOT service:"a b" AND b', 'NOT service:"a b"'), 'a b')
+  t.equal(query.dropTerm('-stack:"x"* level:error', '-stack:"x"*'), 'level:error')
+  // A row's + and − set the term: the same one twice changes nothing, the other kind turns it around.
+  t.equal(query.setFilter('service:auth', 'service', 'auth', false), 'service:auth')
+  t.equal(query.setFilter('service:auth', 'service', 'auth', true), '-service:auth')
+  t.equal(query.setFilter('-service:auth x', 'service', 'auth', true), '-service:auth x')
+  t.equal(query.setFilter('NOT service:auth', 'service', 'auth', false), 'service:auth')
+  t.equal(query.setFilter('a OR b', 'service', 'auth', false), '(a OR b) service:auth')
   for (const q of ['', 'service:cart', '-service:cart', 'NOT service:cart', 'a AND -service:cart AND b']) {
     const once = query.toggleFilter(q, 'service', 'cart')
     t.doesNotThrow(() => parseFilter(once === '' ? '*' : once), `${q} -> ${once} parses`)

@@ -262,6 +262,41 @@ t.test('the dashboard in Chromium', { skip }, async (t: Test) => {
     t.pass(`saved ${artifacts}dashboard.png`)
   })
 
+  await t.test('a custom range applies after an invalid one; a day shows each time with its date', async (t) => {
+    await search('')
+    await page.click('[data-range="custom"]')
+    const at = (ms: number) => new Date(ms - new Date(ms).getTimezoneOffset() * 60_000).toISOString().slice(0, 16)
+    const now = Date.now()
+    await page.fill('#custom-from', at(now - 3_600_000))
+    await page.fill('#custom-to', at(now - 7_200_000))
+    await page.click('#custom-range button[type="submit"]')
+    t.not(await page.evaluate(() => (document.querySelector('#custom-to') as any).validationMessage), '', 'an end before the start is refused')
+    await page.fill('#custom-to', at(now - 1_800_000))
+    await page.click('#custom-range button[type="submit"]')
+    await page.waitForFunction(() => (globalThis as any).location.hash.includes('range=custom'), null, { timeout: waitMs })
+    t.pass('then a valid range applies')
+    await page.click('[data-range="24h"]')
+    await page.locator('#conn[data-state="history"]', { hasText: 'Updated' }).waitFor({ timeout: waitMs })
+    const cells = page.locator('#events-body tr.event td.time')
+    t.ok(await cells.count() > 0)
+    t.match(await cells.first().textContent(), /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d/)
+    t.equal(await cells.evaluateAll((tds) => tds.filter((td) => td.scrollWidth > td.clientWidth).length), 0, 'no time cell is cut short')
+  })
+
+  await t.test('a stream deleted while open: the page says so and shows another one', async (t) => {
+    t.equal((await s.api('POST', '/api/streams', { body: { name: 'doomed' } })).status, 201)
+    await page.evaluate(() => { (globalThis as any).location.hash = 'stream=doomed&range=live&view=panels' })
+    await page.reload() // the stream list is read at start
+    await waitLive()
+    t.equal(await page.inputValue('#stream-select'), 'doomed')
+    t.equal((await s.api('DELETE', '/api/streams/doomed')).status, 204)
+    const banner = page.locator('#banner', { hasText: 'Stream "doomed" no longer exists: showing "web".' })
+    await banner.waitFor({ timeout: waitMs })
+    await waitLive()
+    t.equal(await page.inputValue('#stream-select'), 'web')
+    t.ok(await banner.isVisible(), 'the notice stays once the other stream is live')
+  })
+
   await t.test('sign out forgets the token', async (t) => {
     await page.click('#sign-out')
     await page.locator('#screen-signin').waitFor()

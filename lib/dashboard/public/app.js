@@ -59,6 +59,9 @@ function wireControls () {
     if (button instanceof HTMLElement) button.addEventListener('click', () => selectRange(button.dataset.range ?? 'live'))
   }
   customRange.addEventListener('submit', (e) => { e.preventDefault(); applyCustomRange() })
+  // An end before the start marks the end invalid; any edit clears it, else the browser would
+  // refuse every later submit of the form.
+  for (const input of [customFrom, customTo]) input.addEventListener('input', () => customTo.setCustomValidity(''))
   customRange.addEventListener('keydown', (e) => { if (e.key === 'Escape') show(customRange, false) })
   document.addEventListener('click', (e) => {
     if (!customRange.hidden && !targetOf(e)?.closest('.range-wrap')) show(customRange, false)
@@ -117,10 +120,11 @@ function signOut () {
 }
 
 /**
- * GET /api/streams, then the dashboard or the "create a stream" screen.
- * @param {{ fromSignIn?: boolean }} [options]
+ * GET /api/streams, then the dashboard or the "create a stream" screen. gone: the stream that was
+ * open and was just found deleted.
+ * @param {{ fromSignIn?: boolean, gone?: string | null }} [options]
  */
-async function loadStreams ({ fromSignIn = false } = {}) {
+async function loadStreams ({ fromSignIn = false, gone = null } = {}) {
   /** @type {{ streams: StreamInfo[] }} */
   let answer
   try {
@@ -141,11 +145,14 @@ async function loadStreams ({ fromSignIn = false } = {}) {
   }
   const names = state.streams.map((s) => s.name)
   const remembered = localStorage.getItem(streamKey)
+  // A stream named by the link (or just deleted) that is not there: say so, beside the one shown.
+  const missing = gone ?? (state.stream !== null && !names.includes(state.stream) ? state.stream : null)
   if (state.stream === null || !names.includes(state.stream)) state.stream = remembered !== null && names.includes(remembered) ? remembered : names[0]
   replaceChildren(streamSelect, state.streams.map((s) => el('option', { value: s.name, title: s.description || null }, s.name)))
   streamSelect.value = state.stream
   showScreen('dashboard')
   startView()
+  if (missing !== null) setBanner(`Stream "${missing}" ${gone !== null ? 'no longer exists' : 'does not exist'}: showing "${state.stream}".`, 'warn')
 }
 
 // --- controls --------------------------------------------------------------------------------
@@ -169,6 +176,7 @@ function selectRange (range) {
     const from = state.custom?.from ?? to - 3_600_000
     customFrom.value = toDateTimeLocal(from)
     customTo.value = toDateTimeLocal(to)
+    customTo.setCustomValidity('')
     show(customRange)
     customFrom.focus()
     return
@@ -294,9 +302,9 @@ async function checkStreamExists (err) {
     setBanner(`${err.message} (${err.code}, request ${err.requestId ?? 'unknown'})`)
   } catch (again) {
     if (!(again instanceof ApiError && again.code === 'not_found')) { handleFailure(again, () => startView()); return }
-    setBanner(`Stream "${state.stream}" no longer exists.`, 'warn')
+    const gone = state.stream
     state.stream = null
-    void loadStreams()
+    void loadStreams({ gone })
   }
 }
 

@@ -111,6 +111,23 @@ export function toggleFilter (q, name, value, { exclude = false } = {}) {
 }
 
 /**
+ * A row's + or − (filter for, exclude): q with `name:value` required, or excluded; the term of
+ * the other kind, if q has one, is turned around, and the same term is not added twice.
+ * @param {string} q
+ * @param {string} name
+ * @param {string} value
+ * @param {boolean} exclude
+ */
+export function setFilter (q, name, value, exclude) {
+  const tokens = topLevelTokens(q.trim())
+  const found = findCondition(tokens, filterTerm(name, value))
+  if (found !== null && found.negated === exclude) return q.trim()
+  const term = filterTerm(name, value, exclude)
+  if (found !== null) return [...tokens.slice(0, found.start), term, ...tokens.slice(found.end)].join(' ')
+  return addCondition(q, term)
+}
+
+/**
  * Whether q requires `name:value` ('for'), excludes it ('against') or neither (null).
  * @param {string} q
  * @param {string} name
@@ -123,29 +140,65 @@ export function filterState (q, name, value) {
 }
 
 /**
- * The values of `name` that q excludes as a whole (`-name:value`, `NOT name:value`): the matching
- * events cannot hold them, so the sidebar lists them apart, for the click that drops the term.
+ * The field terms q excludes as a whole (`-name:...`, `NOT name:...`, outside any OR): no matching
+ * event holds them, so the sidebar lists them apart, for the click that drops the term. `label`
+ * is the value as shown (a prefix ends with …); `term` the term as q has it (for dropTerm).
  * @param {string} q
- * @param {string} name
- * @returns {string[]}
+ * @returns {Array<{ name: string, label: string, term: string }>}
  */
-export function excludedValues (q, name) {
+export function excludedTerms (q) {
   const tokens = topLevelTokens(q)
   if (tokens.includes('OR')) return []
-  const prefix = quoteField(name) + ':'
-  /** @type {string[]} */
+  /** @type {Array<{ name: string, label: string, term: string }>} */
   const out = []
   tokens.forEach((token, i) => {
-    const term = token.startsWith('-') ? token.slice(1) : tokens[i - 1] === 'NOT' ? token : null
-    if (term === null || !term.startsWith(prefix)) return
-    const rest = term.slice(prefix.length)
-    const value = rest.startsWith('"') && rest.endsWith('"') && rest.length >= 2
-      ? rest.slice(1, -1).replace(/\\(["\\])/g, '$1')
-      : rest
-    // Only a term the page would write for that value (not a prefix, a comparison or a regex).
-    if (filterTerm(name, value) === term) out.push(value)
+    const negated = token.startsWith('-') && token.length > 1
+    if (!negated && tokens[i - 1] !== 'NOT') return
+    const parsed = parseFieldTerm(negated ? token.slice(1) : token)
+    if (parsed !== null) out.push({ ...parsed, term: negated ? token : `NOT ${token}` })
   })
   return out
+}
+
+/** A quoted text's content: \" is a quote and \\ a backslash, as the parser reads them. @param {string} inner */
+const unquote = (inner) => inner.replace(/\\(["\\])/g, '$1')
+
+/**
+ * `name:value` split into the field's name and the value as shown; null for a word or phrase.
+ * @param {string} term
+ * @returns {{ name: string, label: string } | null}
+ */
+function parseFieldTerm (term) {
+  let name
+  let rest
+  if (term.startsWith('"')) {
+    const close = /^"((?:\\.|[^"\\])*)":/.exec(term)
+    if (close === null) return null
+    name = unquote(close[1])
+    rest = term.slice(close[0].length)
+  } else {
+    const colon = term.indexOf(':')
+    if (colon <= 0) return null
+    name = term.slice(0, colon)
+    rest = term.slice(colon + 1)
+  }
+  const quoted = /^"((?:\\.|[^"\\])*)"(\*?)$/.exec(rest)
+  const label = quoted === null ? rest : unquote(quoted[1]) + (quoted[2] === '*' ? '…' : '')
+  return { name, label }
+}
+
+/**
+ * q without `term` (as excludedTerms gives it), and the AND that joined it to a neighbour.
+ * @param {string} q
+ * @param {string} term
+ */
+export function dropTerm (q, term) {
+  const tokens = topLevelTokens(q.trim())
+  const words = term.startsWith('NOT ') ? ['NOT', term.slice(4)] : [term]
+  for (let i = 0; i + words.length <= tokens.length; i++) {
+    if (words.every((w, k) => tokens[i + k] === w)) return withoutCondition(tokens, i, i + words.length).join(' ')
+  }
+  return q.trim()
 }
 
 /**

@@ -6,7 +6,7 @@
 // clicks; explore-view.js decides what to fetch. Values go into the page as text only.
 import { el, replaceChildren } from './dom.js'
 import { formatCount, formatCountOf, formatPercent } from './format.js'
-import { excludedValues, filterState } from './explore-query.js'
+import { excludedTerms, filterState } from './explore-query.js'
 import { levelBadge } from './panels.js'
 
 /** @typedef {import('./types.js').FieldsAnswer} FieldsAnswer */
@@ -17,6 +17,7 @@ import { levelBadge } from './panels.js'
  * @property {(name: string, value: string, exclude: boolean) => void} onValue
  * @property {(name: string) => void} onColumn toggles the field as a column
  * @property {(name: string) => void} onGroup groups the histogram by it
+ * @property {(term: string) => void} onDrop drops an excluding term from the search
  */
 
 /** @typedef {{ q: string, columns: readonly string[], by: string }} SidebarContext */
@@ -78,11 +79,34 @@ export class FieldSidebar {
     this.#summary.textContent = `${formatCountOf(answer.total, 'event')}${answer.sampled ? ' · counts sampled' : ''}`
     this.#summary.title = answer.sampled ? 'Counted over evenly spread slices of the range and scaled up (docs/api.md section 7.6)' : ''
     const fields = answer.fields.filter((f) => f.name !== 'ts' && f.name !== 'id')
-    if (fields.length === 0) {
+    // Exclusions of a field no matching event has any more: listed after the fields, for the
+    // click that drops them.
+    const excluded = excludedTerms(this.#context.q)
+    const gone = [...new Set(excluded.map((x) => x.name))].filter((name) => !fields.some((f) => f.name === name))
+    if (fields.length === 0 && gone.length === 0) {
       replaceChildren(this.#list, el('li', { class: 'x-none' }, 'No fields: no events match.'))
       return
     }
-    replaceChildren(this.#list, fields.map((field) => this.#field(field, answer.total)))
+    replaceChildren(this.#list, [
+      ...fields.map((field) => this.#field(field, answer.total)),
+      ...gone.map((name) => el('li', { class: 'x-field', dataset: { field: name } },
+        el('div', { class: 'x-field-head' }, el('span', { class: 'x-field-name', title: `No matching event has ${name}` }, name)),
+        el('ul', { class: 'x-values' }, this.#excluded(name)))),
+    ])
+  }
+
+  /**
+   * The search's exclusions of field `name`, each a click away from being dropped.
+   * @param {string} name
+   * @param {readonly string[]} [shown] values listed already (their own click drops them)
+   */
+  #excluded (name, shown = []) {
+    return excludedTerms(this.#context.q).filter((x) => x.name === name && !shown.includes(x.label)).map((x) => el('li', {},
+      el('button', {
+        type: 'button', class: 'x-value x-against', dataset: { value: x.label },
+        title: `Click to stop excluding ${x.term.replace(/^(NOT |-)/, '')}`,
+        onclick: () => this.#handlers.onDrop(x.term),
+      }, el('span', { class: 'x-bar', 'aria-hidden': 'true' }), el('span', { class: 'x-value-text' }, x.label), el('span', { class: 'x-count' }, '0'))))
   }
 
   /**
@@ -96,9 +120,8 @@ export class FieldSidebar {
     const isGroup = this.#context.by === name
     // Values the search excludes are in no matching event: listed after the top ones (count 0), so
     // that a click can stop excluding them.
-    const excluded = excludedValues(this.#context.q, name).filter((v) => !field.top.some((entry) => String(entry.value) === v))
     const values = el('ul', { class: 'x-values', hidden: !open },
-      [...field.top, ...excluded.map((value) => ({ value, count: 0 }))].map((v) => this.#value(field, v, field.count)))
+      ...field.top.map((v) => this.#value(field, v, field.count)), ...this.#excluded(name, field.top.map((v) => String(v.value))))
     const toggle = el('button', {
       type: 'button', class: 'x-field-name', 'aria-expanded': String(open), title: field.kind === 'attribute' ? `Attribute ${name}` : `Column ${name}`,
     }, name)

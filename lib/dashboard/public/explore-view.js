@@ -18,14 +18,14 @@ import { defaultColumns, fieldValue, valueText } from './explore-columns.js'
 import { ContextView } from './explore-context.js'
 import { createHistogram } from './explore-histogram.js'
 import { followEvents, LiveFeed } from './explore-live.js'
-import { toggleFilter } from './explore-query.js'
+import { dropTerm, setFilter, toggleFilter } from './explore-query.js'
 import { FieldSidebar } from './explore-sidebar.js'
 import { SearchSuggestions } from './explore-suggest.js'
 import { ExploreTable } from './explore-table.js'
 import { maxTailRows } from './panels.js'
 import { setBanner, setConn, setLoading } from './status-bar.js'
 import { rangeParams, rangeSpanMs } from './url-state.js'
-import { streamPath } from './view-common.js'
+import { readsInTurn, streamPath } from './view-common.js'
 
 /** @typedef {import('./types.js').SluiceEvent} SluiceEvent */
 /** @typedef {import('./types.js').StatsAnswer} StatsAnswer */
@@ -52,8 +52,6 @@ const blobMaxEvents = 100_000
 const liveSpan = '15m'
 /** Live mode: how long after events arrive the sidebar is read again (ms). */
 const liveFieldsMs = 5000
-/** Reads over a range longer than this scan raw events when they have a q (lib/query/read-limits.ts scanRangeMs). */
-const scanRangeMs = 3_600_000
 
 /**
  * The range Explore reads for a state: live mode's last 15 minutes, else the chosen range.
@@ -119,9 +117,10 @@ export class Explore {
       onValue: (name, value, exclude) => this.#filter(name, value, exclude),
       onColumn: (name) => this.#toggleColumn(name),
       onGroup: (name) => this.#groupBy(name),
+      onDrop: (term) => { host.state.event = null; host.applySearch(dropTerm(host.state.q, term)) },
     })
     this.#table = new ExploreTable($('x-table', HTMLTableElement), {
-      onFilter: (name, value, exclude) => this.#filter(name, value, exclude),
+      onFilter: (name, value, exclude) => this.#filter(name, value, exclude, true),
       onContext: (event) => { if (event.id) this.#openContext(event.id) },
       onColumn: (name) => this.#toggleColumn(name),
       onOpen: (event) => { host.state.event = event?.id ?? null; host.writeHash() },
@@ -130,7 +129,7 @@ export class Explore {
       load: (id, before, after, signal) => host.api.get(streamPath(host.state.stream, `events/${encodeURIComponent(id)}/context`, { before, after }), { signal }),
       onError: (err) => { if (!isAbort(err)) host.handleFailure(err, () => {}) },
       onClose: () => { host.state.context = null; host.writeHash() },
-      onFilter: (name, value, exclude) => { this.#context.close(); this.#filter(name, value, exclude) },
+      onFilter: (name, value, exclude) => { this.#context.close(); this.#filter(name, value, exclude, true) },
     })
     // Suggestions come from Explore's last /fields answer: in the panels there is none to offer.
     this.#suggestions = new SearchSuggestions($('q', HTMLInputElement), $('q-suggest'), () => ($('explore-view').hidden ? [] : this.#sidebar.fields))
@@ -181,18 +180,9 @@ export class Explore {
     /** @param {string} name */
     const mark = (name) => { if (!signal.aborted) performance.mark(`explore:${name}`) }
     for (const name of ['fields', 'histogram', 'events', 'rendered']) performance.clearMarks(`explore:${name}`)
-    // With a q over more than an hour each read scans raw events, and the server runs one such
-    // read per org at a time (query.maxScansPerOrg, else 429 too_many_reads): they go one after
-    // the other, the events first. Otherwise all three at once.
-    let queue = Promise.resolve()
-    const scans = q.trim() !== '' && !this.#live && rangeSpanMs(state) > scanRangeMs
-    /** @type {<T>(read: () => Promise<T>) => Promise<T>} */
-    const inTurn = (read) => {
-      if (!scans) return read()
-      const result = queue.then(read)
-      queue = result.then(() => {}, () => {})
-      return result
-    }
+    // With a q over more than an hour each read scans raw events and they go one after the other,
+    // the events first (view-common.js readsInTurn); otherwise all three at once.
+    const inTurn = readsInTurn(state)
     const events = inTurn(() => (prefetched?.path === firstPagePath(state) ? Promise.resolve(prefetched.answer) : api.get(firstPagePath(state), { signal }))
       .then((/** @type {EventsAnswer} */ answer) => {
         if (signal.aborted) return
@@ -400,13 +390,17 @@ export class Explore {
   // --- actions -------------------------------------------------------------------------------
 
   /**
+   * A sidebar click cycles the value (for, against, dropped: toggleFilter); a row's + or − sets it
+   * (set: setFilter).
    * @param {string} name
    * @param {string} value
    * @param {boolean} exclude
+   * @param {boolean} [set]
    */
-  #filter (name, value, exclude) {
+  #filter (name, value, exclude, set = false) {
     this.#host.state.event = null
-    this.#host.applySearch(toggleFilter(this.#host.state.q, name, value, { exclude }))
+    const q = this.#host.state.q
+    this.#host.applySearch(set ? setFilter(q, name, value, exclude) : toggleFilter(q, name, value, { exclude }))
   }
 
   /** @param {string} name */

@@ -7,7 +7,7 @@ import { formatBytes, formatCount, formatEventTime, formatRate } from './format.
 import { renderTotals } from './panels.js'
 import { setConn, setLoading } from './status-bar.js'
 import { rangeParams, rangeSpanMs } from './url-state.js'
-import { fillSeries, showEventsEmpty, streamPath, totalsOf } from './view-common.js'
+import { fillSeries, readsInTurn, showEventsEmpty, streamPath, totalsOf } from './view-common.js'
 
 /** @typedef {import('./types.js').StatsAnswer} StatsAnswer */
 /** @typedef {import('./types.js').EventsAnswer} EventsAnswer */
@@ -46,10 +46,11 @@ export class HistoryView {
     show($('load-more'), false)
     showEventsEmpty(this.#host, null)
     setConn('history', 'Loading…')
-    const [stats, events] = await Promise.allSettled([
-      api.get(streamPath(state.stream, 'stats', { ...this.#range, q: state.q }), { signal }),
-      api.get(streamPath(state.stream, 'events', { ...this.#range, q: state.q, limit: pageSize }), { signal }),
-    ])
+    // One after the other when each scans raw events (a q over more than an hour), the events first.
+    const inTurn = readsInTurn(state)
+    const eventsRead = inTurn(() => api.get(streamPath(state.stream, 'events', { ...this.#range, q: state.q, limit: pageSize }), { signal }))
+    const statsRead = inTurn(() => api.get(streamPath(state.stream, 'stats', { ...this.#range, q: state.q }), { signal }))
+    const [stats, events] = await Promise.allSettled([statsRead, eventsRead])
     if (signal.aborted) return
     // Show what arrived; report the failure that says most (a bad query or token before the rest).
     if (stats.status === 'fulfilled') this.#renderStats(stats.value)
@@ -93,7 +94,7 @@ export class HistoryView {
     const totals = totalsOf(stats)
     const count = totals.count ?? 0
     renderTotals(totals, {
-      count: `${formatRate(count / seconds)}/s on average`,
+      count: `${averageRate(count / seconds)} on average`,
       errors: `${formatCount(Math.round((totals.errorRate ?? 0) * count))} with status ≥ 400`,
       bytes: `${formatBytes((totals.bytes ?? 0) / seconds)}/s on average`,
       sources: 'distinct src values',
@@ -111,4 +112,15 @@ export class HistoryView {
     $('events-count').textContent = `${formatCount(table.size)} shown · newest first`
     showEventsEmpty(this.#host, table.size === 0 ? 'history' : null)
   }
+}
+
+/**
+ * Events per second as a person reads it: per minute or per hour when under one every ten seconds
+ * (394 events over a day are 16/h, not 0/s).
+ * @param {number} perSecond
+ */
+function averageRate (perSecond) {
+  if (perSecond === 0 || perSecond >= 0.1) return `${formatRate(perSecond)}/s`
+  if (perSecond * 60 >= 1) return `${formatRate(perSecond * 60)}/min`
+  return `${formatRate(perSecond * 3600)}/h`
 }

@@ -107,8 +107,12 @@ export class LiveView {
     const { api, state, table } = this.#host
     await followTail(api, streamPath(state.stream, 'tail', { q: state.q }), this.#signal, {
       onOpen: (reconnected) => {
-        if (reconnected) table.notice('Reconnected. Events sent while the tail was away are not shown here; pick a time range to see them.')
-        setBanner(null)
+        // Only a reconnect has a retry banner of the tail's to take down (not, say, the notice
+        // that the stream asked for is gone).
+        if (reconnected) {
+          table.notice('Reconnected. Events sent while the tail was away are not shown here; pick a time range to see them.')
+          setBanner(null)
+        }
         setConn(this.#paused ? 'paused' : 'live')
       },
       onMessage: (type, data) => this.#onMessage(type, data),

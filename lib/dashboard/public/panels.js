@@ -209,6 +209,7 @@ export class EventsTable {
    */
   clear ({ withDate = false } = {}) {
     this.#withDate = withDate
+    this.#tbody.parentElement?.classList.toggle('with-date', withDate) // a wider time column (app.css)
     this.#tbody.replaceChildren()
     this.#selected = null
   }

@@ -3,6 +3,7 @@
 // the panels, and the ways back to the app), /stats answers turned into chart points and totals,
 // and the "no events" box.
 import { $, codeBlock, el, replaceChildren, show } from './dom.js'
+import { rangeSpanMs } from './url-state.js'
 
 /** @typedef {import('./types.js').StatsAnswer} StatsAnswer */
 /** @typedef {import('./types.js').StatsPoint} StatsPoint */
@@ -86,4 +87,26 @@ export function showEventsEmpty (host, kind) {
       ? el('button', { type: 'button', class: 'btn', onclick: () => host.applySearch('') }, 'Clear the search')
       : [el('p', {}, `Send one to “${stream}” with an ingest token:`), codeBlock(send)])
   show(box)
+}
+
+/** Reads over a range longer than this scan raw events when they have a q (lib/query/read-limits.ts scanRangeMs). */
+const scanRangeMs = 3_600_000
+
+/**
+ * How a view's first reads run: one after the other when each scans raw events (a q over more
+ * than an hour: the server runs one such read per org at a time, query.maxScansPerOrg, and
+ * answers the others 429 too_many_reads), else all at once. Call the function it returns with
+ * each read, in the order they should run.
+ * @param {import('./state.js').AppState} state
+ * @returns {<T>(read: () => Promise<T>) => Promise<T>}
+ */
+export function readsInTurn (state) {
+  if (!(state.q.trim() !== '' && state.range !== 'live' && rangeSpanMs(state) > scanRangeMs)) return (read) => read()
+  /** @type {Promise<unknown>} */
+  let queue = Promise.resolve()
+  return (read) => {
+    const result = queue.then(read)
+    queue = result.then(() => {}, () => {})
+    return result
+  }
 }
