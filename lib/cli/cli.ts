@@ -15,7 +15,7 @@ import { streamCommand } from './stream-command.ts'
 import { tokenCommand } from './token-command.ts'
 import { defaultChunkBytes, defaultParallel, openInput, sendCommand } from './send-command.ts'
 import { tailCommand } from './tail-command.ts'
-import { parseArgs } from 'node:util'
+import { integerOption, readArgs } from './cli-args.ts'
 
 const help = `sluice — log ingestion into ClickHouse
 
@@ -23,6 +23,7 @@ const help = `sluice — log ingestion into ClickHouse
   sluice migrate                       apply schema migrations and exit
   sluice stream create NAME [--description TEXT] [--retention-days N]
   sluice stream list
+  sluice stream delete NAME --yes      the stream, its events and its ingest tokens
   sluice token create STREAM [--ttl SECONDS] [--name NAME]
   sluice token list STREAM
   sluice token revoke STREAM ID
@@ -30,13 +31,17 @@ const help = `sluice — log ingestion into ClickHouse
                                        N requests in flight (default 4, at most 16) of
                                        N bytes of lines each (default 1 MiB); failures are
                                        printed with their line in FILE; exit 2 if any line failed
+                                       FILE may be gzip'd (read as such by its first bytes)
   sluice tail STREAM [--q FILTER] [--json]
+                                       until the tail ends: exit 3 when the stream was
+                                       deleted, 1 when the connection to Sluice ended
 
 Environment: SLUICE_URL (default http://127.0.0.1:8080), SLUICE_TOKEN (a PAT; default: the
 admin token in \${SLUICE_DATA_DIR:-./data}/admin-token), SLUICE_INGEST_TOKEN (for send).
 The server reads the variables listed in the README's configuration table.`
 
 function out (line: string): void { process.stdout.write(line + '\n') }
+function err (line: string): void { process.stderr.write(line + '\n') }
 
 function patFromEnv (env: NodeJS.ProcessEnv): string {
   if (env.SLUICE_TOKEN) return env.SLUICE_TOKEN
@@ -76,37 +81,28 @@ async function run (argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
       return 0
     case 'send': {
       const usage = 'usage: sluice send STREAM FILE|- [--token INGEST_TOKEN] [--parallel N] [--chunk-bytes N]'
-      let parsed
-      try {
-        parsed = parseArgs({ args, allowPositionals: true, options: { token: { type: 'string' }, parallel: { type: 'string' }, 'chunk-bytes': { type: 'string' } } })
-      } catch (err) {
-        throw new CliError('usage', `${(err as Error).message}\n${usage}`)
-      }
-      const { values, positionals } = parsed
+      const { values, positionals } = readArgs(args, { token: { type: 'string' }, parallel: { type: 'string' }, 'chunk-bytes': { type: 'string' } }, usage)
       const token = values.token ?? env.SLUICE_INGEST_TOKEN
       if (positionals.length !== 2) throw new CliError('usage', usage)
       if (!token) throw new CliError('no_token', 'set SLUICE_INGEST_TOKEN or pass --token with an ingest token')
-      const integerFlag = (name: string, value: string | undefined, fallback: number): number => {
-        if (value === undefined) return fallback
-        if (!/^\d+$/.test(value)) throw new CliError('usage', `--${name} must be a positive integer\n${usage}`)
-        return Number(value)
-      }
       const totals = await sendCommand({
-        baseUrl, token, stream: positionals[0], input: openInput(positionals[1]), out,
-        parallel: integerFlag('parallel', values.parallel, defaultParallel),
-        chunkBytes: integerFlag('chunk-bytes', values['chunk-bytes'], defaultChunkBytes),
+        baseUrl, token, stream: positionals[0], input: openInput(positionals[1]), out, err,
+        parallel: integerOption('parallel', values.parallel, usage, defaultParallel),
+        chunkBytes: integerOption('chunk-bytes', values['chunk-bytes'], usage, defaultChunkBytes),
       })
       out(`ingested ${totals.ingested}, failed ${totals.failed}, in ${totals.requests} requests (${totals.retries} retries)`)
       return totals.failed > 0 ? 2 : 0
     }
     case 'tail': {
-      const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { q: { type: 'string' }, json: { type: 'boolean' } } })
-      if (positionals.length !== 1) throw new CliError('usage', 'usage: sluice tail STREAM [--q FILTER] [--json]')
-      await tailCommand({
-        baseUrl, token: patFromEnv(env), stream: positionals[0], q: values.q ?? '', json: values.json ?? false,
-        out, err: (line) => process.stderr.write(line + '\n'),
+      const usage = 'usage: sluice tail STREAM [--q FILTER] [--json]'
+      const { values, positionals } = readArgs(args, { q: { type: 'string' }, json: { type: 'boolean' } }, usage)
+      if (positionals.length !== 1) throw new CliError('usage', usage)
+      const ended = await tailCommand({
+        baseUrl, token: patFromEnv(env), stream: positionals[0], q: values.q ?? '', json: values.json ?? false, out, err,
       })
-      return 0
+      if (ended === 'closed') throw new CliError('connection_lost', 'the tail ended: Sluice closed the connection (stopped or restarting)')
+      err(`sluice: stream_deleted: ${positionals[0]} was deleted; the tail ended`)
+      return 3
     }
     case undefined:
     case 'help':
@@ -125,6 +121,10 @@ try {
 } catch (err) {
   if (err instanceof CliError || err instanceof ConfigError) {
     process.stderr.write(`sluice: ${err instanceof CliError ? `${err.code}: ` : ''}${err.message}\n`)
+    process.exitCode = 1
+  } else if (err instanceof Error && typeof (err as NodeJS.ErrnoException).code === 'string') {
+    // A system error (a file that is not there, a socket refused): its code and message, no stack.
+    process.stderr.write(`sluice: ${(err as NodeJS.ErrnoException).code}: ${err.message}\n`)
     process.exitCode = 1
   } else {
     throw err

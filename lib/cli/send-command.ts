@@ -9,15 +9,17 @@
 //
 // Line numbers: the server numbers failures within each request body (docs/api.md section 6.6);
 // every chunk remembers the file line it starts at, so a failure is reported with its line in the
-// FILE. Blank lines are sent as they are (the server counts them), so the numbers match. Failures
-// are printed in file order, whatever order the answers come back in.
+// FILE. Lines end at LF (a CR before it is dropped; a lone CR is part of the line), as the server
+// splits them; blank lines are sent as they are (the server counts them), so the numbers match.
+// Failures are printed in file order, whatever order the answers come back in. A gzip'd FILE (its
+// first bytes are gzip's magic) is read through gunzip. Retries are said on stderr with their cause.
 import { createReadStream } from 'node:fs'
-import { createInterface } from 'node:readline'
 import { randomUUID } from 'node:crypto'
-import { gzipSync } from 'node:zlib'
+import { createGunzip, gzipSync } from 'node:zlib'
+import { Readable } from 'node:stream'
+import split2 from 'split2'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { request } from 'undici'
-import type { Readable } from 'node:stream'
 import { CliError } from './api-client.ts'
 
 /** Bytes of NDJSON per request before gzip: large enough to be cheap, small enough to retry. */
@@ -37,6 +39,8 @@ export interface SendOptions {
   stream: string
   input: Readable
   out: (line: string) => void
+  /** Where retries are said (stderr); none by default. */
+  err?: (line: string) => void
   /** Requests in flight at once, 1-maxParallel; default defaultParallel. */
   parallel?: number
   /** Bytes of lines per request; default defaultChunkBytes. */
@@ -69,6 +73,7 @@ async function postChunk (options: SendOptions, chunk: Chunk, totals: SendTotals
   const span = `lines ${chunk.firstLine}-${chunk.lastLine}`
   for (let attempt = 1; ; attempt++) {
     let waitS: number
+    let cause: string
     try {
       const res = await request(`${options.baseUrl.replace(/\/+$/, '')}/api/ingest/${encodeURIComponent(options.stream)}`, {
         method: 'POST',
@@ -95,12 +100,17 @@ async function postChunk (options: SendOptions, chunk: Chunk, totals: SendTotals
         throw new CliError(parsed.error ?? 'http_error', `${span}: ${parsed.message ?? `HTTP ${res.statusCode}`}`, res.statusCode)
       }
       waitS = retryAfterSeconds(res.headers['retry-after'])
+      cause = `${res.statusCode} ${parsed.error ?? ''}`.trim()
     } catch (err) {
       if (err instanceof CliError) throw err
       waitS = Math.min(30, 2 ** Math.min(attempt, 5) / 2)
+      const code = (err as NodeJS.ErrnoException).code
+      cause = `cannot reach Sluice at ${options.baseUrl}: ${code ?? (err as Error).message}`
     }
-    if (attempt >= maxAttempts) throw new CliError('gave_up', `${span}: gave up after ${attempt} attempts`)
+    if (attempt >= maxAttempts) throw new CliError('gave_up', `${span}: gave up after ${attempt} attempts (${cause})`)
     totals.retries++
+    // The first retry and every fifth after it are said, so a long outage is not silent.
+    if (attempt % 5 === 1) options.err?.(`${span}: ${cause}; retrying in ${waitS} s (attempt ${attempt + 1} of ${maxAttempts})`)
     await sleep(waitS * 1000)
   }
 }
@@ -141,7 +151,7 @@ export async function sendCommand (options: SendOptions): Promise<SendTotals> {
     launch({ index: chunks++, firstLine, lastLine: firstLine + parts.length - 1, body: Buffer.from(parts.join('\n') + '\n') })
   }
 
-  const lines = createInterface({ input: options.input, crlfDelay: Infinity })
+  const lines = linesOf(await gunzippedIfGzip(options.input))
   let parts: string[] = []
   let size = 0
   let lineNo = 0
@@ -166,4 +176,26 @@ export async function sendCommand (options: SendOptions): Promise<SendTotals> {
 
 export function openInput (file: string): Readable {
   return file === '-' ? process.stdin : createReadStream(file)
+}
+
+/** The input's bytes, through gunzip when they start with gzip's magic (1f 8b). */
+async function gunzippedIfGzip (input: Readable): Promise<Readable> {
+  const chunks = input[Symbol.asyncIterator]() as AsyncIterator<Buffer | string>
+  const first = await chunks.next()
+  const head = first.done === true ? Buffer.alloc(0) : Buffer.from(first.value)
+  const all = Readable.from((async function * () {
+    if (head.length > 0) yield head
+    for (let next = await chunks.next(); next.done !== true; next = await chunks.next()) yield Buffer.from(next.value)
+  })(), { objectMode: false })
+  if (!(head[0] === 0x1f && head[1] === 0x8b)) return all
+  const gunzip = createGunzip()
+  all.once('error', (err) => gunzip.destroy(err))
+  return all.pipe(gunzip)
+}
+
+/** Lines split at LF only, a CR before it dropped (split2's default), errors of `input` passed on. */
+function linesOf (input: Readable): AsyncIterable<string> {
+  const splitter = split2()
+  input.once('error', (err) => splitter.destroy(err))
+  return input.pipe(splitter)
 }

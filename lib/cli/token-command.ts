@@ -1,22 +1,21 @@
 // `sluice token create STREAM [--ttl SECONDS] [--name NAME]`, `sluice token list STREAM`,
 // `sluice token revoke STREAM ID`: ingest tokens of a stream.
-import { parseArgs } from 'node:util'
 import type { ApiClient } from './api-client.ts'
 import { CliError } from './api-client.ts'
+import { integerOption, readArgs } from './cli-args.ts'
 
 const usage = 'usage: sluice token create STREAM [--ttl SECONDS] [--name NAME] | token list STREAM | token revoke STREAM ID'
 
 export async function tokenCommand (client: ApiClient, args: string[], out: (line: string) => void): Promise<void> {
   const [sub, ...rest] = args
-  const { values, positionals } = parseArgs({
-    args: rest, allowPositionals: true, options: { ttl: { type: 'string' }, name: { type: 'string' } },
-  })
+  const { values, positionals } = readArgs(rest, { ttl: { type: 'string' }, name: { type: 'string' } }, usage)
   const stream = positionals[0]
   if (!stream) throw new CliError('usage', usage)
   const base = `/api/streams/${encodeURIComponent(stream)}`
   if (sub === 'create' && positionals.length === 1) {
     const body: Record<string, unknown> = {}
-    if (values.ttl !== undefined) body.ttl = Number(values.ttl)
+    const ttl = integerOption('ttl', values.ttl, usage)
+    if (ttl !== undefined) body.ttl = ttl
     if (values.name !== undefined) body.name = values.name
     const tok = await client.call<{ id: string, token: string, expires_at: string }>('POST', `${base}/ingest-token`, body)
     out(tok.token)

@@ -10,6 +10,7 @@ import { countEvents } from '../helpers/ingest.ts'
 import { Readable } from 'node:stream'
 import { request } from 'undici'
 import { waitFor } from '../helpers/wait-for.ts'
+import { gzipSync } from 'node:zlib'
 
 const cli = new URL('../../lib/cli/cli.ts', import.meta.url).pathname
 let s: TestServer
@@ -126,4 +127,83 @@ t.test('usage errors and help', async (t) => {
   t.match(bad.stderr, /unknown command frobnicate/)
   const noToken = await run(['stream', 'list'], { SLUICE_TOKEN: '', SLUICE_DATA_DIR: '/nonexistent' })
   t.equal(noToken.code, 1)
+})
+
+t.test('options: a number that is none is refused; an unknown option is a usage error', async (t) => {
+  const org = await s.api('POST', '/api/orgs', { body: { name: 'cli-args' } })
+  const env = { SLUICE_TOKEN: org.body.token.token as string }
+  const retention = await run(['stream', 'create', 'x2', '--retention-days', 'abc'], env)
+  t.equal(retention.code, 1)
+  t.match(retention.stderr, /^sluice: usage: --retention-days must be a whole number/)
+  t.equal((await run(['stream', 'list'], env)).stdout.includes('x2'), false, 'no stream was made')
+  t.equal((await run(['stream', 'create', 'x2', '--retention-days', '7'], env)).code, 0)
+  const ttl = await run(['token', 'create', 'x2', '--ttl', '1h'], env)
+  t.equal(ttl.code, 1)
+  t.match(ttl.stderr, /^sluice: usage: --ttl must be a whole number/)
+  for (const args of [['tail', 'x2', '--bogus'], ['stream', 'list', '--json'], ['send', 'x2', 'f', '--nope']]) {
+    const r = await run(args, env)
+    t.equal(r.code, 1, args.join(' '))
+    t.match(r.stderr, /^sluice: usage: Unknown option '--/, `${args.join(' ')}: a usage error, not a stack trace`)
+  }
+  const missing = await run(['send', 'x2', '/nonexistent/file.ndjson', '--token', 'sli_x'], env)
+  t.equal(missing.code, 1)
+  t.match(missing.stderr, /^sluice: ENOENT: /)
+  t.notMatch(missing.stderr, /\n\s+at /, 'no stack trace')
+  const down = await run(['tail', 'x2'], { ...env, SLUICE_URL: 'http://127.0.0.1:9' })
+  t.equal(down.code, 1)
+  t.match(down.stderr, /^sluice: unreachable: cannot reach Sluice/)
+  const keep = await run(['stream', 'delete', 'x2'], env)
+  t.equal(keep.code, 1, 'delete wants --yes')
+  const gone = await run(['stream', 'delete', 'x2', '--yes'], env)
+  t.equal(gone.code, 0, gone.stderr)
+  t.equal((await run(['stream', 'list'], env)).stdout.includes('x2'), false, 'deleted')
+})
+
+t.test('send reads a gzip\'d file, and ends lines at LF only', async (t) => {
+  const org = await s.api('POST', '/api/orgs', { body: { name: 'cli-files' } })
+  const env = { SLUICE_TOKEN: org.body.token.token as string }
+  t.equal((await run(['stream', 'create', 'files'], env)).code, 0)
+  const token = (await run(['token', 'create', 'files'], env)).stdout.split('\n')[0]
+  const dir = await mkdtemp(join(tmpdir(), 'sluice-cli-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const gz = join(dir, 'events.ndjson.gz')
+  await writeFile(gz, gzipSync(Array.from({ length: 500 }, (_, i) => JSON.stringify({ path: `/gz/${i}` })).join('\n') + '\n'))
+  const zipped = await run(['send', 'files', gz, '--token', token], env)
+  t.equal(zipped.code, 0, zipped.stderr)
+  t.match(zipped.stdout, /ingested 500, failed 0/)
+  const crlf = join(dir, 'cr.ndjson')
+  // A CR inside a line is JSON whitespace there; CRLF ends a line like LF.
+  await writeFile(crlf, '{"path":"/cr",\r"x":1}\r\n\r\nnot json\n{"path":"/after"}\n')
+  const r = await run(['send', 'files', crlf, '--token', token], env)
+  t.equal(r.code, 2)
+  t.match(r.stdout, /^line 3: invalid_json: /m, 'the failed line numbered as in the file')
+  t.match(r.stdout, /ingested 2, failed 1/)
+})
+
+t.test('send says why it retries while Sluice cannot be reached', async (t) => {
+  const child = spawn(process.execPath, [cli, 'send', 'x', '-'], { env: { ...process.env, SLUICE_URL: 'http://127.0.0.1:9', SLUICE_INGEST_TOKEN: 'sli_x' } })
+  t.teardown(() => child.kill())
+  let stderr = ''
+  const said = new Promise<void>((resolve) => child.stderr.on('data', (d) => { stderr += d; if (stderr.includes('retrying')) resolve() }))
+  child.stdin.end('{"path":"/x"}\n')
+  await said
+  t.match(stderr, /^lines 1-1: cannot reach Sluice at http:\/\/127\.0\.0\.1:9: ECONNREFUSED; retrying in 1 s \(attempt 2 of 20\)/m)
+})
+
+t.test('tail ends with exit 3 when its stream is deleted', async (t) => {
+  const org = await s.api('POST', '/api/orgs', { body: { name: 'cli-tail-end' } })
+  const pat = org.body.token.token as string
+  t.equal((await s.api('POST', '/api/streams', { token: pat, body: { name: 'short-lived' } })).status, 201)
+  const before = s.app.tailHub.clientCount
+  const tail = new Promise<{ code: number | null, stderr: string }>((resolve) => {
+    const child = spawn(process.execPath, [cli, 'tail', 'short-lived'], { env: { ...process.env, SLUICE_URL: s.url, SLUICE_TOKEN: pat } })
+    let stderr = ''
+    child.stderr.on('data', (d) => { stderr += d })
+    child.on('close', (code) => resolve({ code, stderr }))
+  })
+  await waitFor(() => s.app.tailHub.clientCount > before, { what: 'the tail to connect', timeoutMs: 5000 })
+  t.equal((await s.api('DELETE', '/api/streams/short-lived', { token: pat })).status, 204)
+  const ended = await tail
+  t.equal(ended.code, 3)
+  t.match(ended.stderr, /sluice: stream_deleted: short-lived was deleted/)
 })
