@@ -2,7 +2,8 @@
 // fatal, in order of severity (their index; `level:>=warn` in q means warn or worse). From:
 // - names, any case: the six, plus syslog's (emerg, alert, crit -> fatal; err -> error;
 //   warning -> warn; notice, informational -> info), and common synonyms (critical, panic,
-//   emergency -> fatal; severe -> error; verbose, dbg -> debug; silly -> trace; information -> info);
+//   emergency -> fatal; severe -> error; verbose, dbg -> debug; silly -> trace; information -> info;
+//   winston's http, between its info and verbose -> info);
 //   the protocol inputs (OTLP severityText, Loki's level label) also take OpenTelemetry's step
 //   digit (INFO2) and enum name (SEVERITY_NUMBER_WARN): levelOfSeverityText. One table for all.
 // - numbers (or numeric strings) under a level key: syslog severities 0-7 (0-2 fatal, 3 error,
@@ -24,7 +25,7 @@ export const levelOffsets: readonly number[] = levelNames.reduce<number[]>((at, 
 const byName = new Map<string, number>([
   ['trace', 0], ['silly', 0],
   ['debug', 1], ['verbose', 1], ['dbg', 1],
-  ['info', 2], ['information', 2], ['informational', 2], ['notice', 2],
+  ['info', 2], ['information', 2], ['informational', 2], ['notice', 2], ['http', 2],
   ['warn', 3], ['warning', 3],
   ['error', 4], ['err', 4], ['severe', 4],
   ['fatal', 5], ['critical', 5], ['crit', 5], ['alert', 5], ['emerg', 5], ['emergency', 5], ['panic', 5],

@@ -46,9 +46,9 @@ export function refuseBodyError (outcome: IngestOutcome, emptyIsValid: boolean):
 }
 
 /** The first failures as one line of text, for protocols that answer with a message only. */
-export function describeFailures (failed: number, failures: LineFailure[], what: string): string {
+export function describeFailures (failed: number, failures: LineFailure[], what: string, whats = what + 's'): string {
   const listed = failures.slice(0, 5).map((f) => `${what} ${f.line}: ${f.code}: ${f.message}`)
-  return `${failed} ${what}${failed === 1 ? '' : 's'} rejected (${listed.join('; ')}${failed > listed.length ? '; ...' : ''})`
+  return `${failed} ${failed === 1 ? what : whats} rejected (${listed.join('; ')}${failed > listed.length ? '; ...' : ''})`
 }
 
 /** A protocol input whose body is one message, protobuf or JSON by its Content-Type. */

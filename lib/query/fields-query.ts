@@ -114,7 +114,8 @@ const listedColumns = eventFields.flatMap((f, i) => f.name === 'ts' ? [] : [{ na
  * every pair and took /fields over 24 h from ~290 to ~450 ms.)
  */
 const pairsJoin = rawSql('ARRAY JOIN attr_keys AS key, attr_values AS value, arrayEnumerateUniq(attr_keys) AS occurrence')
-const firstOfPath = rawSql('occurrence = 1')
+// An attribute with an empty key ({"": 1}) is left out: no q, by= or same= can name it.
+const firstOfPath = rawSql("occurrence = 1 AND key != ''")
 
 function typeOfColumn (name: string): string {
   const field = eventFields.find((f) => f.name === name)

@@ -18,14 +18,14 @@ t.test('names in any case, with the step digit or as the enum name', async (t) =
   const expected: Array<[string, string | null]> = [
     ['INFO', 'info'], ['Info2', 'info'], ['information', 'info'], ['notice', 'info'], ['warning', 'warn'], ['WARN3', 'warn'],
     ['err', 'error'], ['critical', 'fatal'], ['emerg', 'fatal'], ['dbg', 'debug'], ['TRACE', 'trace'],
-    ['SEVERITY_NUMBER_ERROR2', 'error'], [' fatal ', 'fatal'], ['verbose', 'debug'], ['silly', 'trace'], ['severe', 'error'],
+    ['SEVERITY_NUMBER_ERROR2', 'error'], [' fatal ', 'fatal'], ['verbose', 'debug'], ['silly', 'trace'], ['http', 'info'], ['severe', 'error'],
     ['', null], ['constructor', null], ['info5', null],
   ]
   for (const [text, level] of expected) t.equal(levelFromText(text), level, JSON.stringify(text))
 })
 
 t.test('one table: every name a line may carry is read the same by the protocol inputs', async (t) => {
-  for (const name of ['dbg', 'verbose', 'silly', 'severe', 'notice', 'crit', 'warning', 'Err']) {
+  for (const name of ['dbg', 'verbose', 'silly', 'http', 'severe', 'notice', 'crit', 'warning', 'Err']) {
     t.equal(levelOfSeverityText(name), levelOfName(name), name)
     t.ok(levelOfName(name) >= 0, `${name} is a level`)
   }

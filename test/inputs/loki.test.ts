@@ -122,6 +122,7 @@ t.test('hand-built protobuf + snappy: labels, escapes, structured metadata, ns t
   const r = await push('/loki/api/v1/push', body, { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/x-protobuf' })
   t.equal(r.status, 400, 'an entry failed: 400 as Loki answers, the others stored')
   t.equal(r.body.error, 'entries_rejected')
+  t.match(r.body.message, /^1 entry rejected \(entry 3: invalid_field: /)
   t.equal(r.body.ingested, 2)
   t.same(r.body.failures.map((f: { line: number, code: string }) => [f.line, f.code]), [[3, 'invalid_field']])
   const events = await storedEvents(tgt)

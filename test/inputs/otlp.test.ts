@@ -202,6 +202,9 @@ t.test('an attribute `host` (Fluent Bit\'s record key) fills host; host.name win
           record('number', [{ key: 'host', value: { intValue: '7' } }]),
         ],
       }],
+    }, {
+      resource: { attributes: [{ key: 'host.name', value: { stringValue: 'res-named' } }] },
+      scopeLogs: [{ logRecords: [{ ...record('resource named', [{ key: 'host', value: { stringValue: 'rec-host' } }]), severityNumber: 25 }] }],
     }],
   }
   const r = await post('/v1/logs', JSON.stringify(body), { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/json' })
@@ -215,6 +218,10 @@ t.test('an attribute `host` (Fluent Bit\'s record key) fills host; host.name win
   t.equal(by('resource').host, 'from-resource', 'a resource attribute host, when the record has none')
   t.equal(by('number').host, 'from-resource')
   t.equal(attrsOf(by('number'))['attributes.host'], 7, 'a record host that is no string stays in attrs')
+  t.equal(by('resource named').host, 'res-named', 'a resource host.name wins over a record host (docs/api.md 9.1)')
+  t.equal(attrsOf(by('resource named'))['attributes.host'], 'rec-host')
+  t.equal(by('resource named').level, null, 'a severity number past 24 is no level...')
+  t.equal(attrsOf(by('resource named')).severityNumber, 25, '...and is kept, as in an NDJSON line')
 })
 
 t.test('refusals: undecodable bodies, content types, tokens', async (t) => {

@@ -110,7 +110,7 @@ t.test('/fields names, types and counts as q reads them: a path held twice count
   const tgt = await createIngestTarget(s, 'shapes')
   const lines = [
     // user.id twice (dotted key, then nested): every read takes the first, 5.
-    { ts: base, 'user.id': 5, user: { id: 6 }, level: 'bogus', attrs: { host: 'inner' }, plus: '+5', inf: 'inf', dot: '.5', big: '1e400', long: '1234567890123456', quoted: '42', flag: 'true', n: 1 },
+    { ts: base, '': 'no name', 'user.id': 5, user: { id: 6 }, level: 'bogus', attrs: { host: 'inner' }, plus: '+5', inf: 'inf', dot: '.5', big: '1e400', long: '1234567890123456', quoted: '42', flag: 'true', n: 1 },
     { ts: base + 1, 'user.id': 7, level: 'info', plus: '5', inf: '1', dot: '0.5', big: '1e4', long: '1', quoted: '-7.25e2', flag: false, n: 2.5 },
   ]
   t.equal((await postIngest(tgt, lines.map((l) => JSON.stringify(l)).join('\n'))).body.ingested, 2)
@@ -121,6 +121,7 @@ t.test('/fields names, types and counts as q reads them: a path held twice count
   t.same(fields.get('user.id')?.top, [{ value: '5', count: 1 }, { value: '7', count: 1 }], 'the first value of a path held twice')
   t.equal(fields.get('user.id')?.count, 2, 'an event counted once')
   t.ok([...fields.values()].every((f) => f.count <= r.body.total), 'no field in more events than matched')
+  t.notOk(fields.has(''), 'an attribute with an empty key is not listed: no q can name it')
   // An invalid level stays an attribute, named as q reads it; so is a key spelt like one.
   t.same(fields.get('attrs.level'), { name: 'attrs.level', kind: 'attribute', type: 'string', count: 1, top: [{ value: 'bogus', count: 1 }] })
   t.equal(fields.get('level')?.kind, 'column')

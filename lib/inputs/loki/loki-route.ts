@@ -30,7 +30,7 @@ export function registerLokiRoutes (router: Router, deps: IngestRouteDeps): void
 function lokiAnswer (outcome: IngestOutcome): IngestAnswer {
   refuseBodyError(outcome, false)
   if (outcome.failed > 0) {
-    throw new SluiceError('entries_rejected', describeFailures(outcome.failed, outcome.failures, 'entry'), {
+    throw new SluiceError('entries_rejected', describeFailures(outcome.failed, outcome.failures, 'entry', 'entries'), {
       details: {
         ingested: outcome.ingested,
         failed: outcome.failed,

@@ -122,20 +122,26 @@ function messageOf (body: unknown): string | null {
   return typeof value === 'string' ? value : typeof value === 'object' ? JSON.stringify(value) : String(value)
 }
 
-/** Fills seed columns from the attributes that map to one; a mapped attribute leaves attrs. */
-function mapColumns (event: Obj, attributes: Obj): void {
+/**
+ * Fills seed columns from the attributes that map to one: a column's keys in their order, each
+ * from the record's attributes, else the resource's (`host.name` anywhere before `host`); a
+ * mapped attribute leaves attrs.
+ */
+function mapColumns (event: Obj, sources: readonly Obj[]): void {
   for (const [key, column] of columnAttributes) {
-    if (!(key in attributes) || event[column] !== undefined) continue
-    const value = attributes[key]
-    if (column === 'status') {
-      const n = typeof value === 'string' ? Number(value) : value
-      if (typeof n !== 'number' || !Number.isInteger(n) || n < 100 || n > 599) continue
-      event.status = n
-    } else {
-      if (typeof value !== 'string') continue
-      event[column] = value
+    for (const attributes of sources) {
+      if (!(key in attributes) || event[column] !== undefined) continue
+      const value = attributes[key]
+      if (column === 'status') {
+        const n = typeof value === 'string' ? Number(value) : value
+        if (typeof n !== 'number' || !Number.isInteger(n) || n < 100 || n > 599) continue
+        event.status = n
+      } else {
+        if (typeof value !== 'string') continue
+        event[column] = value
+      }
+      delete attributes[key]
     }
-    delete attributes[key]
   }
 }
 
@@ -157,6 +163,8 @@ function recordEvent (record: Obj, resource: Obj, scopeName: string | null, ids:
   if (message !== null) event.message = message
   const level = levelOf(record)
   if (level !== null) event.level = level
+  // A severity number that names no level (0 is "unspecified") is kept as an NDJSON line's would be.
+  else if (typeof record.severityNumber === 'number' && record.severityNumber !== 0) event.severityNumber = record.severityNumber
   const traceId = idText(record.traceId, ids)
   if (traceId !== null) event.trace_id = traceId
   const spanId = idText(record.spanId, ids)
@@ -164,8 +172,7 @@ function recordEvent (record: Obj, resource: Obj, scopeName: string | null, ids:
   if (typeof record.eventName === 'string' && record.eventName !== '') event.event_name = record.eventName
   if (scopeName !== null) event['scope.name'] = scopeName
   const attributes = keyValues(record.attributes, 1)
-  mapColumns(event, attributes)
-  mapColumns(event, resource)
+  mapColumns(event, [attributes, resource])
   addAttributes(event, attributes)
   addAttributes(event, resource)
   return event
