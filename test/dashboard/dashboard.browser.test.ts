@@ -132,6 +132,9 @@ t.test('the dashboard in Chromium', { skip }, async (t: Test) => {
     // leave the window as these arrive.) Watched from before the request, not to miss that second.
     const rateSeen = page.waitForFunction(() => Number.parseInt(document.querySelector('#total-count-sub').textContent, 10) >= 50,
       null, { timeout: waitMs, polling: 'raf' })
+    await page.locator('#stream-meta', { hasText: 'stored' }).waitFor({ timeout: waitMs })
+    const storedCount = async (): Promise<number> => Number(/([\d,]+) events? stored/.exec((await page.textContent('#stream-meta')) ?? '')?.[1].replace(/,/g, '') ?? NaN)
+    const storedBefore = await storedCount()
     // The tail sends a sample of a big request (and says how many it left out); the marked events come first.
     await ingest([
       { host: 'web-1', path: '/browser/ok-1', status: 200, rt: 0.02, bytes: 512, method: 'GET', src: '10.9.9.1', user_agent: 'tap' },
@@ -147,6 +150,10 @@ t.test('the dashboard in Chromium', { skip }, async (t: Test) => {
     t.ok(order.indexOf('/browser/fail-1') < order.indexOf('/browser/ok-1'), 'newest on top')
     await rateSeen
     t.pass('the events/s counter showed the 50 events')
+    await page.waitForFunction((n) => Number((/([\d,]+) events? stored/.exec(document.querySelector('#stream-meta').textContent ?? '')?.[1] ?? '').replace(/,/g, '')) >= n + 50,
+      storedBefore, { timeout: waitMs })
+    t.match(await page.textContent('#stream-meta'), /last event \d+ s ago/, 'the stream line moves with the tail')
+    t.ok(await storedCount() >= storedBefore + 50)
     t.match(await page.locator('#events-count').textContent(), /received/)
   })
 

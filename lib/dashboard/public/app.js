@@ -36,8 +36,8 @@ const detail = new DetailDrawer($('detail'), applyFilterTerms)
 const topLists = new TopLists($('toplists'), applyFilterTerms)
 const table = new EventsTable($('events-body', HTMLTableSectionElement), (event) => detail.open(event))
 /** What the views may use of the app. @type {ViewHost} */
-const host = { api, state, charts, topLists, table, handleFailure, restart: () => startView(), applySearch, clearPanels }
-const explore = new Explore({ api, state, handleFailure, restart: () => startView(), applySearch, zoomTo, writeHash: () => writeHash(state) })
+const host = { api, state, charts, topLists, table, handleFailure, restart: () => startView(), applySearch, clearPanels, countLive }
+const explore = new Explore({ api, state, handleFailure, restart: () => startView(), applySearch, zoomTo, writeHash: () => writeHash(state), countLive })
 /** The running panels view (null in Explore). @type {LiveView | HistoryView | null} */
 let view = null
 /** The view each stream's newest events called for, this session. @type {Map<string, 'explore' | 'panels'>} */
@@ -46,6 +46,7 @@ const detectedModes = new Map()
 // --- start -----------------------------------------------------------------------------------
 
 function boot () {
+  setInterval(renderStreamMeta, 15_000) // "last event N min ago" ages
   readHashIntoPage()
   wireControls()
   if (state.token) void loadStreams()
@@ -395,17 +396,41 @@ async function detectMode (signal) {
  * @param {AbortSignal} signal
  */
 async function loadStreamMeta (signal) {
-  const meta = $('stream-meta')
   try {
     /** @type {StreamInfo} */
     const s = await api.get(`/api/streams/${encodeURIComponent(state.stream ?? '')}`, { signal })
-    const parts = [`${s.retention_days}-day retention`, `${formatCountOf(s.stats?.events, 'event')} stored (${formatBytes(s.stats?.bytes)})`]
-    if (s.stats?.last_event_at) parts.push(`last event ${formatAgo(Date.parse(s.stats.last_event_at))}`)
-    meta.textContent = parts.join(' · ')
-    meta.title = s.description ?? ''
+    streamMeta = {
+      stream: state.stream ?? '', retentionDays: s.retention_days ?? 0, events: s.stats?.events ?? 0, bytes: s.stats?.bytes ?? 0,
+      lastEventAt: s.stats?.last_event_at ? Date.parse(s.stats.last_event_at) : null, description: s.description ?? '',
+    }
   } catch {
-    meta.textContent = ''
+    streamMeta = null
   }
+  renderStreamMeta()
+}
+
+/**
+ * The stream's numbers as last read, moved on in Live by the tail's per-second stats (the whole
+ * stream's events: reading the stream's stats again would cost a scan of it).
+ * @type {{ stream: string, retentionDays: number, events: number, bytes: number, lastEventAt: number | null, description: string } | null}
+ */
+let streamMeta = null
+
+function renderStreamMeta () {
+  const meta = $('stream-meta')
+  if (streamMeta === null) { meta.textContent = ''; return }
+  const parts = [`${streamMeta.retentionDays}-day retention`, `${formatCountOf(streamMeta.events, 'event')} stored (${formatBytes(streamMeta.bytes)})`]
+  if (streamMeta.lastEventAt !== null) parts.push(`last event ${formatAgo(streamMeta.lastEventAt)}`)
+  meta.textContent = parts.join(' · ')
+  meta.title = streamMeta.description
+}
+
+/** @param {number} count events the stream took in the last second (a tail's stats) */
+function countLive (count) {
+  if (streamMeta === null || streamMeta.stream !== state.stream || !(count > 0)) return
+  streamMeta.events += count
+  streamMeta.lastEventAt = Date.now()
+  renderStreamMeta()
 }
 
 boot()

@@ -12,6 +12,7 @@ import { parseJson } from './json-digits.js'
  * @typedef {object} TailHandlers
  * @property {(event: SluiceEvent) => void} onEvent
  * @property {(count: number) => void} onDropped events the server left out for this client
+ * @property {(count: number) => void} onStats the stream's events in the last second (all of them, whatever q)
  * @property {(state: 'live' | 'reconnecting', delayMs?: number) => void} onState
  * @property {(err: unknown) => void} onFatal a refusal a retry cannot fix (a bad q, a token problem)
  */
@@ -27,10 +28,11 @@ export async function followEvents (api, path, signal, handlers) {
   await followTail(api, path, signal, {
     onOpen: () => handlers.onState('live'),
     onMessage: (type, data) => {
-      if (type !== 'event' && type !== 'dropped') return
+      if (type !== 'event' && type !== 'dropped' && type !== 'stats') return
       let payload
       try { payload = parseJson(data) } catch { return }
       if (type === 'event') handlers.onEvent(payload)
+      else if (type === 'stats') handlers.onStats(Number(payload.count) || 0)
       else handlers.onDropped(Number(payload.count) || 0)
     },
     onRetry: (delayMs) => handlers.onState('reconnecting', delayMs),

@@ -82,6 +82,7 @@ export function firstPagePath (state) {
  * @property {(q: string) => void} applySearch
  * @property {(from: number, to: number) => void} zoomTo
  * @property {() => void} writeHash the state changed without a new view (columns, grouping, open event)
+ * @property {(count: number) => void} countLive the stream took `count` events in the last second (Live)
  */
 
 export class Explore {
@@ -469,6 +470,7 @@ export class Explore {
     await followEvents(api, streamPath(state.stream, 'tail', { q: state.q }), signal, {
       onEvent: (event) => feed.add(event),
       onDropped: (count) => feed.dropped(count),
+      onStats: (count) => this.#host.countLive(count),
       onState: (conn, delayMs) => setConn(conn === 'live' && feed.paused ? 'paused' : conn, conn === 'reconnecting' ? `Reconnecting in ${Math.round((delayMs ?? 0) / 1000)} s` : undefined),
       onFatal: (err) => this.#host.handleFailure(err, this.#host.restart),
     })

@@ -137,6 +137,7 @@ export class LiveView {
     if (type === 'event') {
       this.#onEvent(/** @type {SluiceEvent} */ (payload))
     } else if (type === 'stats') {
+      this.#host.countLive(/** @type {StatsPoint} */ (payload).count ?? 0)
       this.#addPoint(/** @type {StatsPoint} */ (payload))
       this.#render()
     } else if (type === 'dropped') {

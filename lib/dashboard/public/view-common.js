@@ -19,6 +19,7 @@ import { rangeSpanMs } from './url-state.js'
  * @property {() => void} restart starts the view again (a retry)
  * @property {(q: string) => void} applySearch
  * @property {() => void} clearPanels
+ * @property {(count: number) => void} countLive the stream took `count` events in the last second (Live)
  */
 
 /**
