@@ -182,10 +182,10 @@ export function openInput (file: string): Readable {
 async function gunzippedIfGzip (input: Readable): Promise<Readable> {
   const chunks = input[Symbol.asyncIterator]() as AsyncIterator<Buffer | string>
   const first = await chunks.next()
-  const head = first.done === true ? Buffer.alloc(0) : Buffer.from(first.value)
+  const head = first.done === true ? Buffer.alloc(0) : typeof first.value === 'string' ? Buffer.from(first.value) : first.value
   const all = Readable.from((async function * () {
     if (head.length > 0) yield head
-    for (let next = await chunks.next(); next.done !== true; next = await chunks.next()) yield Buffer.from(next.value)
+    for (let next = await chunks.next(); next.done !== true; next = await chunks.next()) yield next.value
   })(), { objectMode: false })
   if (!(head[0] === 0x1f && head[1] === 0x8b)) return all
   const gunzip = createGunzip()

@@ -33,7 +33,8 @@ interface ReviverContext {
 }
 
 function keepIntegerDigits (_key: string, value: unknown, context?: ReviverContext): unknown {
-  if (typeof value !== 'number' || context?.source === undefined) return value
+  // A double holds an integer up to 2^53 exactly, and String() of it is its digits: kept a number.
+  if (typeof value !== 'number' || Number.isSafeInteger(value) || context?.source === undefined) return value
   const source = context.source
   return longInteger.test(source) ? rawJson.rawJSON(source) : value
 }
