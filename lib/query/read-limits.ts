@@ -13,8 +13,16 @@
 //   read takes one core, inserts and their merges keep the other; measured in bench/README.md,
 //   "Reads against ingest");
 // - a query past a limit answers `504 query_timeout` (time) or `422 query_too_expensive` (memory,
-//   groups, rows), never a 500 or a crash; a read whose client went away is aborted in ClickHouse.
+//   groups, rows), never a 500 or a crash;
+// - a read whose client went away is stopped in ClickHouse (KILL QUERY by the read's query_id
+//   prefix), and keeps its slots until it has stopped: 18.16 runs a SELECT whose client went away
+//   to its end, so without the KILL an abandoned read went on for up to max_execution_time beside
+//   the next ones, past the limits above. A read that finds the org's slots full while some of
+//   them belong to reads being stopped waits for those (a KILL takes milliseconds) instead of
+//   answering 429: a dashboard that replaces its reads as the user types gets no 429 for the
+//   reads it gave up.
 // ClickHouse errors are told apart by their codes (clickhouse.ts), never by message text.
+import { randomUUID } from 'node:crypto'
 import { SluiceError } from '../errors.ts'
 import { ClickHouseError, clickhouseCodes } from '../storage/clickhouse.ts'
 import type { ClickHouse, RequestOptions } from '../storage/clickhouse.ts'
@@ -23,6 +31,9 @@ import type { RequestContext } from '../http/reply.ts'
 
 /** Seconds a client waits after 429 too_many_reads: reads last about a second. */
 const busyRetryAfterS = 1
+
+/** ms a read whose client went away waits for ClickHouse to stop its queries (KILL ... SYNC). */
+const stopTimeoutMs = 5_000
 
 /** ClickHouse codes of a read past a size limit: memory, rows to group, rows or bytes to read. */
 const tooExpensiveCodes: ReadonlySet<number> = new Set([
@@ -36,6 +47,10 @@ export class ReadLimits {
   readonly #limits: Config['query']
   readonly #running = new Map<string, number>()
   readonly #scans = new Map<string, number>()
+  /** Reads of an org whose client went away, being stopped in ClickHouse (they hold slots). */
+  readonly #stopping = new Map<string, number>()
+  /** Reads of an org waiting for a slot that a read being stopped holds. */
+  readonly #waiting = new Map<string, Array<() => void>>()
   /** The ClickHouse settings of every read query. */
   readonly settings: Readonly<Record<string, number | string>>
 
@@ -62,17 +77,49 @@ export class ReadLimits {
    * its limit; a query past a limit throws query_timeout or query_too_expensive.
    */
   async run<T> (ctx: RequestContext, orgId: string, clickhouse: ClickHouse, fn: (clickhouse: ClickHouse) => Promise<T>, scan = false): Promise<T> {
-    const release = this.acquire(orgId, scan)
+    const release = await this.#acquireAfterStopping(orgId, scan)
     const aborter = new AbortController()
-    const onClose = (): void => { if (!ctx.res.writableFinished) aborter.abort() }
+    const queryIds = `sluice-read-${randomUUID()}-`
+    let stopped: Promise<void> | undefined
+    const onClose = (): void => {
+      if (ctx.res.writableFinished || aborter.signal.aborted) return
+      aborter.abort()
+      this.#stopping.set(orgId, (this.#stopping.get(orgId) ?? 0) + 1)
+      // Errors are dropped: the read is over either way, and max_execution_time bounds a query
+      // the KILL did not reach.
+      stopped = clickhouse.cancel(queryIds, { signal: AbortSignal.timeout(stopTimeoutMs) }).catch(() => {})
+    }
     ctx.res.once('close', onClose)
     try {
-      return await fn(withOptions(clickhouse, { settings: this.settings, signal: aborter.signal }))
+      return await fn(withOptions(clickhouse, { settings: this.settings, signal: aborter.signal }, queryIds))
     } catch (err) {
       throw readError(err)
     } finally {
       ctx.res.off('close', onClose)
+      if (stopped !== undefined) {
+        await stopped
+        const left = (this.#stopping.get(orgId) ?? 1) - 1
+        if (left === 0) this.#stopping.delete(orgId)
+        else this.#stopping.set(orgId, left)
+      }
       release()
+    }
+  }
+
+  /** acquire(), waiting while the slots it lacks are held by reads being stopped. */
+  async #acquireAfterStopping (orgId: string, scan: boolean): Promise<() => void> {
+    for (;;) {
+      try {
+        return this.acquire(orgId, scan)
+      } catch (err) {
+        if (!(err instanceof SluiceError) || (this.#stopping.get(orgId) ?? 0) === 0) throw err
+        // Each read being stopped releases its slots within stopTimeoutMs.
+        await new Promise<void>((resolve) => {
+          const waiting = this.#waiting.get(orgId)
+          if (waiting === undefined) this.#waiting.set(orgId, [resolve])
+          else waiting.push(resolve)
+        })
+      }
     }
   }
 
@@ -87,7 +134,18 @@ export class ReadLimits {
       : undefined
     try {
       const release = takeSlot(this.#running, orgId, limits.maxConcurrentPerOrg, 'reads of this organization are running')
-      return () => { release(); releaseScan?.() }
+      let released = false
+      return () => {
+        if (released) return
+        released = true
+        release()
+        releaseScan?.()
+        const waiting = this.#waiting.get(orgId)
+        if (waiting !== undefined) {
+          this.#waiting.delete(orgId)
+          for (const wake of waiting) wake()
+        }
+      }
     } catch (err) {
       releaseScan?.()
       throw err
@@ -120,12 +178,20 @@ export function readError (err: unknown): unknown {
   return err
 }
 
-/** `clickhouse` with `options` on every query (a caller's own options win). */
-function withOptions (clickhouse: ClickHouse, options: RequestOptions): ClickHouse {
+/**
+ * `clickhouse` with `options` on every query (a caller's own options win), each query's id
+ * `queryIds` and a number. A query asked for once the signal has aborted is not sent.
+ */
+function withOptions (clickhouse: ClickHouse, options: RequestOptions, queryIds: string): ClickHouse {
+  let n = 0
+  const next = (own: RequestOptions | undefined): RequestOptions => {
+    options.signal?.throwIfAborted()
+    return { queryId: `${queryIds}${n++}`, ...merged(options, own) }
+  }
   return {
     ...clickhouse,
-    query: async (statement, own) => await clickhouse.query(statement, merged(options, own)),
-    queryChunks: (statement, own) => clickhouse.queryChunks(statement, merged(options, own)),
+    query: async (statement, own) => await clickhouse.query(statement, next(own)),
+    queryChunks: (statement, own) => clickhouse.queryChunks(statement, next(own)),
   }
 }
 

@@ -230,6 +230,10 @@ export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHous
       }
     },
 
+    // chdb cannot stop a running statement, and its statements carry no query_id (the contract
+    // above): an abandoned read finishes in the background and holds its session until then.
+    async cancel (): Promise<void> {},
+
     async ping (opts: RequestOptions = {}): Promise<boolean> {
       try {
         await withSession('SELECT 1', opts.signal, (session) => session.queryAsync('SELECT 1'), true)

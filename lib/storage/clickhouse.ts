@@ -6,7 +6,7 @@
 import { Readable } from 'node:stream'
 import { createClient, ClickHouseLogLevel } from '@clickhouse/client'
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client'
-import { SqlFragment } from './sql.ts'
+import { SqlFragment, sql } from './sql.ts'
 import { createChdbClickHouse } from './chdb-clickhouse.ts'
 import { isChdbUrl } from './chdb-engine.ts'
 
@@ -122,6 +122,13 @@ export interface ClickHouse {
    * `queryId` names the insert in system.processes (so a caller can KILL it or wait for it).
    */
   insertRaw (statement: string, body: Buffer | Readable, signal?: AbortSignal, settings?: InsertSettings, queryId?: string): Promise<void>
+  /**
+   * Stops the running queries whose query_id starts with `queryIdPrefix` and returns when they
+   * have stopped (`KILL QUERY ... SYNC`). Aborting a request does not stop its query: 18.16 runs
+   * a SELECT whose client went away to its end (up to max_execution_time). The embedded engine
+   * cannot stop a statement: there it returns at once.
+   */
+  cancel (queryIdPrefix: string, options?: RequestOptions): Promise<void>
   /** True when ClickHouse answers /ping; false (never a throw) on any failure or abort. */
   ping (options?: RequestOptions): Promise<boolean>
   /** Server version string, e.g. "18.16.1". */
@@ -222,6 +229,19 @@ export function createClickHouse (options: ClickHouseOptions): ClickHouse {
           clickhouse_settings: settings as ClickHouseSettings | undefined,
         })
         // Drain the (empty) response so the socket goes back to the pool.
+        res.stream.resume()
+        await new Promise<void>((resolve, reject) => {
+          res.stream.once('end', resolve)
+          res.stream.once('error', reject)
+        })
+      })
+    },
+
+    async cancel (queryIdPrefix: string, opts: RequestOptions = {}): Promise<void> {
+      const text = String(sql`KILL QUERY WHERE startsWith(query_id, ${queryIdPrefix}) SYNC`)
+      await run(text, async () => {
+        // KILL answers a row per query it stopped: drain them.
+        const res = await client.exec({ query: text, abort_signal: opts.signal })
         res.stream.resume()
         await new Promise<void>((resolve, reject) => {
           res.stream.once('end', resolve)

@@ -1,0 +1,64 @@
+// A read whose client goes away (lib/query/read-limits.ts; docs/api.md section 7.9): its queries
+// are stopped in ClickHouse, not left running to max_execution_time beside the next reads, and a
+// read that finds the org's slots held by reads being stopped waits for them instead of a 429.
+// Through a real HTTP server and client: the client's abort is what closes the response.
+import t from 'tap'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { request } from 'undici'
+import { createTestDatabase, onChdb } from '../helpers/clickhouse.ts'
+import { waitFor } from '../helpers/wait-for.ts'
+import { ReadLimits } from '../../lib/query/read-limits.ts'
+import { SluiceError } from '../../lib/errors.ts'
+import type { RequestContext } from '../../lib/http/reply.ts'
+
+// The embedded engine cannot stop a running statement (lib/storage/chdb-clickhouse.ts).
+t.test('a read whose client went away is stopped in ClickHouse; the next read waits for its slot', { skip: onChdb && 'chdb cannot stop a statement' }, async (t) => {
+  const { clickhouse } = await createTestDatabase(t)
+  const reads = new ReadLimits({ maxConcurrentPerOrg: 1, maxScansPerOrg: 1, timeoutMs: 20_000, maxMemoryBytes: 1 << 30, maxGroupKeys: 1_000_000, maxThreads: 1 })
+  // A statement that runs for seconds, unless stopped (a marker to find it by in system.processes).
+  const slow = 'SELECT count() FROM numbers(100000000000) WHERE sipHash64(number) % 7 = 1 AND \'read-limits-test\' != \'\''
+  const answers: Array<Promise<unknown>> = []
+  const server = createServer((req, res) => {
+    const ctx = { req, res } as unknown as RequestContext
+    const run = req.url === '/slow'
+      ? reads.run(ctx, 'org_1', clickhouse, async (ch) => await ch.query(slow), true)
+      : reads.run(ctx, 'org_1', clickhouse, async (ch) => await ch.query<{ one: number }>('SELECT 1 AS one'), true)
+    answers.push(run.then((rows) => { res.end(JSON.stringify(rows)) }, (err: unknown) => {
+      if (err instanceof SluiceError) { res.statusCode = 429; res.end(err.code) } else res.destroy()
+      return err
+    }))
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => { server.close() })
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  const running = async (): Promise<number> => (await clickhouse.query<{ n: number }>(
+    "SELECT count() AS n FROM system.processes WHERE query LIKE '%read-limits-test%' AND query NOT LIKE '%system.processes%'"))[0].n
+
+  const gone = new AbortController()
+  const abandoned = request(`${base}/slow`, { signal: gone.signal }).catch((err: unknown) => err)
+  await waitFor(running, { what: 'the slow read to run in ClickHouse' })
+  t.equal(reads.running('org_1'), 1)
+
+  gone.abort()
+  await abandoned
+  // The org's one slot is held until the slow statement has stopped; this read waits for it.
+  const next = await request(`${base}/fast`)
+  t.equal(next.statusCode, 200, 'no 429 for a slot held by a read being stopped')
+  t.same(JSON.parse(await next.body.text()), [{ one: 1 }])
+  t.equal(await running(), 0, 'the abandoned statement no longer runs in ClickHouse')
+  await Promise.all(answers)
+  t.equal(reads.running('org_1'), 0)
+
+  // A slot held by a read that is running (not being stopped) still answers 429 at once.
+  const busy = new AbortController()
+  const holding = request(`${base}/slow`, { signal: busy.signal }).catch((err: unknown) => err)
+  await waitFor(running, { what: 'the second slow read to run' })
+  const refused = await request(`${base}/fast`)
+  t.equal(refused.statusCode, 429)
+  t.equal(await refused.body.text(), 'too_many_reads')
+  busy.abort()
+  await holding
+  await Promise.all(answers)
+  t.equal(await running(), 0)
+})
