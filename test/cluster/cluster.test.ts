@@ -90,6 +90,70 @@ t.test('ingest through either node lands on both shards, and every query on eith
   }
 })
 
+t.test('reads of any field on either node see every shard: q on attributes, stats?by=, /fields, context, export', async (t) => {
+  const token = await streamWithToken(admin, a.url, b.url, 'apps')
+  const base = Date.now() - 1_800_000
+  const services = ['checkout', 'cart', 'search']
+  // 1,000 application events, one a second, through both nodes in turn (so both shards hold some).
+  const rows = Array.from({ length: 1000 }, (_, n) => ({
+    ts: base + n * 1000,
+    host: `h${n % 4}`,
+    'service.name': services[n % 3],
+    level: n % 10 === 0 ? 'error' : 'info',
+    msg: `request ${n}`,
+    user_id: n % 50,
+    order: { total: n + 0.5 },
+    trace_id: `tr-${n}`,
+  }))
+  for (let i = 0; i < 20; i++) {
+    const res = await ingest([a.url, b.url][i % 2], token, 'apps', rows.slice(i * 50, i * 50 + 50))
+    t.equal(res.status, 200)
+  }
+  await waitFor(async () => {
+    const c = await localCounts('apps')
+    return shardHosts.every(([r1, r2]) => c[r1] === c[r2]) && c[0] + c[2] === rows.length ? c : undefined
+  }, { what: 'replicas of each shard hold the same rows', timeoutMs: 30_000, intervalMs: 200, until: isDefined, retryErrors: true })
+  const counts = await localCounts('apps')
+  t.ok(counts[0] > 0 && counts[2] > 0, `both shards hold events (${counts[0]} + ${counts[2]})`)
+
+  const range = `from=${base}&to=${base + rows.length * 1000}`
+  const q = (text: string): string => `${range}&q=${encodeURIComponent(text)}`
+  const expected = (pred: (r: typeof rows[number]) => boolean): number => rows.filter(pred).length
+  for (const node of [a, b]) {
+    const name = `node ${node.index + 1}`
+    const byUser = await api(node.url, admin, 'GET', `/api/streams/apps/events?${q('user_id:7')}&limit=1000`)
+    t.equal(byUser.status, 200)
+    t.equal(byUser.body.events.length, expected((r) => r.user_id === 7), `${name}: an attribute`)
+    const either = await api(node.url, admin, 'GET', `/api/streams/apps/events?${q('service:checkout OR order.total:>990')}&limit=1000`)
+    t.equal(either.body.events.length, expected((r) => r['service.name'] === 'checkout' || r.order.total > 990), `${name}: OR of a column and a comparison`)
+    const regex = await api(node.url, admin, 'GET', `/api/streams/apps/events?${q('trace_id:~"^tr-12[0-9]$" -level:error')}&limit=1000`)
+    t.equal(regex.body.events.length, expected((r) => /^tr-12[0-9]$/.test(r.trace_id) && r.level !== 'error'), `${name}: a regex and NOT`)
+
+    const stats = await api(node.url, admin, 'GET', `/api/streams/apps/stats?${range}&by=user_id&top=3`)
+    t.equal(stats.status, 200)
+    t.same(stats.body.groups, [{ value: '0', count: 20 }, { value: '1', count: 20 }, { value: '10', count: 20 }], `${name}: stats?by= an attribute`)
+    t.equal(stats.body.totals.count, rows.length)
+
+    const fields = await api(node.url, admin, 'GET', `/api/streams/apps/fields?${range}`)
+    t.equal(fields.status, 200)
+    const userField = (fields.body.fields as Array<{ name: string, count: number, type: string }>).find((f) => f.name === 'user_id')
+    t.match(userField, { kind: 'attribute', type: 'number', count: rows.length }, `${name}: /fields`)
+
+    const hit = await api(node.url, admin, 'GET', `/api/streams/apps/events?${q('trace_id:tr-500')}`)
+    t.equal(hit.body.events.length, 1)
+    const ctx = await api(node.url, admin, 'GET', `/api/streams/apps/events/${encodeURIComponent(hit.body.events[0].id)}/context?before=3&after=3&same=service`)
+    t.equal(ctx.status, 200)
+    t.same([...ctx.body.before, ctx.body.event, ...ctx.body.after].map((e: { trace_id: string }) => e.trace_id),
+      ['tr-491', 'tr-494', 'tr-497', 'tr-500', 'tr-503', 'tr-506', 'tr-509'], `${name}: context of one service across shards`)
+
+    const exported = await api(node.url, admin, 'GET', `/api/streams/apps/export?${q('service:cart')}`)
+    t.equal(exported.status, 200)
+    const lines = String(exported.body).trim().split('\n').map((l) => JSON.parse(l) as { ts: number, service: string })
+    t.equal(lines.length, expected((r) => r['service.name'] === 'cart'), `${name}: export`)
+    t.ok(lines.every((l, i) => l.service === 'cart' && (i === 0 || lines[i - 1].ts <= l.ts)), `${name}: export in ascending time`)
+  }
+})
+
 t.test('a stream created on node 2 takes ingest on node 1 within the metadata refresh interval', async (t) => {
   const created = await api(b.url, admin, 'POST', '/api/streams', { name: 'from-b' })
   t.equal(created.status, 201)
