@@ -315,9 +315,14 @@ export class MetadataStore {
 
   ingestTokenByHash (hash: string): IngestTokenRecord | undefined { return this.#ingestByHash.get(hash) }
   ingestToken (id: string): IngestTokenRecord | undefined { return this.#ingestTokens.get(id) }
+  /**
+   * The ingest tokens of the stream `stream` as it exists now: a token made for a deleted stream
+   * of the same name (revoked with it) is not one of them (docs/api.md section 5.1).
+   */
   ingestTokensOfStream (orgId: string, stream: string): IngestTokenRecord[] {
+    const current = this.stream(orgId, stream)
     return [...this.#ingestTokens.values()]
-      .filter((x) => x.orgId === orgId && x.stream === stream)
+      .filter((x) => x.orgId === orgId && x.stream === stream && (current === undefined || x.createdAt >= current.createdAt))
       .sort((a, b) => a.createdAt - b.createdAt)
   }
 

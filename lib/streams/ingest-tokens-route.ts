@@ -50,7 +50,8 @@ export function registerIngestTokenRoutes (router: Router, deps: { auth: Authent
     const { org } = principal
     const stream = findStream(accounts.store, org.id, ctx.params.stream)
     const record = accounts.store.ingestToken(ctx.params.id)
-    if (!record || record.orgId !== org.id || record.stream !== stream.name) {
+    // A token of a deleted stream of the same name is not this stream's (docs/api.md section 5.1).
+    if (!record || record.orgId !== org.id || record.stream !== stream.name || record.createdAt < stream.createdAt) {
       throw new SluiceError('not_found', 'No such ingest token on this stream')
     }
     if (record.revokedAt === null) {

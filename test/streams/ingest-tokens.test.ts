@@ -77,6 +77,26 @@ t.test('revoke: a token of another stream is 404', async (t) => {
   t.equal(r.body.error, 'not_found')
 })
 
+t.test('a stream created again under a deleted one\'s name lists none of its tokens, nor revokes them', async (t) => {
+  await s.api('POST', '/api/streams', { body: { name: 'again' } })
+  const old = (await s.api('POST', '/api/streams/again/ingest-token', { body: {} })).body
+  clock += 1_000
+  t.equal((await s.api('DELETE', '/api/streams/again')).status, 204)
+  clock += 1_000
+  t.equal((await s.api('POST', '/api/streams', { body: { name: 'again' } })).status, 201)
+  const listed = await s.api('GET', '/api/streams/again/ingest-tokens')
+  t.equal(listed.status, 200)
+  t.same(listed.body.tokens, [], 'the deleted stream\'s token is not the new stream\'s')
+  const revoke = await s.api('DELETE', `/api/streams/again/ingest-tokens/${old.id}`)
+  t.equal(revoke.status, 404)
+  t.equal(revoke.body.error, 'not_found')
+  const fresh = (await s.api('POST', '/api/streams/again/ingest-token', { body: {} })).body
+  const after = await s.api('GET', '/api/streams/again/ingest-tokens')
+  t.same(after.body.tokens.map((x: { id: string }) => x.id), [fresh.id])
+  const sent = await s.api('POST', '/api/ingest/again', { token: old.token, body: '{"msg":"x"}\n', headers: ndjson })
+  t.equal(sent.status, 403, 'the old token still does not ingest into the new stream')
+})
+
 t.test('expiry: a token stops working once its ttl has passed', async (t) => {
   const issued = (await s.api('POST', '/api/streams/app/ingest-token', { body: { ttl: 60 } })).body
   t.equal((await s.api('POST', '/api/ingest/app', { token: issued.token, body: '{}\n', headers: ndjson })).status, 200)
