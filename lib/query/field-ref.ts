@@ -40,9 +40,9 @@ export function attributeFieldName (path: string): string {
 
 /**
  * The field names of a parameter (`same=`): separated by commas outside double quotes, each
- * trimmed, then read by quotedName; empty ones are left out.
+ * trimmed, then read by quotedName; empty ones are left out. An unclosed quote is invalid_query.
  */
-export function fieldNamesParam (text: string): string[] {
+export function fieldNamesParam (text: string, parameter = 'same'): string[] {
   const names: string[] = []
   let start = 0
   let quoted = false
@@ -52,17 +52,33 @@ export function fieldNamesParam (text: string): string[] {
     else if (c === '"') quoted = !quoted
     else if ((c === ',' && !quoted) || i === text.length) {
       const name = text.slice(start, i).trim()
-      if (name !== '') names.push(quotedName(name))
+      if (name !== '') names.push(quotedName(name, parameter))
       start = i + 1
     }
   }
   return names
 }
 
-/** A `by=` or `same=` name: its text, or the name inside its quotes as `q` writes one (`"odd key"`, `\"` and `\\` escapes). */
-export function quotedName (text: string): string {
-  if (text.length < 2 || text[0] !== '"' || text[text.length - 1] !== '"') return text
-  return text.slice(1, -1).replace(/\\(["\\])/g, '$1')
+/**
+ * A `by=` or `same=` name: its text, or the name inside its quotes as `q` writes one (`"odd key"`,
+ * `\"` and `\\` escapes). A name that opens a quote it does not close (or goes on after it) is
+ * invalid_query, as in `q`.
+ */
+export function quotedName (text: string, parameter = 'by'): string {
+  if (!text.startsWith('"')) return text
+  let name = ''
+  for (let i = 1; i < text.length; i++) {
+    const c = text[i]
+    if (c === '\\' && (text[i + 1] === '"' || text[i + 1] === '\\')) {
+      name += text[++i]
+    } else if (c === '"') {
+      if (i === text.length - 1) return name
+      break
+    } else {
+      name += c
+    }
+  }
+  throw new SluiceError('invalid_query', `${parameter}: a quoted field name must end with its closing quote`, { details: { parameter } })
 }
 
 /** Values with their counts: count descending, ties by value as ClickHouse orders strings (by their UTF-8 bytes). */

@@ -116,7 +116,7 @@ const columnsByName = new Map<string, ColumnRef>(filterColumns.map((c) => [c.nam
 
 function fail (message: string, position: number, hint?: string): never {
   const text = `${message} at position ${position}` + (hint === undefined ? '' : ` (${hint})`)
-  throw new SluiceError('invalid_query', text, { details: { position } })
+  throw new SluiceError('invalid_query', text, { details: { parameter: 'q', position } })
 }
 
 const isSpace = (ch: string | undefined): boolean => ch === ' ' || ch === '\t' || ch === '\n' || ch === '\r'
@@ -133,7 +133,7 @@ const levelComparison = /^(>=|<=|>|<|=)?(.+)$/
 export function parseFilter (q: string): FilterNode | null {
   if (q.length > maxFilterLength) {
     throw new SluiceError('invalid_query', `q is ${q.length} characters long; at most ${maxFilterLength} are allowed`,
-      { details: { position: maxFilterLength } })
+      { details: { parameter: 'q', position: maxFilterLength } })
   }
   // A lone `*` is every event, as in Kibana, Loki's UI and VictoriaLogs (docs/api.md section 7.2).
   if (q.trim() === '*') return null

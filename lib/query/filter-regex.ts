@@ -123,7 +123,7 @@ export function parseRegex (source: string, at: number | readonly number[]): Fil
   let i = 0
 
   function fail (message: string, position: number): never {
-    throw new SluiceError('invalid_query', `${message} at position ${position}`, { details: { position } })
+    throw new SluiceError('invalid_query', `${message} at position ${position}`, { details: { parameter: 'q', position } })
   }
   const here = (): number => positionOf(i)
 

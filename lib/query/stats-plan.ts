@@ -93,7 +93,7 @@ const stepPattern = /^([1-9][0-9]{0,5})([smhd])$/
 export function parseStep (text: string): number {
   const match = stepPattern.exec(text)
   if (!match) {
-    throw new SluiceError('invalid_query', `step: expected a positive number and a unit s, m, h or d, like 10s or 1h (got ${JSON.stringify(text)})`)
+    throw new SluiceError('invalid_query', `step: expected a positive number and a unit s, m, h or d, like 10s or 1h (got ${JSON.stringify(text)})`, { details: { parameter: 'step' } })
   }
   return Number(match[1]) * unitMs[match[2]]
 }
@@ -153,13 +153,13 @@ function isWholeMs (value: number): boolean {
 export function planStats (params: StatsParams): StatsPlan {
   const { from, to } = params
   if (!isWholeMs(from) || !isWholeMs(to)) throw new SluiceError('invalid_query', 'from and to must be whole milliseconds since the epoch')
-  if (from >= to) throw new SluiceError('invalid_query', 'from must be before to')
+  if (from >= to) throw new SluiceError('invalid_query', 'from must be before to', { details: { parameter: 'from' } })
   const topN = params.topN ?? defaultTopN
   if (!Number.isInteger(topN) || topN < 1 || topN > maxTopN) {
-    throw new SluiceError('invalid_query', `top lists hold 1 to ${maxTopN} entries (got ${topN})`)
+    throw new SluiceError('invalid_query', `top lists hold 1 to ${maxTopN} entries (got ${topN})`, { details: { parameter: 'top' } })
   }
   const requestedStep = params.stepMs ?? chooseStep(from, to)
-  if (!Number.isSafeInteger(requestedStep) || requestedStep < 1) throw new SluiceError('invalid_query', 'step must be a positive number of milliseconds')
+  if (!Number.isSafeInteger(requestedStep) || requestedStep < 1) throw new SluiceError('invalid_query', 'step must be a positive number of milliseconds', { details: { parameter: 'step' } })
   const filter = params.filter && params.filter.text.trim() !== '1' ? params.filter : null
 
   let source = params.source
@@ -180,7 +180,7 @@ export function planStats (params: StatsParams): StatsPlan {
   const alignedTo = Math.ceil(to / stepMs) * stepMs
   const points = (alignedTo - alignedFrom) / stepMs
   if (points > maxPoints) {
-    throw new SluiceError('invalid_query', `step ${stepMs} ms gives ${points} points over this range; at most ${maxPoints}: use a larger step`)
+    throw new SluiceError('invalid_query', `step ${stepMs} ms gives ${points} points over this range; at most ${maxPoints}: use a larger step`, { details: { parameter: 'step' } })
   }
   const prewhere = filter !== null && params.prewhere !== undefined ? sql` PREWHERE ${params.prewhere}` : sql``
   return { orgId: params.orgId, stream: params.stream, source, from: alignedFrom, to: alignedTo, stepMs, topN, filter, prewhere, hiddenBefore: params.hiddenBefore ?? 0, groupsFromRollup, groupSample: params.groupSample ?? groupSampleRows }

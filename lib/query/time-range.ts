@@ -67,15 +67,15 @@ export function parseTime (name: string, text: string, now: number): number {
     value = parseRfc3339(text)
   }
   if (value === null || !Number.isSafeInteger(value)) {
-    throw new SluiceError('invalid_query', `${name}: expected RFC 3339, epoch milliseconds, now or now±<n><s|m|h|d> (got ${JSON.stringify(text)})`)
+    throw new SluiceError('invalid_query', `${name}: expected RFC 3339, epoch milliseconds, now or now±<n><s|m|h|d> (got ${JSON.stringify(text)})`, { details: { parameter: name } })
   }
-  if (value < 0) throw new SluiceError('invalid_query', `${name}: ${JSON.stringify(text)} is before 1970-01-01T00:00:00Z`)
+  if (value < 0) throw new SluiceError('invalid_query', `${name}: ${JSON.stringify(text)} is before 1970-01-01T00:00:00Z`, { details: { parameter: name } })
   return value
 }
 
 export function parseTimeRange (input: TimeRangeInput, now: number): TimeRange {
   const to = input.to === undefined || input.to === null ? now : parseTime('to', input.to, now)
   const from = input.from === undefined || input.from === null ? Math.max(0, to - defaultRangeMs) : parseTime('from', input.from, now)
-  if (from >= to) throw new SluiceError('invalid_query', `from must be before to (got from=${from}, to=${to} ms)`)
+  if (from >= to) throw new SluiceError('invalid_query', `from must be before to (got from=${from}, to=${to} ms)`, { details: { parameter: 'from' } })
   return { from, to }
 }

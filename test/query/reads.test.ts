@@ -153,6 +153,26 @@ t.test('by= and same= take a name as q writes it: bare, or in quotes with a spac
   const context = await s.api('GET', `/api/streams/oddkeys/events/${anchor.id}/context?same=${encodeURIComponent('"odd key","a,b", host')}`)
   t.equal(context.status, 200)
   t.same([...context.body.before, ...context.body.after].map((e: Event) => e.ts - base), [0, 4], 'neighbours sharing "odd key", "a,b" and host')
+  // Every invalid_query names its parameter.
+  for (const [query, parameter] of [['from=x', 'from'], [`from=${base + 10}&to=${base}`, 'from'], ['to=now-', 'to'], [`${range}&step=x`, 'step'], [`${range}&q=(`, 'q'], [`${range}&q=${encodeURIComponent('a:~"(?i)x"')}`, 'q']]) {
+    const r = await s.api('GET', `/api/streams/oddkeys/stats?${query}`)
+    t.equal(r.status, 400, query)
+    t.equal(r.body.error, 'invalid_query')
+    t.equal(r.body.parameter, parameter, `${query}: parameter`)
+  }
+  // A quote opened and not closed is a bad name, as in q.
+  for (const bad of ['"odd key', '"', '"odd" key']) {
+    const r = await s.api('GET', `/api/streams/oddkeys/stats?${range}&by=${encodeURIComponent(bad)}`)
+    t.equal(r.status, 400, `by=${bad}`)
+    t.equal(r.body.error, 'invalid_query')
+    t.equal(r.body.parameter, 'by')
+  }
+  for (const bad of ['"odd key', 'host,"a,b']) {
+    const r = await s.api('GET', `/api/streams/oddkeys/events/${anchor.id}/context?same=${encodeURIComponent(bad)}`)
+    t.equal(r.status, 400, `same=${bad}`)
+    t.equal(r.body.error, 'invalid_query')
+    t.equal(r.body.parameter, 'same')
+  }
 })
 
 t.test('/fields sampled over events bunched in time: the slices go where the events are', async (t) => {
