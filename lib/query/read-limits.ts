@@ -13,7 +13,8 @@
 //   read takes one core, inserts and their merges keep the other; measured in bench/README.md,
 //   "Reads against ingest");
 // - a query past a limit answers `504 query_timeout` (time) or `422 query_too_expensive` (memory,
-//   groups, rows), never a 500 or a crash;
+//   groups, rows), never a 500 or a crash; also when ClickHouse hangs and cannot enforce its own
+//   limit: each query has a deadline 2 s past its max_execution_time (withOptions);
 // - a read whose client went away is stopped in ClickHouse (KILL QUERY by the read's query_id
 //   prefix), and keeps its slots until it has stopped: 18.16 runs a SELECT whose client went away
 //   to its end, so without the KILL an abandoned read went on for up to max_execution_time beside
@@ -34,6 +35,9 @@ const busyRetryAfterS = 1
 
 /** ms a read whose client went away waits for ClickHouse to stop its queries (KILL ... SYNC). */
 const stopTimeoutMs = 5_000
+
+/** ms past a query's max_execution_time after which Sluice gives up on an answer (withOptions). */
+const deadlineGraceMs = 2_000
 
 /** ClickHouse codes of a read past a size limit: memory, rows to group, rows or bytes to read. */
 const tooExpensiveCodes: ReadonlySet<number> = new Set([
@@ -81,28 +85,38 @@ export class ReadLimits {
     const aborter = new AbortController()
     const queryIds = `sluice-read-${randomUUID()}-`
     let stopped: Promise<void> | undefined
-    const onClose = (): void => {
-      if (ctx.res.writableFinished || aborter.signal.aborted) return
-      aborter.abort()
+    // Stops the read's queries in ClickHouse: its client went away, or a query is past its deadline.
+    const stop = (): void => {
+      if (stopped !== undefined) return
       this.#stopping.set(orgId, (this.#stopping.get(orgId) ?? 0) + 1)
       // Errors are dropped: the read is over either way, and max_execution_time bounds a query
       // the KILL did not reach.
       stopped = clickhouse.cancel(queryIds, { signal: AbortSignal.timeout(stopTimeoutMs) }).catch(() => {})
     }
+    const onClose = (): void => {
+      if (ctx.res.writableFinished || aborter.signal.aborted) return
+      aborter.abort()
+      stop()
+    }
     ctx.res.once('close', onClose)
     try {
-      return await fn(withOptions(clickhouse, { settings: this.settings, signal: aborter.signal }, queryIds))
+      return await fn(withOptions(clickhouse, { settings: this.settings, signal: aborter.signal }, queryIds, stop))
     } catch (err) {
       throw readError(err)
     } finally {
       ctx.res.off('close', onClose)
-      if (stopped !== undefined) {
-        await stopped
-        const left = (this.#stopping.get(orgId) ?? 1) - 1
-        if (left === 0) this.#stopping.delete(orgId)
-        else this.#stopping.set(orgId, left)
+      // A read being stopped answers now (a 504 past its deadline) but keeps its slots until
+      // ClickHouse has stopped its queries.
+      if (stopped === undefined) {
+        release()
+      } else {
+        void stopped.then(() => {
+          const left = (this.#stopping.get(orgId) ?? 1) - 1
+          if (left === 0) this.#stopping.delete(orgId)
+          else this.#stopping.set(orgId, left)
+          release()
+        })
       }
-      release()
     }
   }
 
@@ -180,18 +194,51 @@ export function readError (err: unknown): unknown {
 
 /**
  * `clickhouse` with `options` on every query (a caller's own options win), each query's id
- * `queryIds` and a number. A query asked for once the signal has aborted is not sent.
+ * `queryIds` and a number. A query asked for once the signal has aborted is not sent. A query
+ * with a max_execution_time gets a deadline of its own, deadlineGraceMs later: ClickHouse enforces
+ * the limit, but only while it runs; one that hangs (stopped, its disk stalled) would hold the
+ * read until the client's idle timeout. Past the deadline the query is aborted, `stop` is called
+ * (it KILLs the read's queries) and the read answers query_timeout.
  */
-function withOptions (clickhouse: ClickHouse, options: RequestOptions, queryIds: string): ClickHouse {
+function withOptions (clickhouse: ClickHouse, options: RequestOptions, queryIds: string, stop: () => void): ClickHouse {
   let n = 0
-  const next = (own: RequestOptions | undefined): RequestOptions => {
+  const next = (own: RequestOptions | undefined): { options: RequestOptions, deadline: AbortSignal | null } => {
     options.signal?.throwIfAborted()
-    return { queryId: `${queryIds}${n++}`, ...merged(options, own) }
+    const opts: RequestOptions = { queryId: `${queryIds}${n++}`, ...merged(options, own) }
+    const seconds = Number(opts.settings?.max_execution_time ?? 0)
+    if (!(seconds > 0)) return { options: opts, deadline: null }
+    const deadline = AbortSignal.timeout(seconds * 1000 + deadlineGraceMs)
+    deadline.addEventListener('abort', stop, { once: true })
+    return { options: { ...opts, signal: opts.signal === undefined ? deadline : AbortSignal.any([opts.signal, deadline]) }, deadline }
   }
+  const timedOut = (err: unknown, deadline: AbortSignal | null): unknown =>
+    deadline?.aborted === true && options.signal?.aborted !== true
+      ? new SluiceError('query_timeout', 'ClickHouse did not answer within the read\'s time limit', { cause: err })
+      : err
   return {
     ...clickhouse,
-    query: async (statement, own) => await clickhouse.query(statement, next(own)),
-    queryChunks: (statement, own) => clickhouse.queryChunks(statement, next(own)),
+    query: async (statement, own) => {
+      const { options: opts, deadline } = next(own)
+      try {
+        return await clickhouse.query(statement, opts)
+      } catch (err) {
+        throw timedOut(err, deadline)
+      } finally {
+        deadline?.removeEventListener('abort', stop)
+      }
+    },
+    queryChunks: (statement, own) => {
+      const { options: opts, deadline } = next(own)
+      return (async function * () {
+        try {
+          yield * clickhouse.queryChunks(statement, opts)
+        } catch (err) {
+          throw timedOut(err, deadline)
+        } finally {
+          deadline?.removeEventListener('abort', stop)
+        }
+      })()
+    },
   }
 }
 

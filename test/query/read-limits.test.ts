@@ -4,10 +4,13 @@
 // Through a real HTTP server and client: the client's abort is what closes the response.
 import t from 'tap'
 import { createServer } from 'node:http'
+import { EventEmitter } from 'node:events'
 import type { AddressInfo } from 'node:net'
 import { request } from 'undici'
 import { createTestDatabase, onChdb } from '../helpers/clickhouse.ts'
 import { waitFor } from '../helpers/wait-for.ts'
+import { startTcpProxy } from '../helpers/tcp-proxy.ts'
+import { createClickHouse } from '../../lib/storage/clickhouse.ts'
 import { ReadLimits } from '../../lib/query/read-limits.ts'
 import { SluiceError } from '../../lib/errors.ts'
 import type { RequestContext } from '../../lib/http/reply.ts'
@@ -60,5 +63,30 @@ t.test('a read whose client went away is stopped in ClickHouse; the next read wa
   busy.abort()
   await holding
   await Promise.all(answers)
+  await waitFor(() => reads.running('org_1') === 0, { what: 'the slot to be released once the KILL is done' })
   t.equal(await running(), 0)
+})
+
+t.test('a read on a ClickHouse that hangs answers query_timeout past its deadline, and holds its slot until ClickHouse stops it', { skip: onChdb && 'the embedded engine has no connection to hang' }, async (t) => {
+  const { clickhouse: direct, url, database } = await createTestDatabase(t)
+  const proxy = await startTcpProxy(t, url)
+  const clickhouse = createClickHouse({ url: proxy.url, database, user: process.env.CLICKHOUSE_USER ?? 'default', password: process.env.CLICKHOUSE_PASSWORD ?? '', requestTimeoutMs: 60_000 })
+  t.teardown(async () => { await clickhouse.close() })
+  // max_execution_time 1 s: ClickHouse would enforce it, but a stalled one cannot.
+  const reads = new ReadLimits({ maxConcurrentPerOrg: 1, maxScansPerOrg: 1, timeoutMs: 1000, maxMemoryBytes: 1 << 30, maxGroupKeys: 1_000_000, maxThreads: 1 })
+  const ctx = { res: Object.assign(new EventEmitter(), { writableFinished: false }) } as unknown as RequestContext
+  t.same(await reads.run(ctx, 'org_1', clickhouse, async (ch) => await ch.query('SELECT 1 AS one')), [{ one: 1 }], 'through the proxy')
+
+  proxy.stall()
+  const err = await reads.run(ctx, 'org_1', clickhouse, async (ch) => await ch.query('SELECT 2 AS two')).catch((e: unknown) => e)
+  t.match(err, { code: 'query_timeout' })
+  t.equal(reads.running('org_1'), 1, 'the slot is held while the KILL waits on the stalled server')
+  // The next read waits for that slot (no 429 for a read being stopped), and runs once it is free.
+  let settled = false
+  const next = reads.run(ctx, 'org_1', direct, async (ch) => await ch.query('SELECT 3 AS three')).finally(() => { settled = true })
+  t.equal(settled, false, 'waits while ClickHouse has not stopped the read')
+
+  proxy.resume()
+  t.same(await next, [{ three: 3 }])
+  await waitFor(() => reads.running('org_1') === 0, { what: 'the slots to be released' })
 })
