@@ -16,6 +16,7 @@
 // database created since pays nothing for it.
 import { joinSql, rawSql, sql } from '../storage/sql.ts'
 import type { SqlFragment } from '../storage/sql.ts'
+import { eventFields } from '../events/fields.ts'
 
 /**
  * Where a read's attribute expressions must cover rows from before migration 11: `before` is the
@@ -55,6 +56,31 @@ function legacyValueSql (path: string): SqlFragment {
   const raw = legacyRawSql(path)
   return sql`multiIf(${raw} = '' OR startsWith(${raw}, '{'), NULL,
     startsWith(${raw}, '"'), visitParamExtractString(concat('{"v":', ${raw}, '}'), 'v'), ${raw})`
+}
+
+/** A legacy row's attribute `path` when it is a JSON string, unescaped; NULL otherwise. */
+function legacyStringSql (path: string): SqlFragment {
+  const raw = legacyRawSql(path)
+  return sql`if(startsWith(${raw}, '"'), visitParamExtractString(concat('{"v":', ${raw}, '}'), 'v'), NULL)`
+}
+
+// The columns migration 11 added from keys that were attributes before it (service, trace_id,
+// span_id): a row from before it has them only in its attrs text, under the field's key or one of
+// its aliases (lib/events/fields.ts), read in that order and as strings only, as ingest reads them.
+const promotedColumns: ReadonlyMap<string, readonly string[]> = new Map(
+  eventFields.filter((f) => f.name === 'service' || f.name === 'trace_id' || f.name === 'span_id')
+    .map((f) => [f.column, [f.key, ...f.aliases]]))
+
+/**
+ * A column of the field table as a read sees it: the column itself, or for service, trace_id and
+ * span_id over a range that can hold rows from before migration 11, the value those rows hold in
+ * their attrs text (docs/api.md section 7.2, "Attributes of events from before the upgrade").
+ */
+export function columnSql (column: string, scope: AttrScope = noLegacyRows): SqlFragment {
+  const keys = promotedColumns.get(column)
+  if (keys === undefined || scope.before === 0) return rawSql(column)
+  const legacy = keys.length === 1 ? legacyStringSql(keys[0]) : sql`coalesce(${joinSql(keys.map(legacyStringSql), ', ')})`
+  return sql`if(received_at <= ${scope.before} AND empty(attr_keys), ${legacy}, ${rawSql(column)})`
 }
 
 /** Attribute `path`'s value as Nullable(String): NULL when the event has none. */

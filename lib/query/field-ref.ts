@@ -7,7 +7,7 @@ import { SluiceError } from '../errors.ts'
 import { eventFields, isStringField } from '../events/fields.ts'
 import { rawSql, sql } from '../storage/sql.ts'
 import type { SqlFragment } from '../storage/sql.ts'
-import { attrPresentSql, attrValueSql } from './attr-sql.ts'
+import { attrPresentSql, attrValueSql, columnSql } from './attr-sql.ts'
 import type { AttrScope } from './attr-sql.ts'
 
 export type FieldRef =
@@ -89,10 +89,10 @@ export function byCountThenValue (a: { value: string, count: number }, b: { valu
 /** The field's value as Nullable(String): a column's text (numbers as toString writes them), an attribute's value text. */
 export function fieldTextSql (ref: FieldRef, scope: AttrScope): SqlFragment {
   if (ref.kind === 'attribute') return attrValueSql(ref.path, scope)
-  return ref.numeric ? sql`toString(${rawSql(ref.column)})` : rawSql(ref.column)
+  return ref.numeric ? sql`toString(${rawSql(ref.column)})` : columnSql(ref.column, scope)
 }
 
 /** Whether the event has the field, as UInt8. */
 export function fieldPresentSql (ref: FieldRef, scope: AttrScope): SqlFragment {
-  return ref.kind === 'attribute' ? attrPresentSql(ref.path, scope) : sql`isNotNull(${rawSql(ref.column)})`
+  return ref.kind === 'attribute' ? attrPresentSql(ref.path, scope) : sql`isNotNull(${columnSql(ref.column, scope)})`
 }

@@ -38,7 +38,7 @@ import { levelNames } from '../events/level.ts'
 import { maxNumberDigits, maxNumberScale, powersOfTen } from './filter-number.ts'
 import type { FilterNumber } from './filter-number.ts'
 import type { FieldRef, FilterNode, FilterTerm } from './filter-parser.ts'
-import { attrHasValueSql, attrPresentSql, attrValueSql, noLegacyRows } from './attr-sql.ts'
+import { attrHasValueSql, attrPresentSql, attrValueSql, columnSql, noLegacyRows } from './attr-sql.ts'
 import type { AttrScope } from './attr-sql.ts'
 import { attrPairPrefilter, searchTextPrefilter } from '../storage/event-schema.ts'
 
@@ -47,7 +47,7 @@ const searchedColumns = [rawSql('message'), rawSql('path'), rawSql('user_agent')
 /** The field's value as a Nullable(String): text columns as they are, integer columns in decimal. */
 function textSql (field: FieldRef, scope: AttrScope): SqlFragment {
   if (field.kind === 'attribute') return attrValueSql(field.path, scope)
-  const col = rawSql(field.column)
+  const col = columnSql(field.column, scope)
   return field.type === 'integer' ? sql`toString(${col})` : col
 }
 
@@ -148,7 +148,7 @@ function compileTerm (node: FilterTerm, scope: AttrScope, fold: FoldOf): SqlFrag
     case 'prefix':
       return sql`ifNull(startsWith(${textSql(node.field, scope)}, ${node.prefix}), 0)`
     case 'present':
-      return node.field.kind === 'attribute' ? attrPresentSql(node.field.path, scope) : sql`isNotNull(${rawSql(node.field.column)})`
+      return node.field.kind === 'attribute' ? attrPresentSql(node.field.path, scope) : sql`isNotNull(${columnSql(node.field.column, scope)})`
     case 'regex':
       return sql`ifNull(match(${textSql(node.field, scope)}, ${node.regex.re2}), 0)`
     case 'compare': {

@@ -42,6 +42,7 @@ t.test('events stored before migration 11 are found by their attributes after it
   const accounts = new Accounts(store, { defaultIngestTtlS: 86_400, defaultPatTtlS: 0 })
   const { org } = await accounts.createOrgWithOwner('default', Date.now(), ['orgs:admin'], secret)
   await accounts.createStream(org.id, 'app', '', 30, Date.now())
+  await accounts.createStream(org.id, 'other', '', 30, Date.now())
   await store.stop()
   const receivedAt = Date.now() - 60_000
   const oldRows = Array.from({ length: 20 }, (_, i) => tsv({
@@ -49,7 +50,13 @@ t.test('events stored before migration 11 are found by their attributes after it
     message: `old event ${i}`, level: 'info', seq: 1000 + i, size: 100,
     attrs: JSON.stringify({ user_id: i % 4, 'service.name': 'legacy', order: { total: i + 0.5, note: 'a "quoted" one' }, trace_id: `t-${i}` }),
   }))
-  await db.clickhouse.insertRaw(`INSERT INTO events (${oldColumns.join(', ')}) FORMAT TabSeparated`, Buffer.from(oldRows.join('\n') + '\n'))
+  // The other spellings of service, trace_id and span_id that ingest reads (lib/events/fields.ts aliases).
+  const otherRows = [
+    { service: { name: 'nested' }, traceId: 'tr-a', spanId: 's-a' },
+    { service: 'plain', 'trace.id': 'tr-b', span_id: 's-b' },
+    { service_name: 'loki', service: 7, trace: { id: 'tr-c' } },
+  ].map((attrs, i) => tsv({ org_id: org.id, stream: 'other', received_at: receivedAt, ts: base + i * 1000, host: 'h', message: `other ${i}`, seq: 2000 + i, size: 10, attrs: JSON.stringify(attrs) }))
+  await db.clickhouse.insertRaw(`INSERT INTO events (${oldColumns.join(', ')}) FORMAT TabSeparated`, Buffer.from([...oldRows, ...otherRows].join('\n') + '\n'))
 
   const s = await startServer(t, { bootstrapToken: secret }, { database: db.database })
   t.ok(await legacyAttrsBefore(s.app.clickhouse) > 0, 'the upgrade sees rows from before it')
@@ -73,4 +80,28 @@ t.test('events stored before migration 11 are found by their attributes after it
   t.same(stats.body.groups, [{ value: '1', count: 6 }, { value: '0', count: 5 }, { value: '2', count: 5 }, { value: '3', count: 5 }], 'grouped across old and new rows')
   const exported = await fetch(`${s.url}/api/streams/app/export?${range}&q=${encodeURIComponent('user_id:2')}`, { headers: { authorization: `Bearer ${s.adminToken}` } })
   t.equal((await exported.text()).trim().split('\n').length, 5, 'export finds old rows by an attribute')
+
+  // service, trace_id and span_id became columns in migration 11: old rows hold them in attrs.
+  const oldOnes = (await events('')).filter((m) => m.startsWith('old'))
+  t.same(await events('service:legacy'), oldOnes, 'service from an old row\'s service.name')
+  t.same(await events('-service:legacy'), ['new event'], 'and its negation')
+  t.same(await events('service:leg* trace_id:t-3'), ['old event 3'], 'trace_id from an old row')
+  t.same(await events('trace_id:~"^t-1[0-9]$" -host:web-1'), ['old event 11', 'old event 13', 'old event 15', 'old event 17', 'old event 19'])
+  const byService = await s.api('GET', `/api/streams/app/stats?${range}&by=service`)
+  t.same(byService.body.groups, [{ value: 'legacy', count: 20 }], 'stats?by=service counts old rows')
+  const fields = await s.api('GET', `/api/streams/app/fields?${range}`)
+  t.match((fields.body.fields as Array<{ name: string }>).find((f) => f.name === 'service'), { kind: 'column', count: 20, top: [{ value: 'legacy', count: 20 }] }, '/fields')
+  const anchor = (await s.api('GET', `/api/streams/app/events?${range}&q=${encodeURIComponent('trace_id:t-4')}`)).body.events[0]
+  const context = await s.api('GET', `/api/streams/app/events/${encodeURIComponent(anchor.id)}/context?before=2&after=2`)
+  t.same([...context.body.before, ...context.body.after].map((e: { message: string }) => e.message), ['old event 0', 'old event 2', 'old event 6', 'old event 8'],
+    'context by the same host and service: old rows of service legacy, not the new event without one')
+  const other = async (q: string): Promise<string[]> => {
+    const page = await s.api('GET', `/api/streams/other/events?${range}&q=${encodeURIComponent(q)}`)
+    t.equal(page.status, 200, q)
+    return (page.body.events as Array<{ message: string }>).map((e) => e.message).sort()
+  }
+  t.same(await other('service:nested trace_id:tr-a span_id:s-a'), ['other 0'], 'nested service.name, traceId, spanId')
+  t.same(await other('service:plain trace_id:tr-b span_id:s-b'), ['other 1'], 'service, trace.id spelt with its dot, span_id')
+  t.same(await other('service:loki trace_id:tr-c'), ['other 2'], 'service_name when service is no string; nested trace.id')
+  t.same(await other('span_id:*'), ['other 0', 'other 1'])
 })
