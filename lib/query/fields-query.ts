@@ -95,7 +95,19 @@ export interface FieldInfo {
   top: Array<{ value: string | number, count: number }>
 }
 
-interface KeyRow { key: string, n: number, numbers: number, exponents: number, booleans: number, top?: string[] }
+/** A key with its counts; top: its topK candidates as value hashes (decimal text), when sampled. */
+interface KeyRow { key: string, key_hash: string, n: number, numbers: number, exponents: number, booleans: number, top?: string[] }
+
+/** A cityHash64 that ClickHouse gave as decimal text, as a SQL literal (checked: digits only). */
+function hashLiteral (hash: string): string {
+  if (!/^[0-9]{1,20}$/.test(hash)) throw new TypeError(`not a UInt64: ${JSON.stringify(hash)}`)
+  return hash
+}
+
+/** Hashes as a comma-separated SQL list. */
+function hashList (hashes: readonly string[]): SqlFragment {
+  return rawSql(hashes.map(hashLiteral).join(', '))
+}
 
 export interface FieldsResult {
   fields: FieldInfo[]
@@ -194,7 +206,11 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
   // sample (approximate ranks, cheap) counted exactly there: exact grouping of every (key, value)
   // pair of 50,000 sampled events of 30 M took the read from ~330 to ~410 ms (bench/README.md).
   const exact = scale === 1
-  const topSql = (value: SqlFragment, alias: string): SqlFragment => exact ? sql`` : sql`, topK(${top})(${value}) AS ${rawSql(alias)}`
+  // topK's candidates as the hashes of their values (decimal text: a UInt64 past 2^53 is not a
+  // JSON number), and the passes that count them match by hash: the values themselves as SQL
+  // literals (stack traces, payload dumps of 100 KB; 200 keys of 10 values) passed ClickHouse's
+  // max_query_size of 256 KiB (`Code: 62`).
+  const topSql = (value: SqlFragment, alias: string): SqlFragment => exact ? sql`` : sql`, arrayMap(h -> toString(h), topK(${top})(cityHash64(${value}))) AS ${rawSql(alias)}`
   const columnsChain = async (): Promise<[Record<string, number | string[]>, Array<Array<{ value: string, count: number }>>]> => {
     // Counts (and topK's candidates) in one pass, then the top values of each column present.
     const columnSelect = listedColumns.map((c, i) => {
@@ -210,7 +226,7 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
   const attributesChain = async (): Promise<[KeyRow[], Map<string, Array<{ value: string, count: number }>>]> => {
     // Counts, types (and topK's candidates) per key in one pass, then each listed key's top values.
     const keyRows = await clickhouse.query<KeyRow>(sql`
-      SELECT key, count() AS n, countIf(match(value, ${numberTextRe2})) AS numbers, countIf(match(value, '[eE]')) AS exponents,
+      SELECT key, toString(cityHash64(key)) AS key_hash, count() AS n, countIf(match(value, ${numberTextRe2})) AS numbers, countIf(match(value, '[eE]')) AS exponents,
         countIf(value IN ('true', 'false')) AS booleans
         ${topSql(rawSql('value'), 'top')}
       FROM events ${pairsJoin}
@@ -222,16 +238,16 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
     if (withExponents.length > 0) {
       const outOfScale = await clickhouse.query<{ key: string }>(sql`
         SELECT key FROM events ${pairsJoin}
-        ${rows} AND ${firstOfPath} AND key IN (${joinSql(withExponents.map((r) => sql`${r.key}`), ', ')}) AND match(value, '[eE]')
+        ${rows} AND ${firstOfPath} AND cityHash64(key) IN (${hashList(withExponents.map((r) => r.key_hash))}) AND match(value, '[eE]')
         GROUP BY key HAVING countIf(NOT ${isNumberSql(rawSql('value'))}) > 0`)
       const notNumbers = new Set(outOfScale.map((r) => r.key))
       for (const r of withExponents) if (notNumbers.has(r.key)) r.numbers = 0
     }
-    const pairs = exact ? [] : keyRows.flatMap((r) => (r.top ?? []).map((value) => sql`(${r.key}, ${value})`))
+    const pairs = exact ? [] : keyRows.flatMap((r) => (r.top ?? []).map((valueHash) => rawSql(`(${hashLiteral(r.key_hash)}, ${hashLiteral(valueHash)})`)))
     const valueRows = keyRows.length === 0 || (!exact && pairs.length === 0) ? [] : await clickhouse.query<{ key: string, value: string, n: number }>(sql`
       SELECT key, value, count() AS n
       FROM events ${pairsJoin}
-      ${rows} AND ${firstOfPath} AND ${exact ? sql`key IN (${joinSql(keyRows.map((r) => sql`${r.key}`), ', ')})` : sql`(key, value) IN (${joinSql(pairs, ', ')})`}
+      ${rows} AND ${firstOfPath} AND ${exact ? sql`cityHash64(key) IN (${hashList(keyRows.map((r) => r.key_hash))})` : sql`(cityHash64(key), cityHash64(value)) IN (${joinSql(pairs, ', ')})`}
       GROUP BY key, value${exact ? sql` ORDER BY key, n DESC, value LIMIT ${top} BY key` : sql``}`)
     const topByKey = new Map<string, Array<{ value: string, count: number }>>()
     for (const r of valueRows) {
@@ -387,7 +403,7 @@ async function columnTopValues (clickhouse: ClickHouse, rows: SqlFragment, top: 
 async function columnValueCounts (clickhouse: ClickHouse, rows: SqlFragment, scope: AttrScope, tops: string[][]): Promise<Array<Array<{ value: string, count: number }>>> {
   return await columnValueRows(clickhouse, scope, (_c, i, text) => tops[i].length > 0
     ? sql`SELECT ${rawSql(String(i))} AS i, assumeNotNull(${text}) AS v, count() AS n FROM events
-      ${rows} AND ${text} IN (${joinSql(tops[i].map((value) => sql`${value}`), ', ')}) GROUP BY v`
+      ${rows} AND cityHash64(${text}) IN (${hashList(tops[i])}) GROUP BY v`
     : null)
 }
 

@@ -175,6 +175,23 @@ t.test('by= and same= take a name as q writes it: bare, or in quotes with a spac
   }
 })
 
+t.test('/fields sampled over long values: their candidates are matched by hash, not as SQL text past max_query_size', async (t) => {
+  const tgt = await createIngestTarget(s, 'dumps')
+  // 1,200 events (past sample=1000), each with one of 12 payloads of 30 KB: the top 10 as SQL
+  // literals made a statement of 300 KB, which ClickHouse refused (Code 62): a 503.
+  const payloads = Array.from({ length: 12 }, (_, k) => `${k}:`.padEnd(30_000, String.fromCharCode(97 + k)))
+  const lines = Array.from({ length: 1200 }, (_, i) => JSON.stringify({ ts: base + i * 10, dump: payloads[i % 12], message: payloads[(i + 1) % 12], n: i % 3 }))
+  for (let i = 0; i < lines.length; i += 100) t.equal((await postIngest(tgt, lines.slice(i, i + 100).join('\n'))).body.ingested, 100)
+  const r = await s.api('GET', `/api/streams/dumps/fields?from=${base}&to=${base + 20_000}&sample=1000&top=10`)
+  t.equal(r.status, 200)
+  t.equal(r.body.sampled, true)
+  const byName = new Map((r.body.fields as Array<{ name: string, top: Array<{ value: string }> }>).map((f) => [f.name, f]))
+  t.ok(byName.get('dump')!.top.length >= 5, 'the long values are listed')
+  t.ok(byName.get('dump')!.top.every((v) => payloads.includes(v.value)), 'as they are')
+  t.ok(byName.get('message')!.top.every((v) => payloads.includes(v.value)), 'a column\'s long values too')
+  t.same(byName.get('n')!.top.map((v) => v.value).sort(), ['0', '1', '2'])
+})
+
 t.test('/fields sampled over events bunched in time: the slices go where the events are', async (t) => {
   const tgt = await createIngestTarget(s, 'burst')
   // 2,000 events within 10 s five minutes into an hour, one more 25 minutes later.
