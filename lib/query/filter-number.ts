@@ -5,19 +5,23 @@
 // routine that is off by one unit in the last place for about 1 text in 200 (measured on random
 // decimals: `1.985`, `2.57741456`, and a third of texts with an exponent), and its SQL parser
 // reads float literals the same way, so a boundary value would compare differently in the tail.
-// Instead a number is its digits as an integer m (at most 15 digits, so m < 2^53 is exact) and a
-// power of ten 10^k with |k| <= 18 (exact as a double): m * 10^k, or m / 10^-k, is one IEEE
-// operation on exact operands, so both engines compute the correctly rounded value, bit for bit.
+// Instead a number is its digits as an integer m (at most 19 digits, so m fits a UInt64) and a
+// power of ten 10^k with |k| <= 18 (exact as a double): m as a double, then m * 10^k or m / 10^-k.
+// Up to 15 digits m is exact and the value is the correctly rounded one; past 15 (the 16 and 17
+// significant digits JavaScript, Python and Go print a double with: 99.81234567890123,
+// 0.30000000000000004) m is rounded to the nearest double first, the same in both engines
+// (ClickHouse converts the UInt64, JavaScript Number() the digits: both round to nearest), so
+// the two still compute the same double, bit for bit, at most an ulp from the text's own value.
 // Texts outside that (more digits, a larger scale, hex, `inf`, spaces) are not numbers.
 
-/** Most digits a number may have (integer and fraction together): m stays below 2^53. */
-export const maxNumberDigits = 15
+/** Most digits a number may have (integer and fraction together): m fits a UInt64 (below 10^19). */
+export const maxNumberDigits = 19
 /** Largest |k| in m * 10^k: 10^18 is exact as a double. */
 export const maxNumberScale = 18
 
 /** A number as q and the tail read it: the digits, the power of ten, and the value. */
 export interface FilterNumber {
-  /** The digits as an integer (< 10^15). */
+  /** The digits as an integer (< 10^19), as the nearest double past 2^53. */
   readonly mantissa: number
   /** The power of ten: value = ±mantissa * 10^scale. */
   readonly scale: number

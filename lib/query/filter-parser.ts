@@ -42,7 +42,7 @@ import { toWellFormed } from './case-fold.ts'
 import { eventFields } from '../events/fields.ts'
 import type { FieldRule } from '../events/fields.ts'
 import { levelNames, levelOfName } from '../events/level.ts'
-import { readNumber } from './filter-number.ts'
+import { maxNumberDigits, readNumber } from './filter-number.ts'
 import type { FilterNumber } from './filter-number.ts'
 import { parseRegex } from './filter-regex.ts'
 import type { FilterRegex } from './filter-regex.ts'
@@ -375,7 +375,7 @@ function resolveField (name: string, position: number): FieldRef {
 
 function numberAt (text: string, position: number): FilterNumber {
   const n = readNumber(text)
-  if (n === null) fail(`${JSON.stringify(text)} is not a number`, position, 'at most 15 digits, such as 42, -0.5 or 1.5e3')
+  if (n === null) fail(`${JSON.stringify(text)} is not a number`, position, `at most ${maxNumberDigits} digits, such as 42, -0.5 or 1.5e3`)
   return n
 }
 

@@ -165,12 +165,17 @@ t.test('regular expressions: the accepted subset, written for RE2', async (t) =>
   t.throws(() => parseFilter('rt:~"1"'), invalidAt(3), 'a float column has no text to match')
 })
 
-t.test('numbers: at most 15 digits and a scale within 10^±18, the same in SQL and JS', async (t) => {
+t.test('numbers: at most 19 digits and a scale within 10^±18, the same in SQL and JS', async (t) => {
   t.match(parseFilter('x:>-1.5e2'), { value: { value: -150, mantissa: 15, scale: 1, negative: true } })
   t.match(parseFilter('x:<=0.001'), { value: { value: 0.001, mantissa: 1, scale: -3 } })
   t.match(parseFilter('x:=123456789012345'), { value: { value: 123456789012345 } })
+  // A double as JavaScript prints it: 16 digits, rounded to a double first (an ulp from the text).
+  const printed = parseFilter('x:>99.81234567890123') as { value: { value: number, scale: number } }
+  t.equal(printed.value.scale, -14)
+  t.ok(Math.abs(printed.value.value - 99.81234567890122) <= 2 * Number.EPSILON * 100, 'within two ulps of the text')
+  t.match(parseFilter('x:<0.30000000000000004'), { value: { scale: -17 } })
   const errors: Array<[string, number]> = [
-    ['x:>abc', 3], ['x:>', 3], ['x:>=', 4], ['x:=1234567890123456', 3], ['x:>1e19', 3], ['x:>1e-19', 3], ['x:>0x10', 3], ['x:>+5', 3],
+    ['x:>abc', 3], ['x:>', 3], ['x:>=', 4], ['x:=12345678901234567890', 3], ['x:>1e19', 3], ['x:>1e-19', 3], ['x:>0x10', 3], ['x:>+5', 3],
     ['x:>inf', 3], ['x:>1.', 3], ['x:>.5', 3], ['bytes:abc', 6], ['rt:fast', 3], ['ts:now', 3], ['rt:1*', 3], ['bytes:a*', 6],
   ]
   for (const [q, position] of errors) t.throws(() => parseFilter(q), invalidAt(position), `${q} fails at ${position}`)

@@ -110,7 +110,7 @@ t.test('/fields names, types and counts as q reads them: a path held twice count
   const tgt = await createIngestTarget(s, 'shapes')
   const lines = [
     // user.id twice (dotted key, then nested): every read takes the first, 5.
-    { ts: base, '': 'no name', 'user.id': 5, user: { id: 6 }, level: 'bogus', attrs: { host: 'inner' }, plus: '+5', inf: 'inf', dot: '.5', big: '1e400', long: '1234567890123456', quoted: '42', flag: 'true', n: 1 },
+    { ts: base, '': 'no name', 'user.id': 5, user: { id: 6 }, level: 'bogus', attrs: { host: 'inner' }, plus: '+5', inf: 'inf', dot: '.5', big: '1e400', long: '12345678901234567890', quoted: '42', flag: 'true', n: 1 },
     { ts: base + 1, 'user.id': 7, level: 'info', plus: '5', inf: '1', dot: '0.5', big: '1e4', long: '1', quoted: '-7.25e2', flag: false, n: 2.5 },
   ]
   t.equal((await postIngest(tgt, lines.map((l) => JSON.stringify(l)).join('\n'))).body.ingested, 2)
@@ -173,6 +173,23 @@ t.test('by= and same= take a name as q writes it: bare, or in quotes with a spac
     t.equal(r.body.error, 'invalid_query')
     t.equal(r.body.parameter, 'same')
   }
+})
+
+t.test('doubles as JavaScript prints them (16-17 digits) compare as numbers, in /events and /fields', async (t) => {
+  const tgt = await createIngestTarget(s, 'floats')
+  const weights = [99.81234567890122, 99.8, 0.30000000000000004, 12345678901234568, 1.5e+300]
+  t.equal((await postIngest(tgt, weights.map((weight, i) => JSON.stringify({ ts: base + i, weight })).join('\n'))).body.ingested, 5)
+  const range = `from=${base}&to=${base + 10}`
+  const found = async (q: string): Promise<number[]> => ((await s.api('GET', `/api/streams/floats/events?${range}&q=${encodeURIComponent(q)}`)).body.events as Array<{ attrs: { weight: number } }>)
+    .map((e) => e.attrs.weight).sort((a, b) => a - b)
+  t.same(await found('weight:>99.5'), [99.8, 99.81234567890122, 12345678901234568])
+  t.same(await found('weight:<0.31'), [0.30000000000000004])
+  t.same(await found(`weight:=${String(weights[0])}`), [weights[0]], 'equal to itself, as printed (99.81234567890122)')
+  t.same(await found('weight:>0'), [0.30000000000000004, 99.8, 99.81234567890122, 12345678901234568], '1.5e+300 is past the scale of 10^18: no number')
+  const fields = await s.api('GET', `/api/streams/floats/fields?${range}`)
+  t.equal((fields.body.fields as Array<{ name: string, type: string }>).find((f) => f.name === 'weight')?.type, 'string', 'one value is no number')
+  const fields4 = await s.api('GET', `/api/streams/floats/fields?${range}&q=${encodeURIComponent('weight:>0')}`)
+  t.equal((fields4.body.fields as Array<{ name: string, type: string }>).find((f) => f.name === 'weight')?.type, 'number')
 })
 
 t.test('/fields sampled over long values: their candidates are matched by hash, not as SQL text past max_query_size', async (t) => {
