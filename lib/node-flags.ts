@@ -22,21 +22,27 @@
 // under overload after the plain and gzip runs: 455, 510, 503 MiB with it, 499, 561, 519 without,
 // throughput and CPU within the host's noise.
 //
-// MALLOC_MMAP_THRESHOLD_=65536: glibc serves an allocation of at least this many bytes with its
+// MALLOC_MMAP_THRESHOLD_=262144: glibc serves an allocation of at least this many bytes with its
 // own mmap, returned to the kernel when freed. By default the threshold starts at 128 KiB and
-// rises to the largest block freed so far, so the 64 KiB socket reads, the bodies' chunks and the
-// rows' buffers all end up inside the main thread's heap, which cannot give back a free page
-// below its top: at the overload peak it held 196 MiB (finding 22). With the fixed threshold,
-// peak RSS after the plain and gzip runs was 468 and 477 MiB against 513 and 549 MiB, for about
-// 2% more Sluice CPU (page faults: +1 s of system time per 24 s of CPU in alternating runs).
+// rises to the largest block freed so far, so large request bodies and batches end up inside the
+// main thread's heap, which cannot give back a free page below its top. It was 65536 (64 KiB:
+// peak RSS under overload 468 / 477 against 513 / 549 MiB, for about 2% more CPU, finding 22),
+// which also put every hot block in a mapping of its own: each 64 KiB socket read, each 120 KiB
+// parse task's input, its ~180 KiB row buffer and the exact-size copy handed to the main thread,
+// each a fresh mmap, page faults and an munmap. On the machine of 2026-11-27 that doubled Sluice's
+// CPU per event: bench/parse.bench.ts 468k against 886k lines/s, and the ingest benchmark 84,633
+// events/s at 10.05 CPU-s per 1M events against 142,577 at 3.52 with 262144 (bench/README.md,
+// finding 22). At 256 KiB those blocks come from the arenas again while bodies and batches still
+// get mappings of their own; the overload test's peak RSS was 430 MiB against 403 (test/faults/
+// overload.test.ts, under 512).
 import { setFlagsFromString } from 'node:v8'
 
 export const serverNodeFlags: readonly string[] = ['--max-semi-space-size=16']
 
 /** Environment Sluice's server process starts with, as NAME=VALUE assignments in front of the command. */
-export const serverEnv: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '65536' }
+export const serverEnv: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '262144' }
 
-/** serverEnv as a shell / `env -S` prefix: `MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=65536`. */
+/** serverEnv as a shell / `env -S` prefix: `MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=262144`. */
 export const serverEnvPrefix = Object.entries(serverEnv).map(([k, v]) => `${k}=${v}`).join(' ')
 
 /** The parse workers' young generation (resourceLimits): 48 MiB gives two 16 MiB semi-spaces. */

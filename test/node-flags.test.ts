@@ -10,7 +10,7 @@ const semiSpaceMiB = Number(/^--max-semi-space-size=(\d+)$/.exec(serverNodeFlags
 const scripts = (JSON.parse(readFileSync(new URL('package.json', root), 'utf8')) as { scripts: Record<string, string> }).scripts
 
 t.test('npm start, npm run sluice and the sluice bin carry the flags and the environment', async (t) => {
-  t.equal(serverEnvPrefix, 'MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=65536')
+  t.equal(serverEnvPrefix, 'MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=262144')
   t.equal(scripts.start, `${serverEnvPrefix} node ${serverNodeFlags.join(' ')} lib/main.ts`)
   t.equal(scripts.sluice, `${serverEnvPrefix} node ${serverNodeFlags.join(' ')} lib/cli/cli.ts`)
   const shebang = readFileSync(new URL('lib/cli/cli.ts', root), 'utf8').split('\n', 1)[0]

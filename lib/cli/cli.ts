@@ -1,4 +1,4 @@
-#!/usr/bin/env -S MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=65536 node --max-semi-space-size=16
+#!/usr/bin/env -S MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=262144 node --max-semi-space-size=16
 // `sluice`: the command line. `serve` and `migrate` run locally against the configured ClickHouse;
 // the others talk to a running Sluice over HTTP (SLUICE_URL, default http://127.0.0.1:8080) with a
 // PAT (SLUICE_TOKEN, else ${SLUICE_DATA_DIR:-./data}/admin-token) or, for `send`, an ingest token

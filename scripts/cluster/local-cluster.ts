@@ -190,7 +190,7 @@ export async function startLocalCluster (options: LocalClusterOptions): Promise<
       args: ['--max-semi-space-size=16', new URL('../../lib/main.ts', import.meta.url).pathname],
       logFile: join(nodeDir, 'sluice.log'),
       cwd: nodeDir,
-      env: { ...inheritedEnv(), SLUICE_CONFIG: configFile, MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '65536' },
+      env: { ...inheritedEnv(), SLUICE_CONFIG: configFile, MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '262144' },
     })
     nodes.push({ index, url, clickhouseUrl, child })
     await child.waitUntil(async () => (await httpStatus(`${url}/readyz`)) === 200, startTimeoutMs, `200 from ${url}/readyz`)
