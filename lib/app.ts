@@ -87,7 +87,7 @@ export async function createApp (config: Config, log: Logger, options: AppOption
       ...(ingest.shards === undefined ? {} : { shards: ingest.shards, eventsTable: 'events_local' }),
       onFailure: () => { metrics.storageRefusals.inc() },
     })
-    const reads = new ReadLimits(config.query)
+    const reads = new ReadLimits(config.query, now)
     const router = new Router()
     registerRoutes(router, {
       config, clickhouse, store, accounts, auth, audit, ingest, live, metrics, reads,

@@ -65,7 +65,7 @@ const ingestResponses: Json = {
   ...pick(400, 401, 403, 404, 413),
   408: errorResponse('request_timeout: the body arrived too slowly; the connection is closed'),
   417: errorResponse('expectation_failed'),
-  422: { description: 'all_lines_failed: the Error fields plus the summary; idempotency_key_reused: the Idempotency-Key was used for another request', content: jsonContent({ allOf: [ref('Error'), ref('IngestSummary')] }) },
+  422: { description: 'all_lines_failed: the Error fields plus the summary; idempotency_key_reused: the Idempotency-Key was used for another request (the Error fields only)', content: jsonContent({ anyOf: [{ allOf: [ref('Error'), ref('IngestSummary')] }, ref('Error')] }) },
   ...pick(429, 503),
 }
 
@@ -164,7 +164,7 @@ const managementPaths: Json = {
     post: {
       operationId: 'createOrg', tags: ['orgs'], security: pat, summary: 'Create an org with its owner and a `*` PAT (PAT orgs:admin)',
       requestBody: jsonBody({ type: 'object', additionalProperties: false, required: ['name'], properties: { name: { type: 'string' } } }),
-      responses: { 201: ok('`{org, user, token}`', { type: 'object', properties: { org: { type: 'object' }, user: { type: 'object' }, token: { type: 'string' } } }), ...pick(400, 401, 403, 413), 409: errorResponse('conflict'), ...pick(422) },
+      responses: { 201: ok('`{org, user, token}`: the owner\'s `*` PAT as created (its secret in `token.token`, shown once)', { type: 'object', required: ['org', 'user', 'token'], properties: { org: { type: 'object' }, user: { type: 'object' }, token: ref('CreatedToken') } }), ...pick(400, 401, 403, 413), 409: errorResponse('conflict'), ...pick(422) },
     },
   },
   '/api/streams/{stream}/events': {
@@ -259,7 +259,13 @@ const otlpLogs = (operationId: string): Json => ({
     summary: 'OTLP/HTTP logs export, protobuf or JSON, to the ingest token\'s stream (docs/api.md, OTLP and Loki push)',
     requestBody: { required: true, content: { 'application/x-protobuf': { schema: { type: 'string', contentEncoding: 'binary' } }, 'application/json': { schema: { type: 'object' } } } },
     responses: {
-      200: ok('ExportLogsServiceResponse; `partialSuccess` counts the rejected records', { type: 'object', properties: { partialSuccess: { type: 'object', properties: { rejectedLogRecords: { type: ['integer', 'string'] }, errorMessage: { type: 'string' } } } } }),
+      200: {
+        description: 'ExportLogsServiceResponse in the request\'s encoding (protobuf or JSON); `partialSuccess` counts the rejected records',
+        content: {
+          'application/json': { schema: { type: 'object', properties: { partialSuccess: { type: 'object', properties: { rejectedLogRecords: { type: ['integer', 'string'] }, errorMessage: { type: 'string' } } } } } },
+          'application/x-protobuf': { schema: { type: 'string', contentEncoding: 'binary' } },
+        },
+      },
       ...pick(400, 401, 403, 413, 429, 503),
     },
   },
@@ -269,7 +275,11 @@ const lokiPush = (operationId: string): Json => ({
     operationId, tags: ['inputs'], security: ingestToken,
     summary: 'Loki push (JSON, or protobuf with snappy) to the ingest token\'s stream; labels kept in attrs',
     requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', properties: { streams: { type: 'array', items: { type: 'object' } } } } }, 'application/x-protobuf': { schema: { type: 'string', contentEncoding: 'binary' } } } },
-    responses: { 204: ok('Every entry is committed'), ...pick(400, 401, 403, 413, 429, 503) },
+    responses: {
+      204: ok('Every entry is committed'),
+      ...pick(401, 403, 413, 429, 503),
+      400: { description: 'undecodable_body (nothing stored), or entries_rejected: the Error fields plus the summary (the other entries are stored)', content: jsonContent({ anyOf: [{ allOf: [ref('Error'), ref('IngestSummary')] }, ref('Error')] }) },
+    },
   },
 })
 const bulkAnswer = { type: 'object', properties: { took: { type: 'integer' }, errors: { type: 'boolean' }, items: { type: 'array', items: { type: 'object' } } } }
@@ -433,6 +443,7 @@ export const openApiDocument = {
         type: 'object',
         properties: {
           id: { type: 'string' }, display: { type: 'string' }, name: { type: ['string', 'null'] }, status: { enum: ['active', 'expired', 'revoked'] },
+          stream: { type: 'string', description: 'An ingest token\'s stream' }, abilities: { type: 'array', items: ref('Ability'), description: 'A PAT\'s abilities' },
           created_at: { type: 'string', format: 'date-time' }, expires_at: { type: ['string', 'null'], format: 'date-time' },
           last_used_at: { type: ['string', 'null'], format: 'date-time' }, revoked_at: { type: ['string', 'null'], format: 'date-time' },
         },

@@ -99,6 +99,9 @@ export function createHttpServer (options: HttpServerOptions): HttpServer {
       }
       if (target === null) throw new SluiceError('bad_request', 'The request target must be a path starting with / (origin-form)')
       const match = router.find(req.method ?? 'GET', target.path)
+      // Every answer under /api/elastic carries the header the Elasticsearch clients check, also
+      // a 404 or 405 of a path no route there takes (docs/api.md section 6.10).
+      if (match.kind !== 'found' && target.path.startsWith('/api/elastic/')) res.setHeader('x-elastic-product', 'Elasticsearch')
       if (match.kind === 'not_found') throw new SluiceError('not_found', `No route for ${target.path.slice(0, 200)}`)
       if (match.kind === 'method_not_allowed') {
         res.setHeader('allow', match.allowed.join(', '))

@@ -30,8 +30,13 @@ import type { ClickHouse, RequestOptions } from '../storage/clickhouse.ts'
 import type { Config } from '../config.ts'
 import type { RequestContext } from '../http/reply.ts'
 
-/** Seconds a client waits after 429 too_many_reads: reads last about a second. */
-const busyRetryAfterS = 1
+/**
+ * Retry-After of a 429 too_many_reads: about as long as the reads holding the slots have run so
+ * far (the youngest of them), between 1 s (reads last about a second) and 30 s (an export that
+ * has run for minutes holds the scan slot for minutes more).
+ */
+const minRetryAfterS = 1
+const maxRetryAfterS = 30
 
 /** ms a read whose client went away waits for ClickHouse to stop its queries (KILL ... SYNC). */
 const stopTimeoutMs = 5_000
@@ -49,8 +54,10 @@ const tooExpensiveCodes: ReadonlySet<number> = new Set([
 
 export class ReadLimits {
   readonly #limits: Config['query']
-  readonly #running = new Map<string, number>()
-  readonly #scans = new Map<string, number>()
+  /** Per org, when each of its running reads (and scans) started (ms, `now`). */
+  readonly #running = new Map<string, number[]>()
+  readonly #scans = new Map<string, number[]>()
+  readonly #now: () => number
   /** Reads of an org whose client went away, being stopped in ClickHouse (they hold slots). */
   readonly #stopping = new Map<string, number>()
   /** Reads of an org waiting for a slot that a read being stopped holds. */
@@ -58,8 +65,9 @@ export class ReadLimits {
   /** The ClickHouse settings of every read query. */
   readonly settings: Readonly<Record<string, number | string>>
 
-  constructor (limits: Config['query']) {
+  constructor (limits: Config['query'], now: () => number = Date.now) {
     this.#limits = limits
+    this.#now = now
     this.settings = {
       // Whole seconds: 18.16 reads max_execution_time as seconds.
       max_execution_time: Math.max(1, Math.ceil(limits.timeoutMs / 1000)),
@@ -72,7 +80,7 @@ export class ReadLimits {
 
   /** Reads of `orgId` running now. */
   running (orgId: string): number {
-    return this.#running.get(orgId) ?? 0
+    return this.#running.get(orgId)?.length ?? 0
   }
 
   /**
@@ -144,10 +152,10 @@ export class ReadLimits {
   acquire (orgId: string, scan = false): () => void {
     const limits = this.#limits
     const releaseScan = scan
-      ? takeSlot(this.#scans, orgId, limits.maxScansPerOrg, 'reads of this organization are scanning raw events over more than an hour')
+      ? takeSlot(this.#scans, orgId, limits.maxScansPerOrg, this.#now(), 'reads of this organization are scanning raw events over more than an hour')
       : undefined
     try {
-      const release = takeSlot(this.#running, orgId, limits.maxConcurrentPerOrg, 'reads of this organization are running')
+      const release = takeSlot(this.#running, orgId, limits.maxConcurrentPerOrg, this.#now(), 'reads of this organization are running')
       let released = false
       return () => {
         if (released) return
@@ -167,20 +175,26 @@ export class ReadLimits {
   }
 }
 
-/** Counts one more in `counts` for orgId, or throws too_many_reads at `limit`; returns its release (once). */
-function takeSlot (counts: Map<string, number>, orgId: string, limit: number, what: string): () => void {
-  const taken = counts.get(orgId) ?? 0
-  if (taken >= limit) {
-    throw new SluiceError('too_many_reads', `${taken} ${what}; at most ${limit} at once`, { retryAfter: busyRetryAfterS })
+/**
+ * Takes a slot of orgId in `slots` (the start times of those taken) at `now`, or throws
+ * too_many_reads at `limit` with a Retry-After from how long the holders have run; returns its
+ * release (once).
+ */
+function takeSlot (slots: Map<string, number[]>, orgId: string, limit: number, now: number, what: string): () => void {
+  const taken = slots.get(orgId) ?? []
+  if (taken.length >= limit) {
+    const youngest = Math.max(...taken)
+    const retryAfter = Math.min(maxRetryAfterS, Math.max(minRetryAfterS, Math.ceil((now - youngest) / 1000)))
+    throw new SluiceError('too_many_reads', `${taken.length} ${what}; at most ${limit} at once`, { retryAfter })
   }
-  counts.set(orgId, taken + 1)
+  taken.push(now)
+  slots.set(orgId, taken)
   let released = false
   return () => {
     if (released) return
     released = true
-    const left = (counts.get(orgId) ?? 1) - 1
-    if (left === 0) counts.delete(orgId)
-    else counts.set(orgId, left)
+    taken.splice(taken.indexOf(now), 1)
+    if (taken.length === 0 && slots.get(orgId) === taken) slots.delete(orgId)
   }
 }
 

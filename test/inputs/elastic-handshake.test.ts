@@ -117,6 +117,18 @@ t.test('index probes: the index exists, creating it is acknowledged, a refresh s
   const unknown = await call('GET', '/api/elastic/_cat')
   t.equal(unknown.status, 404)
   t.equal(unknown.body.error, 'not_found')
+  // The single-document API is not Sluice's (documents go through _bulk): 404, as an Elasticsearch answer.
+  for (const [method, path] of [['PUT', '/api/elastic/logs/_doc/1'], ['GET', '/api/elastic/logs/_doc/1'], ['POST', '/api/elastic/logs/_doc']]) {
+    const doc = await call(method, path)
+    t.equal(doc.status, 404, `${method} ${path}`)
+    t.equal(doc.body.error, 'not_found')
+    t.equal(doc.headers['x-elastic-product'], 'Elasticsearch', 'with the product header the clients check')
+  }
+  const getBulk = await call('GET', '/api/elastic/_bulk')
+  t.equal(getBulk.status, 405, '_bulk takes POST and PUT')
+  t.equal(getBulk.body.error, 'method_not_allowed')
+  t.equal(getBulk.headers.allow, 'POST, PUT')
+  t.equal(getBulk.headers['x-elastic-product'], 'Elasticsearch')
 })
 
 t.test('every route needs an ingest token; the errors carry the product header', async (t) => {

@@ -90,3 +90,30 @@ t.test('a read on a ClickHouse that hangs answers query_timeout past its deadlin
   t.same(await next, [{ three: 3 }])
   await waitFor(() => reads.running('org_1') === 0, { what: 'the slots to be released' })
 })
+
+t.test('Retry-After of too_many_reads: about as long as the youngest holder has run, 1 to 30 s', async (t) => {
+  let clock = 1_000_000
+  const reads = new ReadLimits({ maxConcurrentPerOrg: 2, maxScansPerOrg: 1, timeoutMs: 20_000, maxMemoryBytes: 1 << 30, maxGroupKeys: 1_000_000, maxThreads: 1 }, () => clock)
+  const retryAfter = (scan: boolean): unknown => {
+    try {
+      reads.acquire('org_1', scan)()
+      return 'taken'
+    } catch (err) {
+      return (err as SluiceError).code === 'too_many_reads' ? (err as SluiceError).retryAfter : err
+    }
+  }
+  const exportSlot = reads.acquire('org_1', true)
+  clock += 200
+  t.equal(retryAfter(true), 1, 'a scan that started 0.2 s ago: 1 s')
+  clock += 2_300
+  t.equal(retryAfter(true), 3, '2.5 s: 3 s')
+  clock += 600_000
+  t.equal(retryAfter(true), 30, 'an export running for 10 minutes: 30 s at most')
+  t.equal(retryAfter(false), 'taken', 'a read that is no scan takes the other read slot')
+  const quick = reads.acquire('org_1')
+  t.equal(retryAfter(false), 1, 'the read slots: by the youngest holder, which just started')
+  quick()
+  exportSlot()
+  t.equal(retryAfter(true), 'taken')
+  t.equal(reads.running('org_1'), 0)
+})
