@@ -98,6 +98,9 @@ export interface FieldInfo {
 /** A key with its counts; top: its topK candidates as value hashes (decimal text), when sampled. */
 interface KeyRow { key: string, key_hash: string, n: number, numbers: number, exponents: number, booleans: number, top?: string[] }
 
+/** (key, value) hash pairs in one statement: ~45 bytes each, 2,000 make ~90 KB of 256 KiB. */
+const maxPairsPerStatement = 2000
+
 /** A cityHash64 that ClickHouse gave as decimal text, as a SQL literal (checked: digits only). */
 function hashLiteral (hash: string): string {
   if (!/^[0-9]{1,20}$/.test(hash)) throw new TypeError(`not a UInt64: ${JSON.stringify(hash)}`)
@@ -243,12 +246,24 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
       const notNumbers = new Set(outOfScale.map((r) => r.key))
       for (const r of withExponents) if (notNumbers.has(r.key)) r.numbers = 0
     }
-    const pairs = exact ? [] : keyRows.flatMap((r) => (r.top ?? []).map((valueHash) => rawSql(`(${hashLiteral(r.key_hash)}, ${hashLiteral(valueHash)})`)))
-    const valueRows = keyRows.length === 0 || (!exact && pairs.length === 0) ? [] : await clickhouse.query<{ key: string, value: string, n: number }>(sql`
-      SELECT key, value, count() AS n
-      FROM events ${pairsJoin}
-      ${rows} AND ${firstOfPath} AND ${exact ? sql`cityHash64(key) IN (${hashList(keyRows.map((r) => r.key_hash))})` : sql`(cityHash64(key), cityHash64(value)) IN (${joinSql(pairs, ', ')})`}
-      GROUP BY key, value${exact ? sql` ORDER BY key, n DESC, value LIMIT ${top} BY key` : sql``}`)
+    const pairs = exact ? [] : keyRows.flatMap((r) => (r.top ?? []).map((valueHash) => `(${hashLiteral(r.key_hash)}, ${hashLiteral(valueHash)})`))
+    const valueRows: Array<{ key: string, value: string, n: number }> = []
+    if (exact && keyRows.length > 0) {
+      valueRows.push(...await clickhouse.query<{ key: string, value: string, n: number }>(sql`
+        SELECT key, value, count() AS n
+        FROM events ${pairsJoin}
+        ${rows} AND ${firstOfPath} AND cityHash64(key) IN (${hashList(keyRows.map((r) => r.key_hash))})
+        GROUP BY key, value ORDER BY key, n DESC, value LIMIT ${top} BY key`))
+    }
+    // The candidates by hash, at most maxPairsPerStatement a statement: 200 keys of 50 candidates
+    // in one list would pass max_query_size again (~45 bytes a pair).
+    for (let i = 0; i < pairs.length; i += maxPairsPerStatement) {
+      valueRows.push(...await clickhouse.query<{ key: string, value: string, n: number }>(sql`
+        SELECT key, value, count() AS n
+        FROM events ${pairsJoin}
+        ${rows} AND ${firstOfPath} AND (cityHash64(key), cityHash64(value)) IN (${rawSql(pairs.slice(i, i + maxPairsPerStatement).join(', '))})
+        GROUP BY key, value`))
+    }
     const topByKey = new Map<string, Array<{ value: string, count: number }>>()
     for (const r of valueRows) {
       const list = topByKey.get(r.key) ?? []

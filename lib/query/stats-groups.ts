@@ -15,7 +15,7 @@
 // range in PREWHERE, so ClickHouse finds its granules by the sort key and reads the other columns
 // only for them (slicedCountsSql).
 import type { ClickHouse } from '../storage/clickhouse.ts'
-import { joinSql, sql } from '../storage/sql.ts'
+import { joinSql, rawSql, sql } from '../storage/sql.ts'
 import type { SqlFragment } from '../storage/sql.ts'
 import type { StatsPlan } from './stats-plan.ts'
 import { byCountThenValue } from './field-ref.ts'
@@ -87,14 +87,18 @@ export async function queryGroups (clickhouse: ClickHouse, plan: StatsPlan, by: 
   const where = sql`org_id = ${plan.orgId} AND stream = ${plan.stream}${hidden} AND ts >= ${plan.from} AND ts < ${plan.to}${filter} AND ${by.present}`
   const slices = plan.groupSample === 0 ? null : groupSlices(plan, await eventsInRange(clickhouse, plan), plan.groupSample)
   if (slices !== null) return await querySampledGroups(clickhouse, plan, by, where, slices)
-  const top = await clickhouse.query<{ value: string, n: number }>(sql`SELECT assumeNotNull(${by.text}) AS value, count() AS n
+  // The top values come back with their cityHash64 (decimal text), and the points pick them by it:
+  // the values themselves as SQL literals (stack traces, payloads of 100 KB) passed ClickHouse's
+  // max_query_size of 256 KiB (a 503).
+  const top = await clickhouse.query<{ value: string, n: number, h: string }>(sql`SELECT assumeNotNull(${by.text}) AS value, count() AS n,
+      toString(cityHash64(value)) AS h
     FROM events${plan.prewhere} WHERE ${where} GROUP BY value ORDER BY n DESC, value LIMIT ${plan.topN}`)
   const byPoint = new Map<number, Record<string, number>>()
   if (top.length > 0) {
-    const values = joinSql(top.map((g) => sql`${g.value}`), ', ')
+    const hashes = rawSql(top.map((g) => BigInt(g.h).toString()).join(', '))
     const rows = await clickhouse.query<{ t: number, value: string, n: number }>(sql`SELECT intDiv(ts, ${plan.stepMs}) * ${plan.stepMs} AS t,
         assumeNotNull(${by.text}) AS value, count() AS n
-      FROM events${plan.prewhere} WHERE ${where} AND ${by.text} IN (${values}) GROUP BY t, value`)
+      FROM events${plan.prewhere} WHERE ${where} AND cityHash64(${by.text}) IN (${hashes}) GROUP BY t, value`)
     for (const row of rows) {
       const point = byPoint.get(row.t) ?? {}
       point[row.value] = row.n

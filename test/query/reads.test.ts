@@ -207,6 +207,21 @@ t.test('/fields sampled over long values: their candidates are matched by hash, 
   t.ok(byName.get('dump')!.top.every((v) => payloads.includes(v.value)), 'as they are')
   t.ok(byName.get('message')!.top.every((v) => payloads.includes(v.value)), 'a column\'s long values too')
   t.same(byName.get('n')!.top.map((v) => v.value).sort(), ['0', '1', '2'])
+  const grouped = await s.api('GET', `/api/streams/dumps/stats?from=${base}&to=${base + 20_000}&by=dump&top=10`)
+  t.equal(grouped.status, 200, 'stats?by= a field of long values')
+  t.equal(grouped.body.groups.length, 10)
+  t.ok(grouped.body.groups.every((g: { value: string, count: number }) => payloads.includes(g.value) && g.count === 100))
+
+  // 200 keys (the most /fields lists) of 50 candidates each: 10,000 pairs, past max_query_size even by hash in one list.
+  const wide = await createIngestTarget(s, 'wide')
+  const wideLines = Array.from({ length: 1200 }, (_, i) => JSON.stringify(Object.fromEntries([['ts', base + i * 10], ...Array.from({ length: 200 }, (_, k) => [`key_${k}`, `v${(i + k) % 60}`])])))
+  for (let i = 0; i < wideLines.length; i += 400) t.equal((await postIngest(wide, wideLines.slice(i, i + 400).join('\n'))).body.ingested, 400)
+  const many = await s.api('GET', `/api/streams/wide/fields?from=${base}&to=${base + 20_000}&sample=1000&top=50`)
+  t.equal(many.status, 200)
+  t.equal(many.body.sampled, true)
+  const keys = (many.body.fields as Array<{ name: string, top: unknown[] }>).filter((f) => f.name.startsWith('key_'))
+  t.equal(keys.length, 200, 'the most attributes /fields lists')
+  t.ok(keys.every((f) => f.top.length === 50), 'each with its 50 top values')
 })
 
 t.test('/fields sampled over events bunched in time: the slices go where the events are', async (t) => {
