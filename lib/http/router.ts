@@ -75,7 +75,9 @@ export class Router {
       if (route.method === method || (method === 'HEAD' && route.method === 'GET')) {
         return { kind: 'found', handler: route.handler, params, pattern: '/' + route.segments.join('/') }
       }
-      allowed.push(route.method)
+      if (!allowed.includes(route.method)) allowed.push(route.method)
+      // HEAD is served by every GET route (above), so Allow names it too.
+      if (route.method === 'GET' && !allowed.includes('HEAD')) allowed.push('HEAD')
     }
     return allowed.length > 0 ? { kind: 'method_not_allowed', allowed } : { kind: 'not_found' }
   }

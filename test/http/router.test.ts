@@ -44,7 +44,7 @@ t.test('Router#find matches segments exactly', async (t) => {
   t.match(router.find('GET', '/'), { kind: 'found', pattern: '/' })
   t.match(router.find('GET', '/api/streams'), { kind: 'found', pattern: '/api/streams' })
   t.match(router.find('HEAD', '/api/streams'), { kind: 'found' }, 'HEAD runs the GET route')
-  t.match(router.find('DELETE', '/api/streams'), { kind: 'method_not_allowed', allowed: ['GET', 'POST'] })
+  t.same(router.find('DELETE', '/api/streams'), { kind: 'method_not_allowed', allowed: ['GET', 'HEAD', 'POST'] }, 'HEAD with GET, each method once')
   t.match(router.find('GET', '/api/streams/a%2Db/events'), { kind: 'found', params: { stream: 'a-b' } }, 'parameters are percent-decoded')
   t.match(router.find('POST', '/api/ingest/web'), { kind: 'found', params: { streamId: 'web' } })
   for (const path of [
