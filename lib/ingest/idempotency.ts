@@ -206,7 +206,7 @@ export class IdempotencyCache {
   async #findShared (shared: SharedKeyStore, scope: string, key: string, claim: { settle (kept: Kept | null): void }): Promise<{ kept: Kept, expiresAt: number } | 'settled' | null> {
     const unavailable = (cause?: unknown): SluiceError => {
       claim.settle(null)
-      return new SluiceError('storage_unavailable', 'Storage could not tell whether an earlier attempt under this Idempotency-Key was stored; this request stored nothing', { retryAfter: 1, cause })
+      return new SluiceError('storage_unavailable', 'Storage is unavailable: Sluice could not look this Idempotency-Key up (an earlier attempt under it may exist); this request stored nothing', { retryAfter: 1, cause })
     }
     let found: KeyRecord | null
     try {
