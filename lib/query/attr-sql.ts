@@ -51,17 +51,21 @@ function legacyRawSql (path: string): SqlFragment {
   return sql`if(${spelt} != '', ${spelt}, ${nested})`
 }
 
+/** The text of `raw`, a JSON string's source (quotes and escapes), unescaped. */
+function jsonStringTextSql (raw: SqlFragment): SqlFragment {
+  return sql`visitParamExtractString(concat('{"v":', ${raw}, '}'), 'v')`
+}
+
 /** A legacy row's value text as the arrays would hold it: NULL when absent or an object. */
 function legacyValueSql (path: string): SqlFragment {
   const raw = legacyRawSql(path)
-  return sql`multiIf(${raw} = '' OR startsWith(${raw}, '{'), NULL,
-    startsWith(${raw}, '"'), visitParamExtractString(concat('{"v":', ${raw}, '}'), 'v'), ${raw})`
+  return sql`multiIf(${raw} = '' OR startsWith(${raw}, '{'), NULL, startsWith(${raw}, '"'), ${jsonStringTextSql(raw)}, ${raw})`
 }
 
 /** A legacy row's attribute `path` when it is a JSON string, unescaped; NULL otherwise. */
 function legacyStringSql (path: string): SqlFragment {
   const raw = legacyRawSql(path)
-  return sql`if(startsWith(${raw}, '"'), visitParamExtractString(concat('{"v":', ${raw}, '}'), 'v'), NULL)`
+  return sql`if(startsWith(${raw}, '"'), ${jsonStringTextSql(raw)}, NULL)`
 }
 
 // The columns migration 11 added from keys that were attributes before it (service, trace_id,

@@ -60,24 +60,31 @@ export function fieldNamesParam (text: string, parameter = 'same'): string[] {
 }
 
 /**
- * A `by=` or `same=` name: its text, or the name inside its quotes as `q` writes one (`"odd key"`,
- * `\"` and `\\` escapes). A name that opens a quote it does not close (or goes on after it) is
+ * The quoted string opening at text[open], as `q` reads one (`\"` and `\\` are escapes, any other
+ * backslash is literal): its text and the index after its closing quote; null when it is not
+ * closed. With `offsets`, where in `text` each UTF-16 unit of the result came from.
+ */
+export function readQuoted (text: string, open: number, offsets?: number[]): { value: string, end: number } | null {
+  let value = ''
+  for (let i = open + 1; i < text.length; i++) {
+    const ch = text[i]
+    if (ch === '"') return { value, end: i + 1 }
+    offsets?.push(i)
+    if (ch === '\\' && (text[i + 1] === '"' || text[i + 1] === '\\')) value += text[++i]
+    else value += ch
+  }
+  return null
+}
+
+/**
+ * A `by=` or `same=` name: its text, or the name inside its quotes as `q` writes one (readQuoted:
+ * `"odd key"`). A name that opens a quote it does not close (or goes on after it) is
  * invalid_query, as in `q`.
  */
 export function quotedName (text: string, parameter = 'by'): string {
   if (!text.startsWith('"')) return text
-  let name = ''
-  for (let i = 1; i < text.length; i++) {
-    const c = text[i]
-    if (c === '\\' && (text[i + 1] === '"' || text[i + 1] === '\\')) {
-      name += text[++i]
-    } else if (c === '"') {
-      if (i === text.length - 1) return name
-      break
-    } else {
-      name += c
-    }
-  }
+  const quoted = readQuoted(text, 0)
+  if (quoted !== null && quoted.end === text.length) return quoted.value
   throw new SluiceError('invalid_query', `${parameter}: a quoted field name must end with its closing quote`, { details: { parameter } })
 }
 

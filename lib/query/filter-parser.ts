@@ -46,7 +46,7 @@ import { maxNumberDigits, readNumber } from './filter-number.ts'
 import type { FilterNumber } from './filter-number.ts'
 import { parseRegex } from './filter-regex.ts'
 import type { FilterRegex } from './filter-regex.ts'
-import { maxFieldNameLength, resolveField as resolveFieldRef } from './field-ref.ts'
+import { maxFieldNameLength, readQuoted, resolveField as resolveFieldRef } from './field-ref.ts'
 
 /** How a column's values are compared: text, integers (their decimal text for prefixes and regexes), floats, a level. */
 export type ColumnType = 'string' | 'integer' | 'float' | 'level'
@@ -245,18 +245,11 @@ class FilterParser {
   // Reads a quoted phrase whose opening quote is at the cursor; leaves the cursor after the closing
   // quote. With `offsets`, records where in q each UTF-16 unit of the phrase came from.
   #readPhrase (offsets?: number[]): string {
-    const t = this.#text
-    const open = this.#i++
-    let out = ''
-    while (this.#i < t.length) {
-      const ch = t[this.#i]
-      if (ch === '"') { this.#i++; return out }
-      offsets?.push(this.#i)
-      if (ch === '\\' && (t[this.#i + 1] === '"' || t[this.#i + 1] === '\\')) { out += t[this.#i + 1]; this.#i += 2; continue }
-      out += ch
-      this.#i++
-    }
-    return fail('unterminated quote starting', open)
+    const open = this.#i
+    const quoted = readQuoted(this.#text, open, offsets)
+    if (quoted === null) return fail('unterminated quote starting', open)
+    this.#i = quoted.end
+    return quoted.value
   }
 
   // Reads up to whitespace or `)`; a quote inside a bare word is an error.
