@@ -21,7 +21,7 @@
 //   count descending, ties by value. Exact when not sampled; sampled, the candidates are
 //   ClickHouse's topK of the sample (approximate ranks), counted exactly there.
 import type { ClickHouse } from '../storage/clickhouse.ts'
-import { joinSql, rawSql, sql } from '../storage/sql.ts'
+import { joinSql, rawSql, sql, uint64List } from '../storage/sql.ts'
 import type { SqlFragment } from '../storage/sql.ts'
 import { eventFields, isStringField } from '../events/fields.ts'
 import { columnSql } from './attr-sql.ts'
@@ -100,17 +100,6 @@ interface KeyRow { key: string, key_hash: string, n: number, numbers: number, ex
 
 /** (key, value) hash pairs in one statement: ~45 bytes each, 2,000 make ~90 KB of 256 KiB. */
 const maxPairsPerStatement = 2000
-
-/** A cityHash64 that ClickHouse gave as decimal text, as a SQL literal (checked: digits only). */
-function hashLiteral (hash: string): string {
-  if (!/^[0-9]{1,20}$/.test(hash)) throw new TypeError(`not a UInt64: ${JSON.stringify(hash)}`)
-  return hash
-}
-
-/** Hashes as a comma-separated SQL list. */
-function hashList (hashes: readonly string[]): SqlFragment {
-  return rawSql(hashes.map(hashLiteral).join(', '))
-}
 
 export interface FieldsResult {
   fields: FieldInfo[]
@@ -241,18 +230,18 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
     if (withExponents.length > 0) {
       const outOfScale = await clickhouse.query<{ key: string }>(sql`
         SELECT key FROM events ${pairsJoin}
-        ${rows} AND ${firstOfPath} AND cityHash64(key) IN (${hashList(withExponents.map((r) => r.key_hash))}) AND match(value, '[eE]')
+        ${rows} AND ${firstOfPath} AND cityHash64(key) IN (${uint64List(withExponents.map((r) => r.key_hash))}) AND match(value, '[eE]')
         GROUP BY key HAVING countIf(NOT ${isNumberSql(rawSql('value'))}) > 0`)
       const notNumbers = new Set(outOfScale.map((r) => r.key))
       for (const r of withExponents) if (notNumbers.has(r.key)) r.numbers = 0
     }
-    const pairs = exact ? [] : keyRows.flatMap((r) => (r.top ?? []).map((valueHash) => `(${hashLiteral(r.key_hash)}, ${hashLiteral(valueHash)})`))
+    const pairs = exact ? [] : keyRows.flatMap((r) => (r.top ?? []).map((valueHash) => sql`(${uint64List([r.key_hash, valueHash])})`))
     const valueRows: Array<{ key: string, value: string, n: number }> = []
     if (exact && keyRows.length > 0) {
       valueRows.push(...await clickhouse.query<{ key: string, value: string, n: number }>(sql`
         SELECT key, value, count() AS n
         FROM events ${pairsJoin}
-        ${rows} AND ${firstOfPath} AND cityHash64(key) IN (${hashList(keyRows.map((r) => r.key_hash))})
+        ${rows} AND ${firstOfPath} AND cityHash64(key) IN (${uint64List(keyRows.map((r) => r.key_hash))})
         GROUP BY key, value ORDER BY key, n DESC, value LIMIT ${top} BY key`))
     }
     // The candidates by hash, at most maxPairsPerStatement a statement: 200 keys of 50 candidates
@@ -261,7 +250,7 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
       valueRows.push(...await clickhouse.query<{ key: string, value: string, n: number }>(sql`
         SELECT key, value, count() AS n
         FROM events ${pairsJoin}
-        ${rows} AND ${firstOfPath} AND (cityHash64(key), cityHash64(value)) IN (${rawSql(pairs.slice(i, i + maxPairsPerStatement).join(', '))})
+        ${rows} AND ${firstOfPath} AND (cityHash64(key), cityHash64(value)) IN (${joinSql(pairs.slice(i, i + maxPairsPerStatement), ', ')})
         GROUP BY key, value`))
     }
     const topByKey = new Map<string, Array<{ value: string, count: number }>>()
@@ -418,7 +407,7 @@ async function columnTopValues (clickhouse: ClickHouse, rows: SqlFragment, top: 
 async function columnValueCounts (clickhouse: ClickHouse, rows: SqlFragment, scope: AttrScope, tops: string[][]): Promise<Array<Array<{ value: string, count: number }>>> {
   return await columnValueRows(clickhouse, scope, (_c, i, text) => tops[i].length > 0
     ? sql`SELECT ${rawSql(String(i))} AS i, assumeNotNull(${text}) AS v, count() AS n FROM events
-      ${rows} AND cityHash64(${text}) IN (${hashList(tops[i])}) GROUP BY v`
+      ${rows} AND cityHash64(${text}) IN (${uint64List(tops[i])}) GROUP BY v`
     : null)
 }
 

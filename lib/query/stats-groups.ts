@@ -15,7 +15,7 @@
 // range in PREWHERE, so ClickHouse finds its granules by the sort key and reads the other columns
 // only for them (slicedCountsSql).
 import type { ClickHouse } from '../storage/clickhouse.ts'
-import { joinSql, rawSql, sql } from '../storage/sql.ts'
+import { joinSql, sql, uint64List } from '../storage/sql.ts'
 import type { SqlFragment } from '../storage/sql.ts'
 import type { StatsPlan } from './stats-plan.ts'
 import { byCountThenValue } from './field-ref.ts'
@@ -95,7 +95,7 @@ export async function queryGroups (clickhouse: ClickHouse, plan: StatsPlan, by: 
     FROM events${plan.prewhere} WHERE ${where} GROUP BY value ORDER BY n DESC, value LIMIT ${plan.topN}`)
   const byPoint = new Map<number, Record<string, number>>()
   if (top.length > 0) {
-    const hashes = rawSql(top.map((g) => BigInt(g.h).toString()).join(', '))
+    const hashes = uint64List(top.map((g) => g.h))
     const rows = await clickhouse.query<{ t: number, value: string, n: number }>(sql`SELECT intDiv(ts, ${plan.stepMs}) * ${plan.stepMs} AS t,
         assumeNotNull(${by.text}) AS value, count() AS n
       FROM events${plan.prewhere} WHERE ${where} AND cityHash64(${by.text}) IN (${hashes}) GROUP BY t, value`)

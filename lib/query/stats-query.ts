@@ -23,7 +23,7 @@
 // - Each statement reads what is committed when it runs: rows inserted meanwhile may reach one
 //   statement and not another.
 import type { ClickHouse } from '../storage/clickhouse.ts'
-import { rawSql, sql, joinSql } from '../storage/sql.ts'
+import { rawSql, sql, joinSql, uint64List } from '../storage/sql.ts'
 import type { SqlFragment } from '../storage/sql.ts'
 import { countColumns, countDims, dimTable, pathColumns, rtDigestArguments, rtLevels, seriesColumns } from '../storage/migrations/003_rollups.ts'
 import type { CountDim, Dim, RollupColumn } from '../storage/migrations/003_rollups.ts'
@@ -243,7 +243,7 @@ interface PathRtRow { value: string, rt_n_total: number, rt_p95: number }
  * digest merge and nothing else, as the caller matches rows by value.
  */
 function pathRtSql (plan: StatsPlan, parts: TopParts, hashes: string[]): SqlFragment {
-  const list = rawSql(hashes.map((h) => BigInt(h).toString()).join(', '))
+  const list = uint64List(hashes)
   const isListed = (value: string): SqlFragment => sql`cityHash64(${rawSql(value)}) IN (${list})`
   return sql`SELECT value, sum(rt_n) AS rt_n_total, ${rawSql(digestMerge)}[${p95Index}] AS rt_p95
     FROM (${dimRows(plan, parts, 'path', pathRtColumns, isListed)}) GROUP BY value`

@@ -61,6 +61,19 @@ export function rawSql (text: string): SqlFragment {
   return new SqlFragment(text)
 }
 
+const maxUint64 = 2n ** 64n - 1n
+
+/**
+ * UInt64 values ClickHouse gave as decimal text (a cityHash64: past 2^53, not a JSON number) as a
+ * comma-separated SQL list; a text that is not one throws.
+ */
+export function uint64List (values: readonly string[]): SqlFragment {
+  return new SqlFragment(values.map((v) => {
+    if (!/^[0-9]{1,20}$/.test(v) || BigInt(v) > maxUint64) throw new TypeError(`not a UInt64: ${JSON.stringify(v)}`)
+    return v
+  }).join(', '))
+}
+
 export function joinSql (parts: SqlFragment[], separator: string): SqlFragment {
   return new SqlFragment(parts.map((p) => p.text).join(separator))
 }
