@@ -10,7 +10,9 @@
 // - the path is split on `/` alone: `//evil.example/api/...`, `/api\ingest\x`, `/api/../api/x`,
 //   `/api//streams` and `/api/streams/` are paths no route has, so 404 not_found;
 // - literal segments compare byte for byte (no percent-decoding); `:param` segments are
-//   percent-decoded once, and one that does not decode matches nothing.
+//   percent-decoded once, and one that does not decode matches nothing;
+// - of the patterns a path matches, those with the most literal segments decide its route, or
+//   its 405 and Allow: a literal path is never taken by a parameter for a method it lacks.
 import type { RequestContext } from './reply.ts'
 
 export type Handler = (ctx: RequestContext) => Promise<void> | void
@@ -18,6 +20,8 @@ export type Handler = (ctx: RequestContext) => Promise<void> | void
 interface Route {
   method: string
   segments: string[]
+  /** How many of the segments are literal: of the patterns a path matches, the most literal decide. */
+  literals: number
   handler: Handler
 }
 
@@ -54,7 +58,7 @@ export class Router {
     // A pattern ending in '/' (other than '/') ends with an empty segment, matched by a path that
     // ends in '/': '/api/elastic/', the root Elasticsearch clients ask for below their base path.
     if (pattern.length > 1 && pattern.endsWith('/')) segments.push('')
-    this.#routes.push({ method, segments, handler })
+    this.#routes.push({ method, segments, literals: segments.filter((seg) => !seg.startsWith(':')).length, handler })
     return this
   }
 
@@ -68,10 +72,19 @@ export class Router {
     if (path.charCodeAt(0) !== 0x2f) return { kind: 'not_found' }
     // '/' is the route with no segments; otherwise every segment counts, empty ones included.
     const parts = path === '/' ? [] : path.slice(1).split('/')
-    const allowed: string[] = []
+    // The patterns the path matches with the most literal segments decide: `/api/elastic/_bulk`
+    // (POST, PUT) over `/api/elastic/:index` (GET, PUT), so a GET of it is 405, not the index.
+    const matching: Array<{ route: Route, params: Record<string, string> }> = []
+    let literals = -1
     for (const route of this.#routes) {
+      if (route.literals < literals) continue
       const params = matchSegments(route.segments, parts)
       if (!params) continue
+      if (route.literals > literals) { literals = route.literals; matching.length = 0 }
+      matching.push({ route, params })
+    }
+    const allowed: string[] = []
+    for (const { route, params } of matching) {
       if (route.method === method || (method === 'HEAD' && route.method === 'GET')) {
         return { kind: 'found', handler: route.handler, params, pattern: '/' + route.segments.join('/') }
       }

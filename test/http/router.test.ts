@@ -34,6 +34,18 @@ t.test('Router#add: a pattern ending in / matches only the path ending in / (the
   t.match(router.find('GET', '/api/elastic//'), { kind: 'not_found' })
 })
 
+t.test('Router#find: the patterns with the most literal segments decide', async (t) => {
+  const router = new Router()
+    .add('GET', '/api/elastic/:index', noop)
+    .add('PUT', '/api/elastic/:index', noop)
+    .add('POST', '/api/elastic/_bulk', noop)
+    .add('PUT', '/api/elastic/_bulk', noop)
+  t.match(router.find('POST', '/api/elastic/_bulk'), { kind: 'found', pattern: '/api/elastic/_bulk' })
+  t.match(router.find('PUT', '/api/elastic/_bulk'), { kind: 'found', pattern: '/api/elastic/_bulk' }, 'the literal pattern, registered after')
+  t.same(router.find('GET', '/api/elastic/_bulk'), { kind: 'method_not_allowed', allowed: ['POST', 'PUT'] }, 'not the parameter\'s GET')
+  t.match(router.find('GET', '/api/elastic/logs'), { kind: 'found', pattern: '/api/elastic/:index', params: { index: 'logs' } })
+})
+
 t.test('Router#find matches segments exactly', async (t) => {
   const router = new Router()
     .add('GET', '/', noop)

@@ -100,11 +100,6 @@ export function registerElasticHandshakeRoutes (router: Router, deps: HandshakeD
 /** `/api/elastic/{index}` catches every path of one segment: one starting with `_` names an API Sluice does not have. */
 function checkIndex (ctx: RequestContext): string {
   const index = ctx.params.index
-  if (index === '_bulk') {
-    // The bulk API exists with other methods (bulk-route.ts): 405, as any such path (docs/api.md section 1).
-    ctx.res.setHeader('allow', 'POST, PUT')
-    throw new SluiceError('method_not_allowed')
-  }
   if (index.startsWith('_')) throw new SluiceError('not_found', `Sluice does not answer the Elasticsearch API ${index}; see docs/api.md section 6.10`)
   return index
 }
