@@ -154,6 +154,8 @@ export interface LoadOptions {
   client?: LoadClient
   /** First event number (several loads into one check keep their numbers apart); default 0. */
   firstNumber?: number
+  /** Called with every answer (or drop) as it comes. */
+  onAnswer?: (answer: Answer) => void
 }
 
 export interface LoadResult {
@@ -233,6 +235,7 @@ export async function runLoad (options: LoadOptions): Promise<LoadResult> {
         }
         batch.answers.push(answer)
         answers.push(answer)
+        options.onAnswer?.(answer)
         if (answer.status === 200) break
         if (options.giveUpWhenStopped === true && options.stopped()) break
         if (answer.status !== 0 && answer.status !== 429 && answer.status !== 503) break // not retryable: a bug, reported by the checker

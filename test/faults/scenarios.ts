@@ -41,8 +41,19 @@ async function underLoad (
   fault: () => Promise<void>, afterMs: number, beforeMs = 2_000, load: Pick<LoadOptions, 'giveUpWhenStopped'> = {},
 ): Promise<LoadResult> {
   let stopped = false
-  const result = runLoad({ url: () => sluice().url, stream, token, ...shape, ...load, stopped: () => stopped })
-  await sleep(beforeMs) // steady state before the fault
+  let firstAcknowledged = (): void => {}
+  const acknowledged = new Promise<void>((resolve) => { firstAcknowledged = resolve })
+  const result = runLoad({
+    url: () => sluice().url, stream, token, ...shape, ...load, stopped: () => stopped,
+    onAnswer: (answer) => { if (answer.status === 200) firstAcknowledged() },
+  })
+  // Steady state before the fault: `beforeMs` of load and a first event acknowledged (a loaded CI
+  // machine once took over 2 s for it, and a fault before it tests nothing). Bounded: a Sluice that
+  // acknowledges nothing meets the fault after a minute, and the checks say so.
+  await sleep(beforeMs)
+  let bound: NodeJS.Timeout | undefined
+  await Promise.race([acknowledged, new Promise<void>((resolve) => { bound = setTimeout(resolve, 60_000) })])
+  clearTimeout(bound)
   await fault()
   await sleep(afterMs)
   stopped = true
