@@ -79,7 +79,7 @@ t.test('send retries a 429 after its Retry-After', async (t) => {
   const body = new Readable({ read () {} })
   body.push('{"path":"/held"}\n')
   const held = request(`${own.url}/api/ingest/busy`, { method: 'POST', body, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/x-ndjson' } })
-  await waitFor(() => own.app.http.inFlight > 0, { what: 'the server to hold the first request', timeoutMs: 5000 })
+  await waitFor(() => own.app.http.inFlight > 0, { what: 'the server to hold the first request' })
   const sending = new Promise<{ code: number | null, stdout: string }>((resolve) => {
     const child = spawn(process.execPath, [cli, 'send', 'busy', '-'], { env: { ...process.env, SLUICE_URL: own.url, SLUICE_INGEST_TOKEN: token } })
     let stdout = ''
@@ -108,7 +108,7 @@ t.test('tail prints live events', async (t) => {
   let out = ''
   const got = new Promise<void>((resolve) => child.stdout.on('data', (d) => { out += d; if (out.includes('/live')) resolve() }))
   const hub = s.app.tailHub
-  await waitFor(() => hub.clientCount > 0, { what: 'the tail to connect', timeoutMs: 5000 })
+  await waitFor(() => hub.clientCount > 0, { what: 'the tail to connect' })
   t.equal(hub.clientCount, 1)
   const tok = (await s.api('POST', '/api/streams/cli-live/ingest-token', { token: pat, body: {} })).body.token
   const r = await s.api('POST', '/api/ingest/cli-live', { token: tok, body: '{"path":"/live","status":200}\n{"path":"/hidden"}\n', headers: { 'content-type': 'application/x-ndjson' } })
@@ -201,7 +201,7 @@ t.test('tail ends with exit 3 when its stream is deleted', async (t) => {
     child.stderr.on('data', (d) => { stderr += d })
     child.on('close', (code) => resolve({ code, stderr }))
   })
-  await waitFor(() => s.app.tailHub.clientCount > before, { what: 'the tail to connect', timeoutMs: 5000 })
+  await waitFor(() => s.app.tailHub.clientCount > before, { what: 'the tail to connect' })
   t.equal((await s.api('DELETE', '/api/streams/short-lived', { token: pat })).status, 204)
   const ended = await tail
   t.equal(ended.code, 3)

@@ -54,7 +54,7 @@ t.test('tail --json and the formatted line: multibyte characters cut across chun
     out: (line) => outputs[mode].push(line),
     err: () => {},
   }).catch((err: Error & { code?: string }) => err))
-  await waitFor(() => s.app.tailHub.clientCount >= 2, { what: 'both tails to connect', timeoutMs: 5000 })
+  await waitFor(() => s.app.tailHub.clientCount >= 2, { what: 'both tails to connect' })
   t.equal(s.app.tailHub.clientCount, 2, 'both tails connected through the proxy')
   const r = await postIngest(tgt, JSON.stringify({ log: message, path: '/日本', status: 200 }) + '\n')
   t.equal(r.status, 200)

@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 export interface WaitForOptions {
   /** What is awaited, for the failure message ("the request to be in flight"). */
   what?: string
-  /** How long to wait before failing, in ms; default 10 000. */
+  /** How long to wait before failing, in ms; default 30 000 (generous: a loaded CI machine is slow, and a wait that holds costs nothing). */
   timeoutMs?: number
   /** Pause between probes, in ms; default 10. */
   intervalMs?: number
@@ -51,7 +51,7 @@ export async function waitFor<T, U extends T> (probe: () => T | Promise<T>, opti
 export async function waitFor<T> (probe: () => T | Promise<T>, options: WaitForOptions & { until: (value: T) => boolean }): Promise<T>
 export async function waitFor<T> (probe: () => T | Promise<T>, options?: WaitForOptions): Promise<Truthy<T>>
 export async function waitFor<T> (probe: () => T | Promise<T>, options: WaitForOptions & { until?: (value: T) => boolean } = {}): Promise<T> {
-  const timeoutMs = options.timeoutMs ?? 10_000
+  const timeoutMs = options.timeoutMs ?? 30_000
   const intervalMs = options.intervalMs ?? 10
   const until = options.until ?? Boolean
   const deadline = performance.now() + timeoutMs

@@ -71,7 +71,7 @@ t.test('shutdown: requests in flight finish, new ones get 503 shutting_down with
     method: 'POST', body, headers: { authorization: `Bearer ${tok}`, 'content-type': 'application/x-ndjson' },
   })
   // Wait until the server has the request.
-  await waitFor(() => own.app.http.inFlight > 0, { what: 'the server to hold the request', timeoutMs: 5000 })
+  await waitFor(() => own.app.http.inFlight > 0, { what: 'the server to hold the request' })
   t.equal(own.app.http.inFlight, 1)
   const closing = own.app.close()
   // A new request on a fresh connection is refused (the listener is closed) or answered 503.

@@ -29,10 +29,10 @@ t.test('a request cut off mid-body stores nothing', async (t) => {
   socket.write(`POST /api/ingest/${tgt.stream} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${tgt.token}\r\n` +
     `Content-Type: application/x-ndjson\r\nContent-Length: ${full.length}\r\n\r\n`)
   socket.write(full.slice(0, full.length / 2))
-  await waitFor(() => s.app.http.inFlight > 0, { what: 'the server to read the body', timeoutMs: 5000 })
+  await waitFor(() => s.app.http.inFlight > 0, { what: 'the server to read the body' })
   t.equal(s.app.http.inFlight, 1, 'the server is reading the body')
   socket.destroy()
-  await waitFor(() => s.app.http.inFlight === 0, { what: 'the server to give the request up', timeoutMs: 5000 })
+  await waitFor(() => s.app.http.inFlight === 0, { what: 'the server to give the request up' })
   t.equal(s.app.http.inFlight, 0, 'the server gave the request up')
   await s.app.writer.flush()
   t.equal(await countEvents(tgt), 0)

@@ -99,7 +99,7 @@ t.test('the per-org tail limit answers 429 too_many_tails; bad filters 400', asy
     const tail = await openSse(own.url, '/api/streams/live/tail', own.adminToken)
     open.push(tail)
     return tail.status
-  }, { until: (status) => status === 200, what: 'the closed tail\'s slot to be free', timeoutMs: 5000 })
+  }, { until: (status) => status === 200, what: 'the closed tail\'s slot to be free' })
   t.equal(again, 200, 'a closed tail frees its slot')
   const bad = await own.api('GET', '/api/streams/live/tail?q=' + encodeURIComponent('status:abc'))
   t.equal(bad.status, 400)
@@ -119,12 +119,12 @@ t.test('a tail ends when its stream is deleted; a change to the stream does not 
   // A stats tick after both, which is when a tail whose stream is gone would end.
   const ticks = (): number => tail.frames.filter((f) => f.event === 'stats').length
   const seen = ticks()
-  await waitFor(() => ticks() > seen, { what: 'a stats tick after the refresh', timeoutMs: 5000 })
+  await waitFor(() => ticks() > seen, { what: 'a stats tick after the refresh' })
   t.equal(tail.frames.filter((f) => f.event === 'end').length, 0, 'a PATCH and a refresh keep the tail open')
   t.equal((await s.api('DELETE', '/api/streams/doomed')).status, 204)
   const end = await tail.next((f) => f.event === 'end', 3000)
   t.same(JSON.parse(end.data), { reason: 'stream_deleted' })
-  await waitFor(() => s.app.tailHub.clientCount === before - 1, { what: 'the tail to end', timeoutMs: 5000 })
+  await waitFor(() => s.app.tailHub.clientCount === before - 1, { what: 'the tail to end' })
   t.equal((await s.api('GET', '/api/streams/doomed/tail')).status, 404, 'a reconnect finds no stream')
 })
 

@@ -26,7 +26,7 @@ import type { StoredEvent } from '../helpers/ingest.ts'
 async function stored (rig: ShipperRig): Promise<{ events: StoredEvent[], times: Map<string, number> }> {
   // Reads go through the storage proxy too: a pooled connection the outage cut fails once ("socket
   // hang up") after the storage is back, so a failed read is retried a few times.
-  const all = await waitFor(() => storedEvents(rig.target), { what: 'a read of the stored events', retryErrors: true, intervalMs: 100, timeoutMs: 5_000 })
+  const all = await waitFor(() => storedEvents(rig.target), { what: 'a read of the stored events', retryErrors: true, intervalMs: 100 })
   const events = all.filter((e) => e.message !== 'held')
   const times = new Map<string, number>()
   for (const e of events) times.set(e.message ?? '', (times.get(e.message ?? '') ?? 0) + 1)

@@ -116,9 +116,9 @@ t.test('a revoke on one node applies on another within the refresh interval', as
   const issued = (await s.api('POST', '/api/streams/app/ingest-token', { body: {} })).body
   // The second node learns of the new token at its next refresh.
   const ingestOnOther = async (): Promise<number> => (await other.api('POST', '/api/ingest/app', { token: issued.token, body: '{}\n', headers: ndjson })).status
-  const accepted = await waitFor(ingestOnOther, { until: (status) => status === 200, what: 'node 2 to learn the token', timeoutMs: 5000 })
+  const accepted = await waitFor(ingestOnOther, { until: (status) => status === 200, what: 'node 2 to learn the token' })
   t.equal(accepted, 200, 'node 2 accepts the token issued on node 1')
   await s.api('DELETE', `/api/streams/app/ingest-tokens/${issued.id}`)
-  const refused = await waitFor(ingestOnOther, { until: (status) => status === 403, what: 'node 2 to learn the revoke', timeoutMs: 5000 })
+  const refused = await waitFor(ingestOnOther, { until: (status) => status === 403, what: 'node 2 to learn the revoke' })
   t.equal(refused, 403, 'node 2 refuses it after the revoke')
 })
