@@ -2,6 +2,7 @@
 // an empty body reads as {} so that optional-field endpoints can be called without one.
 import type { IncomingMessage } from 'node:http'
 import { SluiceError } from '../errors.ts'
+import { continueBody } from './expect-continue.ts'
 
 /** Bytes a management request body may have; they are tiny. */
 const maxJsonBodyBytes = 64 * 1024
@@ -10,6 +11,7 @@ export async function readJsonBody (req: IncomingMessage): Promise<Record<string
   const type = req.headers['content-type']
   const chunks: Buffer[] = []
   let size = 0
+  continueBody(req)
   for await (const chunk of req) {
     size += (chunk as Buffer).length
     if (size > maxJsonBodyBytes) throw new SluiceError('payload_too_large', `JSON bodies are limited to ${maxJsonBodyBytes} bytes`)

@@ -37,6 +37,7 @@ import { ByteLimit } from './byte-limit.ts'
 import { createLineSplitter } from './line-splitter.ts'
 import { LineBatcher } from './line-batcher.ts'
 import { BodyCollector } from './body-collector.ts'
+import { RequestBody } from './request-body.ts'
 import { WorkerDispatch } from './worker-dispatch.ts'
 import { IngestSummary } from './ingest-summary.ts'
 import { IdempotencyCache, finalErrorAnswer } from './idempotency.ts'
@@ -146,7 +147,7 @@ export async function runIngest (ctx: RequestContext, deps: IngestDeps, request:
         fingerprint: () => print.fingerprint(),
         check: async (first) => {
           decoder?.destroy()
-          await checkRetryBody(req, path, config.maxRawBytes, first)
+          await checkRetryBody(new RequestBody(req), path, config.maxRawBytes, first)
         },
       })
     if (replayed) {
@@ -155,12 +156,6 @@ export async function runIngest (ctx: RequestContext, deps: IngestDeps, request:
       req.resume()
     }
     sendAnswer(ctx, answer)
-  } catch (err) {
-    // A body abandoned part-way is not worth reading on: the connection closes. One refused
-    // before its first byte was read (a bad content type, the wait for a reading slot) is left
-    // to the server, which drains it like any unread body so the client reads the answer.
-    if (!req.complete && req.readableDidRead) res.setHeader('connection', 'close')
-    throw err
   } finally {
     ticket.release()
   }
@@ -168,13 +163,14 @@ export async function runIngest (ctx: RequestContext, deps: IngestDeps, request:
 
 /** Content type (400), encoding (400) and declared size (413), before the body is read: its decoder. */
 function acceptBody (ctx: RequestContext, config: Config['ingest'], check: (header: string | undefined) => void): Duplex | null {
-  const { req, res } = ctx
+  const { req } = ctx
   check(req.headers['content-type'])
   const decoder = createDecoder(req.headers['content-encoding'])
   const length = Number(req.headers['content-length'])
   if (length > config.maxRawBytes) {
+    // Not read; the server drops it after the answer, or cuts the connection if it is very large
+    // (lib/http/server.ts, lingerOnUnread).
     decoder?.destroy() // a zlib decoder holds its state from creation
-    res.setHeader('connection', 'close')
     throw new SluiceError('payload_too_large', `The body is ${length} bytes; at most ${config.maxRawBytes} are accepted`)
   }
   return decoder
@@ -235,7 +231,7 @@ async function readAndStore (
   })
   // Without a key, the body's fingerprint may still tell a shipper's retry (dedupeRetries).
   const print = keyPrint ?? (config.dedupeRetries === 'on' ? new BodyFingerprint(ctx.url.pathname) : undefined)
-  await pipeline([ctx.req, ...(print ? [print] : []), ...limits, ...framing.stages, dispatch])
+  await pipeline([new RequestBody(ctx.req), ...(print ? [print] : []), ...limits, ...framing.stages, dispatch])
 
   for (const [code, n] of summary.failedByCode) metrics.linesFailed.inc({ code }, n)
   const outcome: IngestOutcome = {

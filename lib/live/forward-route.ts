@@ -10,6 +10,7 @@ import { decodeForward } from './forward-codec.ts'
 import { clusterSecretHeader } from './peer-link.ts'
 import { maxForwardBytes } from './cluster-live.ts'
 import type { TailHub } from './tail-hub.ts'
+import { continueBody } from '../http/expect-continue.ts'
 
 function digest (s: string): Buffer { return createHash('sha256').update(s).digest() }
 
@@ -21,6 +22,7 @@ export function registerForwardRoute (router: Router, deps: { secret: string, hu
     if (!timingSafeEqual(digest(sent), expected)) throw new SluiceError('invalid_token', 'The cluster secret differs')
     const chunks: Buffer[] = []
     let size = 0
+    continueBody(ctx.req)
     for await (const chunk of ctx.req) {
       size += (chunk as Buffer).length
       if (size > maxForwardBytes) throw new SluiceError('payload_too_large', `Forwarded bodies are limited to ${maxForwardBytes} bytes`)

@@ -52,7 +52,20 @@ export async function createTestDatabase (t: Test, prefix = 'sluice_test'): Prom
   })
   await clickhouse.ensureDatabase()
   t.teardown(async () => {
-    await clickhouse.command(`DROP DATABASE IF EXISTS \`${database}\``)
+    // A DROP waits for the tables' running queries and merges: on a loaded CI machine one took
+    // past the 30 s request timeout once. A database left behind in the test server harms no
+    // other test (each has its own), so the drop is retried, then given up with a comment.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await clickhouse.command(`DROP DATABASE IF EXISTS \`${database}\``)
+        break
+      } catch (err) {
+        if (attempt === 3) {
+          t.comment(`test database ${database} left behind: ${(err as Error).message}`)
+          break
+        }
+      }
+    }
     await clickhouse.close()
   })
   return { url, database, clickhouse }

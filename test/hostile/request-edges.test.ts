@@ -73,3 +73,31 @@ t.test('Expect: anything but 100-continue is 417 expectation_failed in our shape
   t.equal(res.body?.ingested, 1)
   t.equal(await countEvents(target), 1)
 })
+
+t.test('Expect: 100-continue: a request refused by its checks gets its answer without 100 Continue, and the connection closes', async (t) => {
+  const server = await startServer(t, { ingest: { maxRawBytes: 1024 } })
+  const target = await createIngestTarget(server, 'web')
+  const ingest = (token: string, length: number): string => `POST /api/ingest/web HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n` +
+    `Content-Type: application/x-ndjson\r\nContent-Length: ${length}\r\nExpect: 100-continue\r\n\r\n`
+  const refusals: Array<[string, string, number, string]> = [
+    ['a bad token', ingest('sli_' + 'x'.repeat(40), 13), 403, 'invalid_token'],
+    ['a body over the wire limit', ingest(target.token, 4096), 413, 'payload_too_large'],
+    ['a bad content type', ingest(target.token, 13).replace('application/x-ndjson', 'text/csv'), 400, 'unsupported_content_type'],
+  ]
+  for (const [name, head, status, code] of refusals) {
+    // The body is never sent: a server that said 100 would wait for it.
+    const res = await rawRequest(server.url, head, { onInterim: (_status, write) => write('{"host":"a"}\n') })
+    t.strictSame(res.interim, [], `${name}: no 100 Continue`)
+    t.equal(res.status, status, name)
+    t.equal(res.body?.error, code)
+    t.equal(res.headers.connection, 'close', `${name}: the connection closes (the body may follow or not)`)
+  }
+  // A management body: 100 Continue once the route reads it.
+  const created = await rawRequest(server.url, `POST /api/streams HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.adminToken}\r\n` +
+    'Content-Type: application/json\r\nContent-Length: 15\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n', {
+    onInterim: (status, write) => { if (status === 100) write('{"name":"api2"}') },
+  })
+  t.strictSame(created.interim, [100])
+  t.equal(created.status, 201)
+  t.equal(await countEvents(target), 0, 'nothing stored')
+})

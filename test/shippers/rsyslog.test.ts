@@ -19,6 +19,8 @@ import { freePort, sendTcp, syslogLines } from './syslog-lines.ts'
 import { waitFor } from '../helpers/wait-for.ts'
 
 const rsyslog = debianRsyslog()
+// About 30 s alone; a loaded machine (load 8) once took 105 s, past tap's default 120 s with teardown.
+t.setTimeout(300_000)
 
 /**
  * In front of Sluice: counts what rsyslog was answered (by sluice_code in the bytes back), and
