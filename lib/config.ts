@@ -425,6 +425,10 @@ export function loadConfig (options: LoadConfigOptions = {}): Config {
   if (cfg.ingest.maxDecodedBytes < cfg.ingest.maxLineBytes) {
     problems.push('ingest.maxDecodedBytes must be at least ingest.maxLineBytes')
   }
+  if (cfg.limits.maxUncommittedBytes < cfg.ingest.maxRawBytes) {
+    // A request reserves up to its wire size at admission: a larger one would be 429 server_busy forever.
+    problems.push('limits.maxUncommittedBytes must be at least ingest.maxRawBytes: a body of the largest size accepted must fit in it')
+  }
   if (cfg.clickhouse.cluster !== null && cfg.clickhouse.url === null) {
     problems.push('clickhouse.cluster needs clickhouse.url: cluster mode runs on a ClickHouse cluster, never the managed one')
   }

@@ -207,3 +207,10 @@ t.test('every setting can be set from its environment variable', async (t) => {
     t.equal(value, expected, `${s.env} sets ${s.path}`)
   }
 })
+
+t.test('limits.maxUncommittedBytes below ingest.maxRawBytes is refused: such a body would be 429 forever', async (t) => {
+  const problems = problemsOf(() => loadConfig({ env: { SLUICE_MAX_UNCOMMITTED_BYTES: '1048576' } }))
+  t.match(problems, [/^limits\.maxUncommittedBytes must be at least ingest\.maxRawBytes/])
+  const both = loadConfig({ env: { SLUICE_MAX_UNCOMMITTED_BYTES: '1048576', SLUICE_MAX_RAW_BYTES: '1048576' } })
+  t.equal(both.limits.maxUncommittedBytes, 1048576, 'equal is fine')
+})

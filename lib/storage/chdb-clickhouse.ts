@@ -10,11 +10,14 @@
 //   a 100 ms query waited 108 ms on the same session, 2 ms on a second one). So this keeps a pool
 //   of up to `sessions` Sessions on the one data directory (chdb allows many on the same
 //   directory, one directory per process) and gives each statement one of its own, as the HTTP
-//   client gives each request a socket. Inserts have one more Session of their own, one insert
+//   client gives each request a socket. Reads (query ids `sluice-read-*`) have that pool; Sluice's
+//   own statements (metadata, /readyz, DDL, the janitor) have one of `controlSessions` more, so
+//   four exports to slow clients, which hold their sessions while their downloads last, do not
+//   hold up stream creation or readiness. Inserts have one more Session of their own, one insert
 //   at a time (the batch writer sends one at a time anyway), so that no read, however slow its
 //   client, makes an insert wait for a session. Each running statement holds a libuv thread-pool
-//   thread, which zlib shares: the pool is small (4 + 1) and lib/main.ts raises the thread pool
-//   to 16. A session is released when chdb's native call settles,
+//   thread, which zlib shares: the pools are small (4 + 2 + 1) and lib/main.ts raises the thread
+//   pool to 16. A session is released when chdb's native call settles,
 //   not when a caller's signal aborts it (chdb cannot stop a running statement: it finishes in
 //   the background, and its session stays busy until then).
 // - Settings: per statement, as a SETTINGS clause, never SET: a SET stays on the session for
@@ -87,6 +90,65 @@ interface PooledSession {
   usesDatabase: boolean
 }
 
+/** Statements of Sluice's own (metadata, readiness, DDL, the janitor) run at once, beside the reads. */
+const controlSessions = 2
+
+/** Reads carry query ids with this prefix (lib/query/read-limits.ts); they have a pool of their own. */
+const readQueryIdPrefix = 'sluice-read-'
+
+/** Sessions for statements, up to `max` at once; a statement beyond waits for one (or its signal). */
+class SessionPool {
+  readonly #idle: PooledSession[] = []
+  readonly #waiters: Array<(s: PooledSession) => void> = []
+  readonly #make: () => ChdbSession
+  readonly #max: number
+  #open = 0
+  #closed = false
+
+  constructor (make: () => ChdbSession, max: number) {
+    this.#make = make
+    this.#max = max
+  }
+
+  /** Keeps a session open from now on (the first one starts the engine). */
+  warm (): void {
+    this.#idle.push({ session: this.#make(), usesDatabase: false })
+    this.#open++
+  }
+
+  acquire (signal?: AbortSignal): Promise<PooledSession> {
+    if (this.#closed) return Promise.reject(new ClickHouseError('embedded ClickHouse is closed', 0))
+    const s = this.#idle.pop()
+    if (s !== undefined) return Promise.resolve(s)
+    if (this.#open < this.#max) {
+      this.#open++
+      return Promise.resolve({ session: this.#make(), usesDatabase: false })
+    }
+    return new Promise((resolve, reject) => {
+      const take = (s: PooledSession): void => { signal?.removeEventListener('abort', onAbort); resolve(s) }
+      const onAbort = (): void => {
+        const i = this.#waiters.indexOf(take)
+        if (i >= 0) this.#waiters.splice(i, 1)
+        reject(signal?.reason)
+      }
+      signal?.addEventListener('abort', onAbort, { once: true })
+      this.#waiters.push(take)
+    })
+  }
+
+  release (s: PooledSession): void {
+    if (this.#closed) { s.session.close(); return }
+    const next = this.#waiters.shift()
+    if (next !== undefined) next(s)
+    else this.#idle.push(s)
+  }
+
+  close (): void {
+    this.#closed = true
+    for (const s of this.#idle.splice(0)) s.session.close()
+  }
+}
+
 export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHouse {
   const chdb = loadChdb()
   const directory = resolve(chdbDirectory(options.url))
@@ -94,52 +156,27 @@ export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHous
   const url = `chdb:${directory}`
   const database = options.database
   const quotedDatabase = `\`${database.replace(/`/g, '')}\``
-  const maxSessions = options.sessions ?? chdbSessions
-  const idle: PooledSession[] = []
-  const waiters: Array<(s: PooledSession) => void> = []
-  let open = 0
+  const make = (): ChdbSession => new chdb.Session(directory)
+  // Reads (up to `sessions` at once) and Sluice's own statements have pools of their own: four
+  // exports to slow clients hold their sessions for as long as their downloads last, and must not
+  // hold up stream creation, metadata refreshes or /readyz (nor another org's reads past them).
+  const reads = new SessionPool(make, options.sessions ?? chdbSessions)
+  const control = new SessionPool(make, controlSessions)
+  const poolFor = (opts: RequestOptions): SessionPool => opts.queryId?.startsWith(readQueryIdPrefix) === true ? reads : control
   let closed = false
   // Inserts have a session of their own (see insertRaw), and run one after another on it.
   let insertSession: ChdbSession | undefined
   let insertTail: Promise<void> = Promise.resolve()
   // The first session starts the engine (about 0.3 s); the pool keeps at least this one.
-  idle.push({ session: new chdb.Session(directory), usesDatabase: false })
-  open = 1
-
-  function acquire (signal?: AbortSignal): Promise<PooledSession> {
-    if (closed) return Promise.reject(new ClickHouseError('embedded ClickHouse is closed', 0))
-    const s = idle.pop()
-    if (s !== undefined) return Promise.resolve(s)
-    if (open < maxSessions) {
-      open++
-      return Promise.resolve({ session: new chdb.Session(directory), usesDatabase: false })
-    }
-    return new Promise((resolve, reject) => {
-      const take = (s: PooledSession): void => { signal?.removeEventListener('abort', onAbort); resolve(s) }
-      const onAbort = (): void => {
-        const i = waiters.indexOf(take)
-        if (i >= 0) waiters.splice(i, 1)
-        reject(signal?.reason)
-      }
-      signal?.addEventListener('abort', onAbort, { once: true })
-      waiters.push(take)
-    })
-  }
-
-  function release (s: PooledSession): void {
-    if (closed) { s.session.close(); return }
-    const next = waiters.shift()
-    if (next !== undefined) next(s)
-    else idle.push(s)
-  }
+  control.warm()
 
   /**
    * Runs `fn` on a session of its own (USEing the database first, unless `inDefault`); the session
    * goes back to the pool when fn's native work has settled, whatever the caller's signal did.
    */
-  async function withSession<T> (sqlText: string, signal: AbortSignal | undefined, fn: (s: ChdbSession) => Promise<T>, inDefault = false): Promise<T> {
+  async function withSession<T> (pool: SessionPool, sqlText: string, signal: AbortSignal | undefined, fn: (s: ChdbSession) => Promise<T>, inDefault = false): Promise<T> {
     signal?.throwIfAborted()
-    const s = await acquire(signal)
+    const s = await pool.acquire(signal)
     const work = (async () => {
       if (!inDefault && !s.usesDatabase) {
         await s.session.queryAsync(`USE ${quotedDatabase}`)
@@ -147,7 +184,7 @@ export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHous
       }
       return await fn(s.session)
     })()
-    work.then(() => release(s), () => release(s))
+    work.then(() => pool.release(s), () => pool.release(s))
     try {
       if (signal === undefined) return await work
       return await abortable(work, signal)
@@ -168,14 +205,15 @@ export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHous
 
     async query<T> (statement: SqlFragment | string, opts: RequestOptions = {}): Promise<T[]> {
       const text = select(statement, opts)
-      const result = await withSession(text, opts.signal, (session) => session.queryAsync(text, { format: 'JSONEachRow' }))
+      const result = await withSession(poolFor(opts), text, opts.signal, (session) => session.queryAsync(text, { format: 'JSONEachRow' }))
       return parseRows<T>(result.bytes())
     },
 
     async * queryChunks (statement: SqlFragment | string, opts: RequestOptions = {}): AsyncIterable<Uint8Array> {
       const text = select(statement, opts)
       opts.signal?.throwIfAborted()
-      const s = await acquire(opts.signal)
+      const pool = poolFor(opts)
+      const s = await pool.acquire(opts.signal)
       let stream: (AsyncIterable<{ raw (): Uint8Array }> & { cancel (): void }) | undefined
       try {
         if (!s.usesDatabase) {
@@ -188,13 +226,13 @@ export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHous
         throw wrapError(err, text)
       } finally {
         stream?.cancel()
-        release(s)
+        pool.release(s)
       }
     },
 
     async command (statement: SqlFragment | string, opts: RequestOptions = {}): Promise<void> {
       const text = opts.settings === undefined ? String(statement) : select(statement, { settings: opts.settings })
-      await withSession(text, opts.signal, (session) => session.queryAsync(text, { format: 'CSV' }))
+      await withSession(poolFor(opts), text, opts.signal, (session) => session.queryAsync(text, { format: 'CSV' }))
     },
 
     async insertRaw (statement: string, body: Buffer | Readable, _signal?: AbortSignal, settings?: InsertSettings): Promise<void> {
@@ -236,7 +274,7 @@ export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHous
 
     async ping (opts: RequestOptions = {}): Promise<boolean> {
       try {
-        await withSession('SELECT 1', opts.signal, (session) => session.queryAsync('SELECT 1'), true)
+        await withSession(control, 'SELECT 1', opts.signal, (session) => session.queryAsync('SELECT 1'), true)
         return true
       } catch {
         return false
@@ -250,13 +288,14 @@ export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHous
 
     async ensureDatabase (): Promise<void> {
       const text = `CREATE DATABASE IF NOT EXISTS ${quotedDatabase}`
-      await withSession(text, undefined, (session) => session.queryAsync(text), true)
+      await withSession(control, text, undefined, (session) => session.queryAsync(text), true)
     },
 
     async close (): Promise<void> {
       if (closed) return
       closed = true
-      for (const s of idle.splice(0)) s.session.close()
+      reads.close()
+      control.close()
       // After the inserts already queued (the writer has flushed before close; a test may not).
       void insertTail.then(() => insertSession?.close())
     },

@@ -67,10 +67,13 @@ t.test('too_many_concurrent_requests: past the org\'s requests in progress', asy
 })
 
 t.test('server_busy: past the server\'s uncommitted bytes', async (t) => {
-  const s = await startServer(t, { limits: { maxUncommittedBytes: 1000 } })
+  // The budget at its smallest (ingest.maxRawBytes, config.ts), and a body that fills it.
+  const s = await startServer(t, { limits: { maxUncommittedBytes: 1300 }, ingest: { maxRawBytes: 1300 } })
   const tgt = await createIngestTarget(s, 'busy')
-  const held = await openRequest(tgt, `{"path":"/held","pad":"${'x'.repeat(1200)}"}\n`)
-  await waitFor(() => s.app.admission.uncommittedBytes >= 1000, { what: 'the bytes to be counted' })
+  const first = `{"path":"/held","pad":"${'x'.repeat(1300 - 26)}"}\n`
+  t.equal(first.length, 1300)
+  const held = await openRequest(tgt, first)
+  await waitFor(() => s.app.admission.uncommittedBytes >= 1300, { what: 'the bytes to be counted' })
   const r = await postIngest(tgt, '{"path":"/second"}\n')
   t.equal(r.status, 429)
   t.equal(r.body.error, 'server_busy')
@@ -161,7 +164,7 @@ t.test('429s are counted by reason in /metrics', async (t) => {
 })
 
 t.test('a declared Content-Length is reserved at admission', async (t) => {
-  const s = await startServer(t, { limits: { maxUncommittedBytes: 3000 } })
+  const s = await startServer(t, { limits: { maxUncommittedBytes: 3000 }, ingest: { maxRawBytes: 3000 } })
   const tgt = await createIngestTarget(s, 'reserve')
   // A request still sending a 2,000-byte body holds 2,000 bytes from its first byte on.
   const body = new Readable({ read () {} })

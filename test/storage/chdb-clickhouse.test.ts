@@ -5,6 +5,7 @@ import t from 'tap'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { createTestDatabase, onChdb } from '../helpers/clickhouse.ts'
 import { ClickHouseError, clickhouseCodes } from '../../lib/storage/clickhouse.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 
 if (!onChdb) {
   t.plan(0, 'the embedded engine only (npm run test:chdb)')
@@ -61,7 +62,7 @@ if (!onChdb) {
 
   t.test('an insert does not wait for a session while slow readers hold every read session', async (t) => {
     // Four exports whose clients stop reading after their first row: each holds its session.
-    const readers = Array.from({ length: 4 }, () => ch.queryChunks('SELECT number FROM numbers(1000000)')[Symbol.asyncIterator]())
+    const readers = Array.from({ length: 4 }, (_, i) => ch.queryChunks('SELECT number FROM numbers(1000000)', { queryId: `sluice-read-slow-${i}` })[Symbol.asyncIterator]())
     await Promise.all(readers.map((r) => r.next()))
     const started = performance.now()
     await ch.insertRaw('INSERT INTO t (n, s) FORMAT JSONEachRow', Buffer.from('{"n":10,"s":"beside the readers"}\n'))
@@ -69,6 +70,27 @@ if (!onChdb) {
     t.ok(insertMs < 5000, `stored in ${Math.round(insertMs)} ms beside four held readers`)
     await Promise.all(readers.map((r) => r.return?.()))
     t.same(await ch.query('SELECT s FROM t WHERE n = 10'), [{ s: 'beside the readers' }])
+  })
+
+  t.test('Sluice\'s own statements do not wait while slow exports hold every read session', async (t) => {
+    // Four reads (query ids as lib/query/read-limits.ts gives them) whose clients stop reading.
+    const readers = Array.from({ length: 4 }, (_, i) => ch.queryChunks('SELECT number FROM numbers(1000000)', { queryId: `sluice-read-held-${i}` })[Symbol.asyncIterator]())
+    await Promise.all(readers.map((r) => r.next()))
+    let done = 0
+    const own = [
+      ch.query<{ n: number }>('SELECT count() AS n FROM t').then((rows) => { done++; return rows }),
+      ch.ping().then((up) => { done++; return up }),
+      ch.command('CREATE TABLE IF NOT EXISTS t2 (n UInt64) ENGINE = MergeTree ORDER BY n').then(() => { done++ }),
+    ]
+    await waitFor(() => done === own.length, { what: 'a query, a ping and a DDL statement beside four held reads' })
+    t.equal(await own[1], true, 'ping answers')
+    // A fifth read waits for a read session, not for one of Sluice's own.
+    let fifth = false
+    const fifthRead = ch.query('SELECT 1 AS one', { queryId: 'sluice-read-fifth-0' }).then((rows) => { fifth = true; return rows })
+    await ch.query('SELECT 2 AS two')
+    t.equal(fifth, false, 'the fifth read waits while four hold the read sessions')
+    await Promise.all(readers.map((r) => r.return?.()))
+    t.same(await fifthRead, [{ one: 1 }], 'and runs once one is free')
   })
 
   t.test('queryChunks streams a result larger than one block', async (t) => {
