@@ -6,7 +6,7 @@ import type { Config } from './config.ts'
 import { createLogger } from './logger.ts'
 import { createApp } from './app.ts'
 import { MissingClickHouseError } from './storage/managed-clickhouse.ts'
-import { ChdbMissingError, chdbThreadPoolSize, isChdbUrl } from './storage/chdb-engine.ts'
+import { ChdbDirectoryError, ChdbMissingError, chdbThreadPoolSize, isChdbUrl } from './storage/chdb-engine.ts'
 
 function printWelcome (config: Config, baseUrl: string, token: string | null, tokenFile: string): void {
   const tokenLine = token
@@ -53,6 +53,10 @@ export async function main (env: Record<string, string | undefined> = process.en
     if (err instanceof MissingClickHouseError || err instanceof ChdbMissingError) {
       process.stderr.write(`sluice: ${err.message}\n`)
       process.exit(69) // EX_UNAVAILABLE
+    }
+    if (err instanceof ChdbDirectoryError) {
+      process.stderr.write(`sluice: ${err.message}\nSluice did not start.\n`)
+      process.exit(73) // EX_CANTCREAT
     }
     log.error('start failed', { err })
     process.exit(1)

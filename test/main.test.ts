@@ -5,7 +5,7 @@ import t from 'tap'
 import { spawn } from 'node:child_process'
 import type { ChildProcessWithoutNullStreams } from 'node:child_process'
 import type { Test } from 'tap'
-import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { existsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -96,6 +96,24 @@ t.test('no ClickHouse binary: a message naming both ways out', { skip: onChdb &&
   t.equal(code, 69)
   t.match(stderr, /apt-get install clickhouse-server/)
   t.match(stderr, /CLICKHOUSE_URL/)
+})
+
+t.test('the embedded engine\'s directory a file: a message naming it, exit 73, no stack trace', {
+  skip: onChdb ? false : 'the embedded engine: npm run test:chdb',
+}, async (t) => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'sluice-main-chdb-'))
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+  await writeFile(join(dataDir, 'not-a-dir'), 'x')
+  const env: NodeJS.ProcessEnv = { ...process.env, ...serverEnv, SLUICE_DATA_DIR: dataDir, SLUICE_PORT: '0', CLICKHOUSE_URL: `chdb:${join(dataDir, 'not-a-dir')}` }
+  const child = spawn(process.execPath, [...serverNodeFlags, main], { env })
+  let stderr = ''
+  child.stderr.on('data', (d) => { stderr += d })
+  child.stdout.resume()
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+  t.equal(code, 73)
+  t.match(stderr, /^sluice: the embedded ClickHouse cannot open its directory .*not-a-dir: EEXIST/m)
+  t.match(stderr, /Sluice did not start\./)
+  t.notMatch(stderr, /\n\s+at /, 'no stack trace')
 })
 
 t.test('starts on the embedded engine (CLICKHOUSE_URL=chdb:<relative dir>), serves the README flow, stops cleanly', {

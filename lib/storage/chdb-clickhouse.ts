@@ -39,7 +39,7 @@ import { mkdirSync } from 'node:fs'
 import { ClickHouseError } from './clickhouse.ts'
 import type { ClickHouse, InsertSettings, RequestOptions } from './clickhouse.ts'
 import type { SqlFragment } from './sql.ts'
-import { chdbDirectory, chdbSessions, loadChdb } from './chdb-engine.ts'
+import { ChdbDirectoryError, chdbDirectory, chdbSessions, loadChdb } from './chdb-engine.ts'
 import type { ChdbSession } from './chdb-engine.ts'
 
 export interface ChdbClickHouseOptions {
@@ -152,7 +152,11 @@ class SessionPool {
 export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHouse {
   const chdb = loadChdb()
   const directory = resolve(chdbDirectory(options.url))
-  mkdirSync(directory, { recursive: true })
+  try {
+    mkdirSync(directory, { recursive: true })
+  } catch (err) {
+    throw new ChdbDirectoryError(directory, err)
+  }
   const url = `chdb:${directory}`
   const database = options.database
   const quotedDatabase = `\`${database.replace(/`/g, '')}\``
@@ -168,7 +172,11 @@ export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHous
   let insertSession: ChdbSession | undefined
   let insertTail: Promise<void> = Promise.resolve()
   // The first session starts the engine (about 0.3 s); the pool keeps at least this one.
-  control.warm()
+  try {
+    control.warm()
+  } catch (err) {
+    throw new ChdbDirectoryError(directory, err)
+  }
 
   /**
    * Runs `fn` on a session of its own (USEing the database first, unless `inDefault`); the session

@@ -40,6 +40,16 @@ export class ChdbMissingError extends Error {
   }
 }
 
+/** The embedded engine could not open its directory (not a directory, not writable, or in use). */
+export class ChdbDirectoryError extends Error {
+  constructor (directory: string, cause: unknown) {
+    const reason = cause instanceof Error ? cause.message.split('\n')[0] : String(cause)
+    super(`the embedded ClickHouse cannot open its directory ${directory}: ${reason}. It must be a writable directory ` +
+      'that no other process uses (one process at a time holds it: another Sluice on it?)', { cause })
+    this.name = 'ChdbDirectoryError'
+  }
+}
+
 /** What Sluice uses of chdb 3.x (its index.d.ts, narrowed). */
 export interface ChdbResult {
   bytes (): Uint8Array
