@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os'
 import { spawnSync } from 'node:child_process'
 import { join } from 'node:path'
 import { ConfigError, loadConfig } from '../lib/config.ts'
+import { generateToken } from '../lib/auth/token-format.ts'
 import { defaultValues, renderSettingsTable, settings } from '../lib/config-schema.ts'
 
 function problemsOf (fn: () => unknown): string[] {
@@ -192,7 +193,7 @@ t.test('the schema and the loaded config name the same settings, with values of 
 t.test('every setting can be set from its environment variable', async (t) => {
   const values: Record<string, string> = {
     port: '1234', positiveInt: '7', nonNegativeInt: '0', string: 'x', nullableString: '/bin/x',
-    httpUrl: 'http://ch:8123', clickhouseUrl: 'http://ch:8123', identifier: 'logs', nullableIdentifier: 'logs', httpUrlList: 'http://ch:8123,http://ch2:8123', slpToken: 'slp_' + 'a'.repeat(36), enum: 'debug',
+    httpUrl: 'http://ch:8123', clickhouseUrl: 'http://ch:8123', identifier: 'logs', nullableIdentifier: 'logs', httpUrlList: 'http://ch:8123,http://ch2:8123', slpToken: generateToken('pat'), enum: 'debug',
   }
   // An enum takes one of its own values (the last: not the default).
   const valueOf = (s: typeof settings[number]): string => s.type === 'enum' ? String(s.values?.at(-1)) : values[s.type]
@@ -213,4 +214,13 @@ t.test('limits.maxUncommittedBytes below ingest.maxRawBytes is refused: such a b
   t.match(problems, [/^limits\.maxUncommittedBytes must be at least ingest\.maxRawBytes/])
   const both = loadConfig({ env: { SLUICE_MAX_UNCOMMITTED_BYTES: '1048576', SLUICE_MAX_RAW_BYTES: '1048576' } })
   t.equal(both.limits.maxUncommittedBytes, 1048576, 'equal is fine')
+})
+
+t.test('SLUICE_BOOTSTRAP_TOKEN must be a token Sluice made: one whose checksum does not hold is refused, not installed', async (t) => {
+  const good = generateToken('pat')
+  t.equal(loadConfig({ env: { SLUICE_BOOTSTRAP_TOKEN: good } }).bootstrapToken, good)
+  const typo = good.slice(0, 10) + (good[10] === 'a' ? 'b' : 'a') + good.slice(11)
+  const problems = problemsOf(() => loadConfig({ env: { SLUICE_BOOTSTRAP_TOKEN: typo } }))
+  t.match(problems, [/^bootstrapToken .*checksum.*SLUICE_BOOTSTRAP_TOKEN/])
+  t.notMatch(problems.join('\n'), typo.slice(4, 34), 'the secret is not repeated')
 })
