@@ -32,7 +32,8 @@
 //   text (attributes, string columns) a value that is not a number fails the term.
 // - `name:~"regex"`: a regular expression of the subset in filter-regex.ts, on the text.
 // - `status:5xx` a status class, `status:40*` a prefix; `level:` a level name (or synonym) with
-//   an optional comparison in order of severity (`level:>=warn`), `level:*` a level is present.
+//   an optional comparison in order of severity (`level:>=warn`), `level:e*` the levels whose
+//   name starts so, `level:*` a level is present.
 // - A word or phrase: case-insensitive substring (case-fold.ts) of message, path or user_agent;
 //   a trailing `*` is dropped (a substring already matches any ending). A q of only `*` is no
 //   filter (every event); a `*` among other terms is refused (nothing to search for).
@@ -395,6 +396,11 @@ function parseLevel (value: string, isPrefix: boolean, position: number, valueSt
         : operator === '>' ? i > level : operator === '<=' ? i <= level : i < level)
       return { kind: 'level', position, levels }
     }
+  } else {
+    // `level:warn*`, `level:e*`: the levels whose name starts so.
+    const prefix = value.toLowerCase()
+    const levels = levelNames.map((_, i) => i).filter((i) => levelNames[i].startsWith(prefix))
+    if (levels.length > 0) return { kind: 'level', position, levels }
   }
   const shown = isPrefix ? value + '*' : value
   return fail(`level:${shown} is not a level`, valueStart, `use one of ${levelNames.join(', ')}, optionally after >=, >, <=, <`)
