@@ -206,6 +206,14 @@ function isPlainObject (value: unknown): value is JsonObject {
  * attrs holds every key not used for a field (null under a field's key means absent: not kept),
  * the `log` object's first, each key once.
  */
+/**
+ * An event object's attributes that go to attrs only, under their own keys, never to a field: a
+ * protocol input's attribute named like an event field (an OTLP record attribute `level` beside
+ * the record's severity, a Loki label `status`), so that reads name it `attrs.<key>` (docs/api.md
+ * section 7.2). A symbol: no JSON line can hold it.
+ */
+export const attrsOnly: unique symbol = Symbol('attrsOnly')
+
 export function normalizeEvent (value: unknown, bounds: TimeBounds, row: EventRow): EventRejection | null {
   if (!isPlainObject(value)) {
     return new EventRejection('not_an_object', `a line must be a JSON object, not ${describeJsonType(value)}`)
@@ -306,6 +314,15 @@ export function normalizeEvent (value: unknown, bounds: TimeBounds, row: EventRo
     const pair = attrPair(key, line[key])
     if (pair === undefined) return tooDeep(key)
     attrs = appendAttr(attrs, pair)
+  }
+  // A protocol input's attributes named like an event field: attrs under their own keys.
+  const only = (line as { [attrsOnly]?: JsonObject })[attrsOnly]
+  if (only !== undefined) {
+    for (const key in only) {
+      const pair = attrPair(key, only[key])
+      if (pair === undefined) return tooDeep(key)
+      attrs = appendAttr(attrs, pair)
+    }
   }
   row.setAttrsText(attrs === '' ? '{}' : attrs + '}')
   return null

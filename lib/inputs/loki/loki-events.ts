@@ -9,7 +9,8 @@
 //   trace_id, span_id (structured metadata, usually)       -> trace_id, span_id
 //   every other label and structured metadata pair        -> attrs under its name
 // Structured metadata wins over a stream label of the same name. A label whose name is a field
-// of the event (ts, message, status, path, ...) is kept in attrs as `label.<name>`.
+// of the event (ts, message, status, path, ...) is kept in attrs under its name (normalize.ts
+// attrsOnly): reads name it `attrs.<name>`.
 //
 // Why a JSON line is not parsed into fields: Loki stores the line as-is and LogQL's `| json`
 // parses it when read, so Loki clients (pino-loki, winston-loki, Promtail) send labels for what
@@ -19,9 +20,10 @@ import type { BodyError, RecordSink } from '../../ingest/parse-task.ts'
 import { invalidBody } from '../body-task.ts'
 import { eventFields } from '../../events/fields.ts'
 import { levelNames, levelOfSeverityText } from '../../events/level.ts'
+import { attrsOnly } from '../../events/normalize.ts'
 import type { LokiProtoRequest } from './loki-proto.ts'
 
-type Obj = Record<string, unknown>
+type Obj = Record<string | symbol, unknown>
 
 /** Label names that fill a column, and the column. */
 const columnLabels: Record<string, string> = {
@@ -71,13 +73,14 @@ function unescapeGo (text: string): string {
 }
 
 /** Adds a label or metadata pair to the event: a column when it fills one, else attrs. */
-function addPair (event: Obj, name: string, value: string, prefix: string): void {
+function addPair (event: Obj, name: string, value: string): void {
   const column = columnLabels[name]
   if (column !== undefined) {
     event[column] = column === 'level' ? (levelNames[levelOfSeverityText(value)] ?? value) : value
     return
   }
-  event[eventKeys.has(name) ? prefix + name : name] = value
+  if (eventKeys.has(name)) ((event[attrsOnly] ??= {}) as Record<string, string>)[name] = value
+  else event[name] = value
 }
 
 /** Nanoseconds since the epoch (a decimal string, or a number) to ms; NaN when not one. */
@@ -103,8 +106,8 @@ class StreamEvents {
       if (Number.isNaN(entry.ms)) { this.#sink.fail(this.n, 'invalid_field', 'the timestamp must be a string of nanoseconds since the epoch'); continue }
       if (typeof entry.line !== 'string') { this.#sink.fail(this.n, 'invalid_field', 'the line must be a string'); continue }
       const event = Object.create(null) as Obj
-      for (const [name, value] of labels) addPair(event, name, value, 'label.')
-      if (entry.metadata !== null) for (const [name, value] of entry.metadata) addPair(event, name, value, 'metadata.')
+      for (const [name, value] of labels) addPair(event, name, value)
+      if (entry.metadata !== null) for (const [name, value] of entry.metadata) addPair(event, name, value)
       event.ts = entry.ms
       event.message = entry.line
       this.#sink.add(event, this.n, Buffer.byteLength(entry.line))

@@ -21,20 +21,21 @@
 //   client.address                                         -> src
 //   other attributes, then resource attributes             -> attrs under their own keys
 // A record attribute wins over a resource attribute of the same key. An attribute whose key is a
-// field of the event (ts, message, level, host, ...) is kept in attrs as `attributes.<key>`.
+// field of the event (ts, message, level, host, ...) is kept in attrs under its key (normalize.ts
+// attrsOnly): reads name it `attrs.<key>`.
 import { Buffer } from 'node:buffer'
 import type { BodyError, RecordSink } from '../../ingest/parse-task.ts'
 import { invalidBody } from '../body-task.ts'
 import { eventFields } from '../../events/fields.ts'
 import { levelNames, levelOfSeverityNumber, levelOfSeverityText } from '../../events/level.ts'
-import { maxValueDepth } from '../../events/normalize.ts'
+import { attrsOnly, maxValueDepth } from '../../events/normalize.ts'
 import { int64Value } from '../../events/json-integers.ts'
 
 type Obj = Record<string | symbol, unknown>
 
 export type IdEncoding = 'hex' | 'base64'
 
-/** Keys an event of this adapter may hold as fields; attributes of these names are renamed. */
+/** Keys an event of this adapter may hold as fields; attributes of these names go to attrs only. */
 const eventKeys = new Set(['log', 'event_name', 'scope.name', ...eventFields.flatMap((f) => [f.name, f.key])])
 
 /** Attribute keys that fill a column, and the column; the first key of a column that is valid wins. */
@@ -147,8 +148,12 @@ function mapColumns (event: Obj, sources: readonly Obj[]): void {
 
 function addAttributes (event: Obj, attributes: Obj): void {
   for (const key in attributes) {
-    const name = eventKeys.has(key) ? 'attributes.' + key : key
-    if (event[name] === undefined) event[name] = attributes[key]
+    if (eventKeys.has(key)) {
+      const only = (event[attrsOnly] ??= dict()) as Obj
+      if (only[key] === undefined) only[key] = attributes[key]
+    } else if (event[key] === undefined) {
+      event[key] = attributes[key]
+    }
   }
 }
 
@@ -219,7 +224,7 @@ export function otlpEvents (request: unknown, ids: IdEncoding, sink: RecordSink)
           continue
         }
         if (typeof event === 'string') sink.fail(n, 'invalid_field', event)
-        else sink.add(event, n, Buffer.byteLength(JSON.stringify(event)))
+        else sink.add(event, n, Buffer.byteLength(JSON.stringify(event)) + (event[attrsOnly] === undefined ? 0 : Buffer.byteLength(JSON.stringify(event[attrsOnly]))))
       }
     }
   }
