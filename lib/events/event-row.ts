@@ -10,7 +10,7 @@
 // no lone surrogate (the reference path writes U+FFFD for one, as ClickHouse then stores it).
 // Numbers: -1 means absent (every numeric field is >= 0); ts is always set.
 import { Buffer } from 'node:buffer'
-import { eventFields, fieldCount, fBytes, fPath, fRt, fStatus, fTs, isStringField } from './fields.ts'
+import { eventFields, fieldCount, fBytes, fPath, fRt, fSpanId, fStatus, fTraceId, fTs, isStringField } from './fields.ts'
 import { encodeUtf8, maxUtf8BytesPerUnit } from './json-lex.ts'
 
 /** A row's fields as JS values, keyed by field name (absent: null), attrs as JSON text. */
@@ -67,8 +67,25 @@ export class EventRow {
     return isStringField[field] ? this.text(field) : nullIfAbsent(this.number[field])
   }
 
-  /** Sets a string field to a span of `source` (valid UTF-8). */
+  /**
+   * Sets a string field to a span of `source` (valid UTF-8). A trace or span id in hex with
+   * capitals is stored in lowercase, as OTLP's ids are (docs/api.md section 6.4): one trace sent
+   * through two pipelines stays one `trace_id`.
+   */
   setSpan (field: number, source: Buffer, start: number, end: number): void {
+    if ((field === fTraceId || field === fSpanId) && isUpperHex(source, start, end)) {
+      this.scratchRoom(end - start) // `source` may be the scratch before it grew: still intact
+      const at = this.scratchLength
+      const scratch = this.scratch
+      for (let i = start; i < end; i++) {
+        const c = source[i]
+        scratch[at + i - start] = c >= 0x41 && c <= 0x46 ? c + 0x20 : c
+      }
+      this.scratchLength = at + end - start
+      source = scratch
+      start = at
+      end = this.scratchLength
+    }
     this.source[field] = source
     this.start[field] = start
     this.end[field] = end
@@ -139,6 +156,17 @@ export class EventRow {
     out.attrs = this.attrsText()
     return out
   }
+}
+
+/** Whether src[start, end) is hex digits, at least one of them a capital A-F. */
+function isUpperHex (src: Buffer, start: number, end: number): boolean {
+  let upper = false
+  for (let i = start; i < end; i++) {
+    const c = src[i]
+    if (c >= 0x41 && c <= 0x46) upper = true
+    else if (!((c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66))) return false
+  }
+  return upper
 }
 
 function nullIfAbsent (value: number): number | null {

@@ -116,6 +116,7 @@ export const fFilename = fieldNumber('filename')
 export const fLevel = fieldNumber('level')
 export const fService = fieldNumber('service')
 export const fTraceId = fieldNumber('trace_id')
+export const fSpanId = fieldNumber('span_id')
 
 /** Per field, whether its value is a string (a byte span in a row): a level is stored as its name. */
 export const isStringField: readonly boolean[] = eventFields.map((f) => f.rule === 'string' || f.rule === 'level')

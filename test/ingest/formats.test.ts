@@ -142,3 +142,31 @@ t.test('at most 100 failures are listed, in line order', async (t) => {
   t.equal(r.body.failures.length, 100)
   t.same(r.body.failures.map((f: { line: number }) => f.line), Array.from({ length: 100 }, (_, i) => 1 + 2 * i))
 })
+
+t.test('trace and span ids in hex are stored in lowercase, as OTLP\'s are; q finds them in any case', async (t) => {
+  const tgt = await target('ids')
+  const upper = '4BF92F3577B34DA6A3CE929D0E0E4736'
+  const lines = [
+    JSON.stringify({ message: 'plain', trace_id: upper, span_id: '00F067AA0BA902B7' }),
+    // An escape sends the line through the unescaping path; a nested log through the reference path.
+    `{"message":"escaped","traceId":"4BF92F3577B34DA6A3CE929D0E0E\\u0034736"}`,
+    JSON.stringify({ log: JSON.stringify({ message: 'nested', 'trace.id': upper }) }),
+    JSON.stringify({ message: 'not hex', trace_id: 'Trace-XYZ', span_id: 'ABCG' }),
+  ]
+  const r = await postIngest(tgt, lines.join('\n'))
+  t.equal(r.status, 200)
+  const rows = await storedEvents(tgt)
+  const by = (m: string) => rows.find((e) => e.message === m || e.message?.includes(m))!
+  t.equal(by('plain').trace_id, upper.toLowerCase())
+  t.equal(by('plain').span_id, '00f067aa0ba902b7')
+  t.equal(by('escaped').trace_id, upper.toLowerCase(), 'after unescaping')
+  t.equal(by('nested').trace_id, upper.toLowerCase(), 'through the reference path')
+  t.equal(by('not hex').trace_id, 'Trace-XYZ', 'an id that is not hex is kept as sent')
+  t.equal(by('not hex').span_id, 'ABCG')
+  for (const q of [`trace_id:${upper}`, `trace_id:${upper.toLowerCase()}`, `trace_id:${upper.slice(0, 8)}*`]) {
+    const found = await s.api('GET', `/api/streams/${tgt.stream}/events?from=now-1h&q=${encodeURIComponent(q)}`)
+    t.equal(found.body.events.length, 3, `${q} finds the three`)
+  }
+  const kept = await s.api('GET', `/api/streams/${tgt.stream}/events?from=now-1h&q=${encodeURIComponent('trace_id:Trace-XYZ')}`)
+  t.equal(kept.body.events.length, 1)
+})
