@@ -149,7 +149,7 @@ t.test('trace and span ids in hex are stored in lowercase, as OTLP\'s are; q fin
   const lines = [
     JSON.stringify({ message: 'plain', trace_id: upper, span_id: '00F067AA0BA902B7' }),
     // An escape sends the line through the unescaping path; a nested log through the reference path.
-    `{"message":"escaped","traceId":"4BF92F3577B34DA6A3CE929D0E0E\\u0034736"}`,
+    '{"message":"escaped","traceId":"4BF92F3577B34DA6A3CE929D0E0E\\u0034736"}',
     JSON.stringify({ log: JSON.stringify({ message: 'nested', 'trace.id': upper }) }),
     JSON.stringify({ message: 'not hex', trace_id: 'Trace-XYZ', span_id: 'ABCG' }),
   ]
