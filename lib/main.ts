@@ -5,6 +5,7 @@ import { ConfigError, loadConfig } from './config.ts'
 import type { Config } from './config.ts'
 import { createLogger } from './logger.ts'
 import { createApp } from './app.ts'
+import { bootstrapTokenProblem } from './accounts/bootstrap.ts'
 import { MissingClickHouseError } from './storage/managed-clickhouse.ts'
 import { ChdbDirectoryError, ChdbMissingError, chdbThreadPoolSize, isChdbUrl } from './storage/chdb-engine.ts'
 
@@ -33,6 +34,8 @@ export async function main (env: Record<string, string | undefined> = process.en
   let config: Config
   try {
     config = loadConfig({ env })
+    const tokenProblem = bootstrapTokenProblem(config.bootstrapToken)
+    if (tokenProblem !== null) throw new ConfigError([tokenProblem])
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`sluice: ${err.message}\nSluice did not start.\n`)

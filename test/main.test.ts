@@ -7,6 +7,7 @@ import type { ChildProcessWithoutNullStreams } from 'node:child_process'
 import type { Test } from 'tap'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { existsSync } from 'node:fs'
+import { generateToken } from '../lib/auth/token-format.ts'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { request } from 'undici'
@@ -81,6 +82,21 @@ t.test('starts with a managed ClickHouse, serves the README flow, stops cleanly'
   let alive = true
   try { process.kill(chPid, 0) } catch { alive = false }
   t.notOk(alive, 'the managed ClickHouse is stopped')
+})
+
+t.test('a bootstrap token whose checksum does not hold: refused at start (exit 78), not installed as an admin token that never works', async (t) => {
+  const good = generateToken('pat')
+  const typo = good.slice(0, 10) + (good[10] === 'a' ? 'b' : 'a') + good.slice(11)
+  const env: NodeJS.ProcessEnv = { ...process.env, ...serverEnv, SLUICE_PORT: '0', SLUICE_BOOTSTRAP_TOKEN: typo, SLUICE_DATA_DIR: join(tmpdir(), 'sluice-never-made') }
+  const child = spawn(process.execPath, [...serverNodeFlags, main], { env })
+  let stderr = ''
+  child.stderr.on('data', (d) => { stderr += d })
+  child.stdout.resume()
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+  t.equal(code, 78)
+  t.match(stderr, /bootstrapToken must be an slp_ token Sluice made.*checksum/)
+  t.notMatch(stderr, typo.slice(4, 34), 'the secret is not repeated')
+  t.notOk(existsSync(join(tmpdir(), 'sluice-never-made')), 'nothing started')
 })
 
 t.test('no ClickHouse binary: a message naming both ways out', { skip: onChdb && 'the managed server: npm test' }, async (t) => {

@@ -6,7 +6,7 @@ import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Logger } from '../logger.ts'
 import type { Accounts } from './accounts.ts'
-import { hashToken } from '../auth/token-format.ts'
+import { hashToken, parseToken } from '../auth/token-format.ts'
 
 export interface BootstrapResult {
   /** The admin PAT secret when this start created it, else null. */
@@ -16,6 +16,15 @@ export interface BootstrapResult {
 }
 
 export const adminAbilities = ['*', 'orgs:admin']
+
+/**
+ * A configured bootstrap token whose checksum does not hold (a typo): every request would refuse
+ * it, so the start refuses it instead (lib/main.ts, exit 78). Null when there is none or it holds.
+ */
+export function bootstrapTokenProblem (bootstrapToken: string | null): string | null {
+  if (bootstrapToken === null || parseToken(bootstrapToken) === 'pat') return null
+  return 'bootstrapToken must be an slp_ token Sluice made: its last 6 characters, a checksum of the 30 before them, do not match (a typo?) (from SLUICE_BOOTSTRAP_TOKEN or the config file)'
+}
 
 export async function bootstrap (accounts: Accounts, options: { dataDir: string, bootstrapToken: string | null, log: Logger }): Promise<BootstrapResult> {
   const { dataDir, bootstrapToken, log } = options

@@ -1,6 +1,7 @@
 // A field named in a read (docs/api.md section 7.2): `q` terms, `stats?by=`, `context?same=`.
-// A name of the field table (lib/events/fields.ts) is its column; `attrs.<name>` is always the
-// attribute; any other name is an attribute by its dotted path (`user.id`). So every field a
+// A name of the field table (lib/events/fields.ts), or one of its aliases, is its column;
+// `attrs.<name>` is always the attribute; any other name is an attribute by its dotted path
+// (`user.id`). So every field a
 // stored event has can be named, and a name never needs a schema to be known.
 import { Buffer } from 'node:buffer'
 import { SluiceError } from '../errors.ts'
@@ -18,6 +19,10 @@ export type FieldRef =
 export const maxFieldNameLength = 256
 
 const columnsByName = new Map(eventFields.map((f, i) => [f.name, { column: f.column, numeric: !isStringField[i] }]))
+// A field's aliases (the keys ingest reads into it: `service.name`, `traceId`, `hostname`...)
+// name it too: an OTel user's `service.name:checkout` finds every checkout event, whichever key
+// its service came in. Such a key kept as an attribute (its value did not fit) is `attrs.<key>`.
+const fieldsByAlias = new Map(eventFields.flatMap((f) => f.aliases.filter((a) => !columnsByName.has(a)).map((a) => [a, f.name] as const)))
 
 /** The field `name` names, or invalid_query (naming `parameter`) when it is empty or too long. */
 export function resolveField (name: string, parameter = 'q'): FieldRef {
@@ -25,17 +30,19 @@ export function resolveField (name: string, parameter = 'q'): FieldRef {
     throw new SluiceError('invalid_query', `${parameter}: a field name must be 1-${maxFieldNameLength} characters`, { details: { parameter } })
   }
   if (name.startsWith('attrs.')) return { kind: 'attribute', name, path: name.slice(6) }
-  const column = columnsByName.get(name)
-  if (column !== undefined) return { kind: 'column', name, column: column.column, numeric: column.numeric }
+  const fieldName = fieldsByAlias.get(name) ?? name
+  const column = columnsByName.get(fieldName)
+  if (column !== undefined) return { kind: 'column', name: fieldName, column: column.column, numeric: column.numeric }
   return { kind: 'attribute', name, path: name }
 }
 
 /**
  * The name resolveField reads back as the attribute at `path`: the path, or `attrs.<path>` when
- * the path is also a column's name or itself starts with `attrs.` (/fields lists attributes so).
+ * the path is also a field's name or alias or itself starts with `attrs.` (/fields lists
+ * attributes so).
  */
 export function attributeFieldName (path: string): string {
-  return path.startsWith('attrs.') || columnsByName.has(path) ? `attrs.${path}` : path
+  return path.startsWith('attrs.') || columnsByName.has(path) || fieldsByAlias.has(path) ? `attrs.${path}` : path
 }
 
 /**
