@@ -209,17 +209,25 @@ function lingerOnUnread (req: IncomingMessage, res: ServerResponse): void {
   let closing = false
   socket.destroySoon = () => {
     closing = true
-    socket.end()
+    socket.end() // the timer stays, the backstop for a client that keeps its side open
+  }
+  // The whole body read on a connection kept alive: it serves the next request as any other.
+  const kept = (): void => {
+    clearTimeout(timer)
+    Reflect.deleteProperty(socket, 'destroySoon') // node's own again
   }
   const drain = (): void => {
-    if (req.complete || req.destroyed) return
+    if (req.destroyed) return
+    if (req.complete) {
+      if (!closing) kept()
+      return
+    }
     let dropped = 0
     req.on('data', (chunk: Buffer) => {
       dropped += chunk.length
       if (dropped > lingerBytes) socket.destroy()
     })
-    // The whole body read on a connection kept alive: it serves the next request.
-    req.once('end', () => { if (!closing) clearTimeout(timer) })
+    req.once('end', () => { if (!closing) kept() })
     req.resume()
   }
   if (res.writableFinished) drain()

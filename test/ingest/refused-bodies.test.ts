@@ -9,6 +9,7 @@ import { gzipSync } from 'node:zlib'
 import { startServer } from '../helpers/server.ts'
 import { countEvents, createIngestTarget } from '../helpers/ingest.ts'
 import type { IngestTarget } from '../helpers/ingest.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 
 const MiB = 1024 * 1024
 const line = '{"path":"/refused","status":200}\n'
@@ -72,4 +73,24 @@ t.test('after a 413 part-way the connection is kept: the next request on it is s
   t.same(statuses, [413, 200], 'the 413, then the next request\'s 200 on the same connection')
   t.equal(got.error, null)
   t.equal(await countEvents(tgt), 1, 'only the next request stored')
+})
+
+t.test('after a body drained on a kept connection, a request that closes it is closed by the server', async (t) => {
+  const s = await startServer(t, { ingest: { maxRawBytes: MiB } })
+  const tgt = await createIngestTarget(s, 'closing')
+  const socket = connect({ port: Number(new URL(s.url).port), host: '127.0.0.1', allowHalfOpen: true })
+  let answer = ''
+  socket.on('data', (d) => { answer += d })
+  const ended = new Promise<void>((resolve) => socket.once('end', () => resolve()))
+  socket.write(`POST /api/ingest/closing HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${tgt.token}\r\n` +
+    'Content-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n')
+  socket.write(Buffer.concat([chunked(body), Buffer.from('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')]))
+  // The server ends the connection after the second answer (node's own close, not a lingering
+  // one that would wait for this side, which stays open).
+  await ended
+  t.same([...answer.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1])), [413, 200])
+  const connections = (): Promise<number> => new Promise((resolve, reject) => s.app.http.server.getConnections((err, n) => err ? reject(err) : resolve(n)))
+  await waitFor(async () => (await connections()) === 0, { what: 'the server to close its side too' })
+  t.equal(await connections(), 0)
+  socket.destroy()
 })
