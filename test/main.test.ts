@@ -34,6 +34,16 @@ async function startMain (t: Test, env: NodeJS.ProcessEnv, cwd?: string): Promis
   return { child, url, stderr: () => stderr }
 }
 
+/** `node lib/main.ts` with `env` that is expected not to start: its exit code and what it said. */
+async function failedStart (env: NodeJS.ProcessEnv): Promise<{ code: number | null, stderr: string }> {
+  const child = spawn(process.execPath, [...serverNodeFlags, main], { env })
+  let stderr = ''
+  child.stderr.on('data', (d) => { stderr += d })
+  child.stdout.resume()
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+  return { code, stderr }
+}
+
 /** A JSON call of the API at `url` with `token`. */
 function apiCaller (url: string, token: string) {
   return async (method: string, path: string, body?: unknown) => {
@@ -88,11 +98,7 @@ t.test('a bootstrap token whose checksum does not hold: refused at start (exit 7
   const good = generateToken('pat')
   const typo = good.slice(0, 10) + (good[10] === 'a' ? 'b' : 'a') + good.slice(11)
   const env: NodeJS.ProcessEnv = { ...process.env, ...serverEnv, SLUICE_PORT: '0', SLUICE_BOOTSTRAP_TOKEN: typo, SLUICE_DATA_DIR: join(tmpdir(), 'sluice-never-made') }
-  const child = spawn(process.execPath, [...serverNodeFlags, main], { env })
-  let stderr = ''
-  child.stderr.on('data', (d) => { stderr += d })
-  child.stdout.resume()
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+  const { code, stderr } = await failedStart(env)
   t.equal(code, 78)
   t.match(stderr, /bootstrapToken must be an slp_ token Sluice made.*checksum/)
   t.notMatch(stderr, typo.slice(4, 34), 'the secret is not repeated')
@@ -104,11 +110,7 @@ t.test('no ClickHouse binary: a message naming both ways out', { skip: onChdb &&
   t.teardown(() => rm(dataDir, { recursive: true, force: true }))
   const env: NodeJS.ProcessEnv = { ...process.env, ...serverEnv, SLUICE_DATA_DIR: dataDir, SLUICE_PORT: '0', CLICKHOUSE_BINARY: '/nonexistent/clickhouse-server' }
   delete env.CLICKHOUSE_URL
-  const child = spawn(process.execPath, [...serverNodeFlags, main], { env })
-  let stderr = ''
-  child.stderr.on('data', (d) => { stderr += d })
-  child.stdout.resume()
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+  const { code, stderr } = await failedStart(env)
   t.equal(code, 69)
   t.match(stderr, /apt-get install clickhouse-server/)
   t.match(stderr, /CLICKHOUSE_URL/)
@@ -121,11 +123,7 @@ t.test('the embedded engine\'s directory a file: a message naming it, exit 73, n
   t.teardown(() => rm(dataDir, { recursive: true, force: true }))
   await writeFile(join(dataDir, 'not-a-dir'), 'x')
   const env: NodeJS.ProcessEnv = { ...process.env, ...serverEnv, SLUICE_DATA_DIR: dataDir, SLUICE_PORT: '0', CLICKHOUSE_URL: `chdb:${join(dataDir, 'not-a-dir')}` }
-  const child = spawn(process.execPath, [...serverNodeFlags, main], { env })
-  let stderr = ''
-  child.stderr.on('data', (d) => { stderr += d })
-  child.stdout.resume()
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+  const { code, stderr } = await failedStart(env)
   t.equal(code, 73)
   t.match(stderr, /^sluice: the embedded ClickHouse cannot open its directory .*not-a-dir: EEXIST/m)
   t.match(stderr, /Sluice did not start\./)

@@ -10,7 +10,7 @@
 // no lone surrogate (the reference path writes U+FFFD for one, as ClickHouse then stores it).
 // Numbers: -1 means absent (every numeric field is >= 0); ts is always set.
 import { Buffer } from 'node:buffer'
-import { eventFields, fieldCount, fBytes, fPath, fRt, fSpanId, fStatus, fTraceId, fTs, isStringField } from './fields.ts'
+import { eventFields, fieldCount, fBytes, fPath, fRt, fStatus, fTs, isHexIdField, isStringField } from './fields.ts'
 import { encodeUtf8, maxUtf8BytesPerUnit } from './json-lex.ts'
 
 /** A row's fields as JS values, keyed by field name (absent: null), attrs as JSON text. */
@@ -68,12 +68,12 @@ export class EventRow {
   }
 
   /**
-   * Sets a string field to a span of `source` (valid UTF-8). A trace or span id in hex with
-   * capitals is stored in lowercase, as OTLP's ids are (docs/api.md section 6.4): one trace sent
-   * through two pipelines stays one `trace_id`.
+   * Sets a string field to a span of `source` (valid UTF-8). A trace or span id (fields.ts
+   * `hexId`) in hex with capitals is stored in lowercase, copied onto the scratch: both the
+   * scanner and the reference path set their strings here.
    */
   setSpan (field: number, source: Buffer, start: number, end: number): void {
-    if ((field === fTraceId || field === fSpanId) && isUpperHex(source, start, end)) {
+    if (isHexIdField[field] && isUpperHex(source, start, end)) {
       this.scratchRoom(end - start) // `source` may be the scratch before it grew: still intact
       const at = this.scratchLength
       const scratch = this.scratch

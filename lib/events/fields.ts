@@ -56,6 +56,11 @@ export interface EventField {
    * numeric `service` was stored before `service` was a column, and still is).
    */
   readonly strict: boolean
+  /**
+   * A trace or span id: a value in hex is stored in lowercase, as OTLP's ids are, and `q` reads a
+   * hex value in lowercase too (docs/api.md section 6.4): one trace stays one through any input.
+   */
+  readonly hexId?: true
 }
 
 /** In the events API's member order. */
@@ -73,8 +78,8 @@ export const eventFields: readonly EventField[] = [
   { name: 'filename', key: 'filename', column: 'filename', type: 'Nullable(String)', rule: 'string', format: 2, message: 'filename must be a string', aliases: ['log.file.path'], strict: true },
   { name: 'level', key: 'level', column: 'level', type: 'Nullable(String)', rule: 'level', format: 1, message: 'level must be a level name or number', aliases: ['severity', 'severity_text', 'severityText', 'levelname', 'log.level', 'severityNumber', 'severity_number', 'priority'], strict: false },
   { name: 'service', key: 'service', column: 'service', type: 'Nullable(String)', rule: 'string', format: 1, message: 'service must be a string', aliases: ['service.name', 'service_name'], strict: false },
-  { name: 'trace_id', key: 'trace_id', column: 'trace_id', type: 'Nullable(String)', rule: 'string', format: 1, message: 'trace_id must be a string', aliases: ['traceId', 'trace.id'], strict: false },
-  { name: 'span_id', key: 'span_id', column: 'span_id', type: 'Nullable(String)', rule: 'string', format: 1, message: 'span_id must be a string', aliases: ['spanId', 'span.id'], strict: false },
+  { name: 'trace_id', key: 'trace_id', column: 'trace_id', type: 'Nullable(String)', rule: 'string', format: 1, message: 'trace_id must be a string', aliases: ['traceId', 'trace.id'], strict: false, hexId: true },
+  { name: 'span_id', key: 'span_id', column: 'span_id', type: 'Nullable(String)', rule: 'string', format: 1, message: 'span_id must be a string', aliases: ['spanId', 'span.id'], strict: false, hexId: true },
 ]
 
 /** Aliases whose numbers are OpenTelemetry severity numbers (1-24), not syslog or pino levels. */
@@ -116,7 +121,9 @@ export const fFilename = fieldNumber('filename')
 export const fLevel = fieldNumber('level')
 export const fService = fieldNumber('service')
 export const fTraceId = fieldNumber('trace_id')
-export const fSpanId = fieldNumber('span_id')
+
+/** Per field, whether it is a trace or span id (`hexId`). */
+export const isHexIdField: readonly boolean[] = eventFields.map((f) => f.hexId === true)
 
 /** Per field, whether its value is a string (a byte span in a row): a level is stored as its name. */
 export const isStringField: readonly boolean[] = eventFields.map((f) => f.rule === 'string' || f.rule === 'level')

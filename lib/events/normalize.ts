@@ -193,6 +193,14 @@ function isPlainObject (value: unknown): value is JsonObject {
 }
 
 /**
+ * An event object's attributes that go to attrs only, under their own keys, never to a field: a
+ * protocol input's attribute named like an event field (an OTLP record attribute `level` beside
+ * the record's severity, a Loki label `status`), so that reads name it `attrs.<key>` (docs/api.md
+ * section 7.2). A symbol: no JSON line can hold it.
+ */
+export const attrsOnly: unique symbol = Symbol('attrsOnly')
+
+/**
  * Validates and normalizes one parsed line (or a record a protocol adapter built as a JS object in
  * the line shape) into `row`, which it resets first. Returns null when the row holds the event, or
  * the rejection that fails the line: `not_an_object`, `invalid_field`, `ts_out_of_range` or
@@ -206,14 +214,6 @@ function isPlainObject (value: unknown): value is JsonObject {
  * attrs holds every key not used for a field (null under a field's key means absent: not kept),
  * the `log` object's first, each key once.
  */
-/**
- * An event object's attributes that go to attrs only, under their own keys, never to a field: a
- * protocol input's attribute named like an event field (an OTLP record attribute `level` beside
- * the record's severity, a Loki label `status`), so that reads name it `attrs.<key>` (docs/api.md
- * section 7.2). A symbol: no JSON line can hold it.
- */
-export const attrsOnly: unique symbol = Symbol('attrsOnly')
-
 export function normalizeEvent (value: unknown, bounds: TimeBounds, row: EventRow): EventRejection | null {
   if (!isPlainObject(value)) {
     return new EventRejection('not_an_object', `a line must be a JSON object, not ${describeJsonType(value)}`)

@@ -205,15 +205,18 @@ function lingerOnUnread (req: IncomingMessage, res: ServerResponse): void {
     return
   }
   const timer = setTimeout(() => socket.destroy(), lingerMs).unref()
-  socket.once('close', () => clearTimeout(timer))
+  const onClose = (): void => clearTimeout(timer)
+  socket.once('close', onClose)
   let closing = false
   socket.destroySoon = () => {
     closing = true
     socket.end() // the timer stays, the backstop for a client that keeps its side open
   }
   // The whole body read on a connection kept alive: it serves the next request as any other.
+  // (Its listener goes too: a shipper refused again and again on one connection adds one each time.)
   const kept = (): void => {
     clearTimeout(timer)
+    socket.off('close', onClose)
     Reflect.deleteProperty(socket, 'destroySoon') // node's own again
   }
   const drain = (): void => {

@@ -1,8 +1,8 @@
 // A field named in a read (docs/api.md section 7.2): `q` terms, `stats?by=`, `context?same=`.
 // A name of the field table (lib/events/fields.ts), or one of its aliases, is its column;
 // `attrs.<name>` is always the attribute; any other name is an attribute by its dotted path
-// (`user.id`). So every field a
-// stored event has can be named, and a name never needs a schema to be known.
+// (`user.id`). So every field a stored event has can be named, and a name never needs a schema
+// to be known.
 import { Buffer } from 'node:buffer'
 import { SluiceError } from '../errors.ts'
 import { eventFields, isStringField } from '../events/fields.ts'

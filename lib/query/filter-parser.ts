@@ -354,13 +354,14 @@ class FilterParser {
       if (!/^\d+$/.test(value)) fail(`${name}:${value}* is not a prefix of a number`, valueStart, 'digits, then *')
       return { kind: 'prefix', position, field, prefix: value }
     }
-    // Trace and span ids in hex are stored in lowercase (event-row.ts setSpan): so are they read.
-    if (field.kind === 'column' && (field.name === 'trace_id' || field.name === 'span_id') && hexDigits.test(value)) value = value.toLowerCase()
+    // Trace and span ids in hex are stored in lowercase (fields.ts `hexId`): so are they read.
+    if (field.kind === 'column' && hexIdColumns.has(field.name) && hexDigits.test(value)) value = value.toLowerCase()
     return isPrefix ? { kind: 'prefix', position, field, prefix: value } : { kind: 'equals', position, field, value }
   }
 }
 
 const hexDigits = /^[0-9A-Fa-f]+$/
+const hexIdColumns: ReadonlySet<string> = new Set(eventFields.filter((f) => f.hexId === true).map((f) => f.name))
 
 /** A name's field by field-ref.ts's rule (shared with stats?by= and context?same=), with q's position on an error. */
 function resolveField (name: string, position: number): FieldRef {
