@@ -51,7 +51,7 @@ t.test('streaming_bulk(max_retries=5) with the documented code: every record onc
   child.stderr.on('data', (d) => { stderr += d })
   const exited = new Promise<number | null>((resolve) => child.on('close', resolve))
   t.teardown(() => { child.kill() })
-  const shipped = (n: number) => waitFor(() => [...stdout.matchAll(/^shipped (\d+) (.*)$/gm)][n - 1], { what: `answer ${n} of the driver`, timeoutMs: 40_000, intervalMs: 50 })
+  const shipped = (n: number) => waitFor(() => [...stdout.matchAll(/^shipped (\d+) (.*)\n/gm)][n - 1], { what: `answer ${n} of the driver`, timeoutMs: 40_000, intervalMs: 50 })
     .catch((err) => { throw new Error(`${err.message}: ${stderr}`) })
 
   // 1. A request held open: with one concurrent request per org, the first bulk's items are 429s.
