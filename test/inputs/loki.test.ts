@@ -15,7 +15,7 @@ import { waitFor } from '../helpers/wait-for.ts'
 import { createIngestTarget, storedEvents } from '../helpers/ingest.ts'
 import type { IngestTarget, StoredEvent } from '../helpers/ingest.ts'
 import { PushRequest } from '../../lib/inputs/loki/loki-proto.ts'
-import { parseLabels } from '../../lib/inputs/loki/loki-events.ts'
+import { lineObject, parseLabels } from '../../lib/inputs/loki/loki-events.ts'
 import { openSse } from '../helpers/sse.ts'
 
 let s: TestServer
@@ -70,6 +70,14 @@ t.test('pino with pino-loki (JSON push, Bearer token)', async (t) => {
   t.equal(byMsg.get('stock low')!.level, 'warn', 'Loki\'s "warning" is normalised')
   t.equal(byMsg.get('payment failed')!.level, 'error')
   t.equal(placed.ts, JSON.parse(placed.message!).time, 'ts from the entry\'s ns timestamp, in ms')
+  // The line is pino's JSON: its keys are attributes too (labels win; msg and the level a label
+  // gave are the line's own).
+  const failed = attrsOf(byMsg.get('payment failed')!)
+  t.equal(failed.code, 'E9', 'a key of the JSON line is an attribute')
+  t.equal(failed.msg, undefined, 'the message is not stored twice')
+  t.equal(failed.level, undefined)
+  const found = await s.api('GET', `/api/streams/${tgt.stream}/events?from=now-1h&q=${encodeURIComponent('code:E9')}`)
+  t.same(found.body.events.map((e: { message: string }) => JSON.parse(e.message).msg), ['payment failed'], 'found by it')
 })
 
 for (const json of [false, true]) {
@@ -89,7 +97,7 @@ for (const json of [false, true]) {
     const at = Date.now() - 5000
     logger.info('invoice sent', { timestamp: new Date(at).toISOString() })
     logger.debug('cache miss', { timestamp: new Date(at + 1).toISOString() })
-    logger.error('charge declined', { timestamp: new Date(at + 2).toISOString() })
+    logger.error('charge declined', { timestamp: new Date(at + 2).toISOString(), order_id: 'o-7', amount: 12.5 })
     const events = await eventsWhenStored(tgt, 3)
     t.same(errors, [])
     t.equal(events.length, 3)
@@ -100,6 +108,12 @@ for (const json of [false, true]) {
     t.same(events.map((e) => e.filename), ['/var/log/billing.log', '/var/log/billing.log', '/var/log/billing.log'])
     t.same(events.map((e) => e.level), ['info', 'debug', 'error'])
     t.equal(attrsOf(events[0]).job, 'billing')
+    // The meta: structured metadata in JSON mode; in protobuf mode only the line's JSON tail
+    // (`charge declined {...}`), read as attributes too.
+    t.equal(events[2].message!.split(' {')[0], 'charge declined')
+    const found = await s.api('GET', `/api/streams/${tgt.stream}/events?from=now-1h&q=${encodeURIComponent('order_id:o-7 amount:>12')}`)
+    t.equal(found.status, 200)
+    t.same(found.body.events.map((e: { message: string }) => e.message.split(' {')[0]), ['charge declined'], 'winston\'s meta is findable as attributes')
   })
 }
 
@@ -130,12 +144,12 @@ t.test('hand-built protobuf + snappy: labels, escapes, structured metadata, ns t
   const [first, second] = events
   t.equal(first.message, '{"status":502,"path":"/api"}', 'a JSON line is the message as sent')
   t.equal(first.ts, seconds * 1000 + 123, 'ns timestamp rounded to ms')
-  // Loki keeps lines whole (LogQL's `| json` parses them at query time): nothing of a JSON line
-  // fills a column or attrs.
+  // The line is kept as sent; its JSON keys are attributes too, never the columns they are named
+  // like (reads name them `attrs.status`), and the labels win.
   t.equal(first.status, null)
   t.equal(first.path, null)
   const attrs = attrsOf(first)
-  t.equal(attrs.status, undefined)
+  t.equal(attrs.status, 502, 'the JSON line\'s key in attrs')
   t.equal(first.level, 'error')
   t.equal(attrs.job, 'override', 'structured metadata wins over a label')
   t.equal(first.trace_id, 't-1')
@@ -219,4 +233,43 @@ t.test('pushed entries reach the live tail, filtered like any event', async (t) 
   t.equal(event.message, 'for the tail')
   t.equal(event.host, 'edge-1')
   t.notOk(tail.frames.some((f) => f.event === 'event' && f.data.includes('filtered out')))
+})
+
+t.test('lineObject: the JSON object a line holds, whole or as its tail', async (t) => {
+  t.same(lineObject('{"a":1,"b":{"c":"x"}}'), { a: 1, b: { c: 'x' } }, 'a JSON line')
+  t.same(lineObject('  {"a":1}  \n'), { a: 1 }, 'blanks around it')
+  t.same(lineObject('charge declined {"order":{"id":"o-7"}}'), { order: { id: 'o-7' } }, 'winston-loki: message, space, meta')
+  t.same(lineObject('saw {x} then {"a":"b {c}"}'), { a: 'b {c}' }, 'a brace in the message and in a value')
+  t.equal(JSON.stringify(lineObject('big {"n":12345678901234567890}')!.n), '12345678901234567890', 'a long integer keeps its digits')
+  t.equal(lineObject('plain text'), null)
+  t.equal(lineObject('[1,2]'), null, 'an array is no object')
+  t.equal(lineObject('text {not json}'), null)
+  t.equal(lineObject('ends with a brace }'), null)
+  t.equal(lineObject(''), null)
+  t.equal(lineObject('x {"a":' + '['.repeat(70) + ']'.repeat(70) + '}'), null, 'deeper than attrs may hold: text only')
+  t.same(lineObject('a {"s":"{x {x {x {x"}'), { s: '{x {x {x {x' }, 'the 4th tail')
+  t.equal(lineObject('a {"s":"{x {x {x {x {x"}'), null, 'at most 4 tails are tried')
+})
+
+t.test('a JSON line that cannot be attributes is stored as text, never refused', async (t) => {
+  const tgt = await createIngestTarget(s, 'loki-json-lines')
+  const ns = String(BigInt(Date.now() - 1000) * 1_000_000n)
+  const deep = '{"a":' + '['.repeat(80) + ']'.repeat(80) + '}'
+  const lines = [deep, '{"status":"not a status","ts":"yesterday","log":{"x":1},"message":{"m":1},"trace_id":"ABCDEF0123456789abcdef0123456789"}', 'ok {"__proto__":{"p":1},"constructor":2}']
+  const body = JSON.stringify({ streams: [{ stream: { job: 'j' }, values: lines.map((line, i) => [String(BigInt(ns) + BigInt(i) * 1_000_000n), line]) }] })
+  const r = await push('/loki/api/v1/push', body, { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/json' })
+  t.equal(r.status, 204)
+  const events = await storedEvents(tgt)
+  t.same(events.map((e) => e.message), lines, 'every line stored as sent')
+  t.same(attrsOf(events[0]), { job: 'j' }, 'too deep: text only')
+  const second = attrsOf(events[1])
+  t.equal(second.status, 'not a status', 'a field-named key in attrs, never failing the entry')
+  t.equal(second.ts, 'yesterday')
+  t.same(second.log, { x: 1 })
+  t.same(second.message, { m: 1 })
+  t.equal(events[1].trace_id, 'abcdef0123456789abcdef0123456789', 'trace_id fills its column')
+  t.equal(events[1].ts, Number(BigInt(ns) / 1_000_000n) + 1, 'ts from the entry')
+  const third = attrsOf(events[2])
+  t.same(Object.getOwnPropertyDescriptor(third, '__proto__')?.value, { p: 1 }, 'a __proto__ key is data')
+  t.equal(third.constructor, 2)
 })

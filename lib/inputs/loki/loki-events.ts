@@ -1,6 +1,6 @@
 // Loki push to Sluice events (docs/api.md section 9.2), in the parse workers. Each entry of each
 // stream becomes one event:
-//   the line, as sent                                     -> message (a JSON line stays text, as in Loki)
+//   the line, as sent                                     -> message
 //   the entry's timestamp (ns)                            -> ts (ms)
 //   label or structured metadata host | hostname          -> host
 //   filename                                              -> filename
@@ -8,19 +8,23 @@
 //   service_name | service (Loki's own service label)      -> service
 //   trace_id, span_id (structured metadata, usually)       -> trace_id, span_id
 //   every other label and structured metadata pair        -> attrs under its name
-// Structured metadata wins over a stream label of the same name. A label whose name is a field
-// of the event (ts, message, status, path, ...) is kept in attrs under its name (normalize.ts
-// attrsOnly): reads name it `attrs.<name>`.
+//   the keys of a JSON object the line holds (lineObject)  -> the same, below labels and metadata
+// Structured metadata wins over a stream label of the same name, and both over a key of the
+// line's JSON. A label whose name is a field of the event (ts, message, status, path, ...) is
+// kept in attrs under its name (normalize.ts attrsOnly): reads name it `attrs.<name>`.
 //
-// Why a JSON line is not parsed into fields: Loki stores the line as-is and LogQL's `| json`
-// parses it when read, so Loki clients (pino-loki, winston-loki, Promtail) send labels for what
-// they index and keep the line whole; the words of a JSON line stay searchable in `message`.
+// A line that is a JSON object (pino-loki's default, Promtail reading JSON log files), or text
+// followed by one (winston-loki's protobuf mode writes `<message> <meta as JSON>`), keeps its
+// text as the message, and its keys become attributes too, as VictoriaLogs parses a Loki line
+// that is JSON: `user_id:42` finds what a Loki client logged with `{ user_id: 42 }`
+// (docs/api.md section 9.2).
 import { Buffer } from 'node:buffer'
 import type { BodyError, RecordSink } from '../../ingest/parse-task.ts'
 import { invalidBody } from '../body-task.ts'
 import { eventFields } from '../../events/fields.ts'
 import { levelNames, levelOfSeverityText } from '../../events/level.ts'
-import { attrsOnly } from '../../events/normalize.ts'
+import { parseEventJson } from '../../events/json-integers.ts'
+import { attrsOnly, maxValueDepth, nestsDeeperThan } from '../../events/normalize.ts'
 import type { LokiProtoRequest } from './loki-proto.ts'
 
 type Obj = Record<string | symbol, unknown>
@@ -83,6 +87,65 @@ function addPair (event: Obj, name: string, value: string): void {
   else event[name] = value
 }
 
+/** The line's text keys that say the message again: left out, the line holds them. */
+const messageKeys = new Set(['msg', 'message'])
+
+/**
+ * The JSON object the line holds: the whole line (after blanks), or its tail after the last
+ * ` {` from which the rest parses (winston-loki's `<message> <meta>`; at most 4 tries); null when
+ * there is none.
+ */
+export function lineObject (line: string): Obj | null {
+  let end = line.length
+  while (end > 0 && line.charCodeAt(end - 1) <= 32) end--
+  if (end === 0 || line.charCodeAt(end - 1) !== 125 /* } */) return null
+  let start = 0
+  while (start < end && line.charCodeAt(start) <= 32) start++
+  if (line.charCodeAt(start) === 123 /* { */) {
+    const whole = parseObject(line.slice(start, end))
+    if (whole !== null) return whole
+  }
+  let at = end
+  for (let tries = 0; tries < 4; tries++) {
+    at = line.lastIndexOf(' {', at - 1)
+    if (at < start) return null
+    const tail = parseObject(line.slice(at + 1, end))
+    if (tail !== null) return tail
+  }
+  return null
+}
+
+/** The object `text` parses to; null when it is not one, or nests deeper than attrs may hold (the line stays text only). */
+function parseObject (text: string): Obj | null {
+  try {
+    const value = parseEventJson(text)
+    return isObj(value) && !nestsDeeperThan(value, maxValueDepth + 1) ? value : null
+  } catch {
+    return null
+  }
+}
+
+/**
+ * Adds a key of the line's JSON object after labels and metadata, where they left its place
+ * empty (they win): a string under a column's label name fills that column (not `level`: pino
+ * writes numbers), a key named like an event field goes to attrs under its name, as a label
+ * would; any other key is an attribute, nested objects by dotted paths as in NDJSON. A key whose
+ * column a label filled is left out (the line holds it), as is the message again (`msg`).
+ */
+function addLineKey (event: Obj, name: string, value: unknown): void {
+  if (messageKeys.has(name) && typeof value === 'string') return
+  const column = columnLabels[name]
+  if (column !== undefined && event[column] !== undefined) return
+  if (column !== undefined && column !== 'level' && typeof value === 'string') {
+    event[column] = value
+  } else if (eventKeys.has(name) || column !== undefined) {
+    const only = (event[attrsOnly] ??= Object.create(null)) as Obj
+    if (!Object.hasOwn(only, name)) only[name] = value
+  } else if (!Object.hasOwn(event, name)) {
+    event[name] = value
+  }
+}
+
 /** Nanoseconds since the epoch (a decimal string, or a number) to ms; NaN when not one. */
 function nanosToMs (value: unknown): number {
   if (typeof value === 'number') return Number.isFinite(value) && value >= 0 ? Math.round(value / 1e6) : NaN
@@ -108,6 +171,8 @@ class StreamEvents {
       const event = Object.create(null) as Obj
       for (const [name, value] of labels) addPair(event, name, value)
       if (entry.metadata !== null) for (const [name, value] of entry.metadata) addPair(event, name, value)
+      const object = lineObject(entry.line)
+      if (object !== null) for (const name of Object.keys(object)) addLineKey(event, name, object[name])
       event.ts = entry.ms
       event.message = entry.line
       this.#sink.add(event, this.n, Buffer.byteLength(entry.line))
