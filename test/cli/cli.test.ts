@@ -72,8 +72,10 @@ t.test('send: a file in gzip requests, failures reported', async (t) => {
 })
 
 t.test('send retries a 429 after its Retry-After', async (t) => {
-  // One request at a time for the org: a held request makes the CLI's first try a 429.
-  const own = await startServer(t, { limits: { concurrentRequests: 1 }, writer: { flushIntervalMs: 10, minInsertIntervalMs: 0 } })
+  // One request at a time for the org: a held request makes the CLI's first try a 429. The held
+  // body is silent until the CLI was refused, however long its process takes to start: no
+  // minimum body rate (a loaded machine took more than its 5 s grace).
+  const own = await startServer(t, { limits: { concurrentRequests: 1 }, ingest: { minBytesPerSecond: 0 }, writer: { flushIntervalMs: 10, minInsertIntervalMs: 0 } })
   await own.api('POST', '/api/streams', { body: { name: 'busy' } })
   const token = (await own.api('POST', '/api/streams/busy/ingest-token', { body: {} })).body.token
   const body = new Readable({ read () {} })
@@ -88,7 +90,7 @@ t.test('send retries a 429 after its Retry-After', async (t) => {
     child.stdin.end('{"path":"/sent"}\n')
   })
   const rejected = () => own.app.metrics.rejected.get({ reason: 'too_many_concurrent_requests' })
-  await waitFor(() => rejected() > 0, { what: 'the CLI\'s request to be refused' })
+  await waitFor(() => rejected() > 0, { what: 'the CLI\'s request to be refused', timeoutMs: 120_000 /* a CLI process starting on a loaded machine */ })
   t.equal(rejected(), 1, 'the CLI was answered 429')
   body.push(null)
   t.equal((await held).statusCode, 200)
@@ -108,7 +110,7 @@ t.test('tail prints live events', async (t) => {
   let out = ''
   const got = new Promise<void>((resolve) => child.stdout.on('data', (d) => { out += d; if (out.includes('/live')) resolve() }))
   const hub = s.app.tailHub
-  await waitFor(() => hub.clientCount > 0, { what: 'the tail to connect' })
+  await waitFor(() => hub.clientCount > 0, { what: 'the tail to connect', timeoutMs: 120_000 })
   t.equal(hub.clientCount, 1)
   const tok = (await s.api('POST', '/api/streams/cli-live/ingest-token', { token: pat, body: {} })).body.token
   const r = await s.api('POST', '/api/ingest/cli-live', { token: tok, body: '{"path":"/live","status":200}\n{"path":"/hidden"}\n', headers: { 'content-type': 'application/x-ndjson' } })
@@ -201,7 +203,7 @@ t.test('tail ends with exit 3 when its stream is deleted', async (t) => {
     child.stderr.on('data', (d) => { stderr += d })
     child.on('close', (code) => resolve({ code, stderr }))
   })
-  await waitFor(() => s.app.tailHub.clientCount > before, { what: 'the tail to connect' })
+  await waitFor(() => s.app.tailHub.clientCount > before, { what: 'the tail to connect', timeoutMs: 120_000 })
   t.equal((await s.api('DELETE', '/api/streams/short-lived', { token: pat })).status, 204)
   const ended = await tail
   t.equal(ended.code, 3)

@@ -136,7 +136,7 @@ t.test('a storage outage: 503 with Retry-After, sent again, stored once', { skip
   storage.down()
   const { done } = spawnCli(s, ['outage', file, '--chunk-bytes', '400'], tgt.token)
   const answered503 = () => s.app.metrics.requests.get({ route: '/api/ingest/:streamId', method: 'POST', status: 503 })
-  await waitFor(() => answered503() >= 1, { what: 'the CLI to be answered 503', timeoutMs: 20_000, intervalMs: 20 })
+  await waitFor(() => answered503() >= 1, { what: 'the CLI to be answered 503', timeoutMs: 120_000, intervalMs: 20 })
   t.ok(answered503() >= 1, 'the CLI was answered 503')
   storage.up()
   const run = await done

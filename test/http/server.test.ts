@@ -61,8 +61,8 @@ t.test('/readyz is ready once migrated; /metrics speaks Prometheus', async (t) =
 t.test('shutdown: requests in flight finish, new ones get 503 shutting_down with Connection: close', async (t) => {
   const db = await createTestDatabase(t)
   // The request in flight must finish, however slow a loaded machine makes its insert: the
-  // shutdown deadline (which would cut it) is not what this test is about.
-  const own = await startServer(t, { server: { shutdownTimeoutMs: 120_000 } }, { database: db.database })
+  // shutdown deadline (which would cut it) is not what this test is about, nor is the minimum body rate.
+  const own = await startServer(t, { server: { shutdownTimeoutMs: 120_000 }, ingest: { minBytesPerSecond: 0 } }, { database: db.database })
   await own.api('POST', '/api/streams', { body: { name: 'web' } })
   const tok = (await own.api('POST', '/api/streams/web/ingest-token', { body: {} })).body.token
   // A request whose body is still arriving when shutdown starts.

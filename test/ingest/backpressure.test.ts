@@ -8,6 +8,9 @@ import { countEvents, createIngestTarget, postIngest } from '../helpers/ingest.t
 import type { IngestTarget } from '../helpers/ingest.ts'
 import { waitFor } from '../helpers/wait-for.ts'
 
+/** A held body is silent for as long as a test needs (no minimum body rate, whose grace is 5 s). */
+const heldBodies = { minBytesPerSecond: 0 }
+
 /** Starts a request whose body stays open until `finish()`; resolves once the server holds it. */
 async function openRequest (tgt: IngestTarget, first: string) {
   const body = new Readable({ read () {} })
@@ -52,7 +55,7 @@ t.test('per-org override of the rate', async (t) => {
 })
 
 t.test('too_many_concurrent_requests: past the org\'s requests in progress', async (t) => {
-  const s = await startServer(t, { limits: { concurrentRequests: 1 } })
+  const s = await startServer(t, { limits: { concurrentRequests: 1 }, ingest: heldBodies })
   const tgt = await createIngestTarget(s, 'conc')
   const held = await openRequest(tgt, '{"path":"/held"}\n')
   await waitFor(() => s.app.http.inFlight === 1, { what: 'the first request' })
@@ -68,7 +71,7 @@ t.test('too_many_concurrent_requests: past the org\'s requests in progress', asy
 
 t.test('server_busy: past the server\'s uncommitted bytes', async (t) => {
   // The budget at its smallest (ingest.maxRawBytes, config.ts), and a body that fills it.
-  const s = await startServer(t, { limits: { maxUncommittedBytes: 1300 }, ingest: { maxRawBytes: 1300 } })
+  const s = await startServer(t, { limits: { maxUncommittedBytes: 1300 }, ingest: { ...heldBodies, maxRawBytes: 1300 } })
   const tgt = await createIngestTarget(s, 'busy')
   const first = `{"path":"/held","pad":"${'x'.repeat(1300 - 26)}"}\n`
   t.equal(first.length, 1300)
@@ -84,7 +87,7 @@ t.test('server_busy: past the server\'s uncommitted bytes', async (t) => {
 })
 
 t.test('past the server\'s reading requests, a request waits for a slot', async (t) => {
-  const s = await startServer(t, { limits: { maxReadingRequests: 1 } })
+  const s = await startServer(t, { limits: { maxReadingRequests: 1 }, ingest: heldBodies })
   const tgt = await createIngestTarget(s, 'reading')
   const held = await openRequest(tgt, '{"path":"/held"}\n')
   await waitFor(() => s.app.admission.readingRequests === 1, { what: 'the first body to be reading' })
@@ -101,7 +104,7 @@ t.test('past the server\'s reading requests, a request waits for a slot', async 
 })
 
 t.test('server_busy: a request that waits too long for a reading slot', async (t) => {
-  const s = await startServer(t, { limits: { maxReadingRequests: 1, maxReadingWaitMs: 300 } })
+  const s = await startServer(t, { limits: { maxReadingRequests: 1, maxReadingWaitMs: 300 }, ingest: heldBodies })
   const tgt = await createIngestTarget(s, 'waited')
   const held = await openRequest(tgt, '{"path":"/held"}\n')
   await waitFor(() => s.app.admission.readingRequests === 1, { what: 'the first body to be reading' })
@@ -120,7 +123,7 @@ t.test('server_busy: a request that waits too long for a reading slot', async (t
 })
 
 t.test('a client that gives up while waiting for a reading slot frees everything it held', async (t) => {
-  const s = await startServer(t, { limits: { maxReadingRequests: 1, concurrentRequests: 2 } })
+  const s = await startServer(t, { limits: { maxReadingRequests: 1, concurrentRequests: 2 }, ingest: heldBodies })
   const tgt = await createIngestTarget(s, 'gaveup')
   const held = await openRequest(tgt, '{"path":"/held"}\n')
   await waitFor(() => s.app.admission.readingRequests === 1, { what: 'the first body to be reading' })

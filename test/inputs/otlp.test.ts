@@ -74,6 +74,8 @@ function checkSdkEvents (t: Test, events: StoredEvent[]): void {
   t.equal(first['deployment.environment'], 'prod')
   t.equal(first['order.id'], 'o-17')
   t.equal(second.attempt, 2)
+  t.equal(third.code, 'E42', 'a kvlist body\'s keys are attributes too')
+  t.same(third.detail, ['a', 1])
   t.equal(first['scope.name'], 'checkout-logger')
   t.equal(events[0].status, 201)
   t.equal(events[0].method, 'POST')
@@ -84,7 +86,7 @@ function checkSdkEvents (t: Test, events: StoredEvent[]): void {
 
 t.test('the OpenTelemetry SDK with the protobuf exporter, gzip', async (t) => {
   const tgt = await createIngestTarget(s, 'otel-proto')
-  const { exporter, results } = recording(new ProtoExporter({ url: `${s.url}/v1/logs`, headers: { authorization: `Bearer ${tgt.token}` }, compression: 'gzip' as never }))
+  const { exporter, results } = recording(new ProtoExporter({ url: `${s.url}/v1/logs`, headers: { authorization: `Bearer ${tgt.token}` }, compression: 'gzip' as never, timeoutMillis: 60_000 }))
   await sendWithSdk(exporter)
   t.ok(results.length > 0 && results.every((r) => r === 0), 'every export succeeded')
   const events = await storedEvents(tgt)
@@ -94,7 +96,7 @@ t.test('the OpenTelemetry SDK with the protobuf exporter, gzip', async (t) => {
 
 t.test('the OpenTelemetry SDK with the JSON exporter, on /api/otlp/v1/logs', async (t) => {
   const tgt = await createIngestTarget(s, 'otel-json')
-  const { exporter, results } = recording(new HttpJsonExporter({ url: `${s.url}/api/otlp/v1/logs`, headers: { authorization: `Bearer ${tgt.token}` } }))
+  const { exporter, results } = recording(new HttpJsonExporter({ url: `${s.url}/api/otlp/v1/logs`, headers: { authorization: `Bearer ${tgt.token}` }, timeoutMillis: 60_000 }))
   await sendWithSdk(exporter)
   t.ok(results.length > 0 && results.every((r) => r === 0), 'every export succeeded')
   const events = await storedEvents(tgt)
@@ -172,6 +174,7 @@ t.test('protobuf: a full success is an empty ExportLogsServiceResponse; a partia
   t.equal(e.trace_id, traceId)
   t.equal(e.span_id, spanId)
   t.equal(attrs.message, 'clash', 'an attribute named like an event field is kept in attrs under its key (attrs.message in reads)')
+  t.same(attrs.k, [true, 1.5], 'the kvlist body\'s key')
   t.match(e.attrs, /"big":9007199254740993[,}]/, 'an int64 beyond 2^53 keeps its digits, a number as in an NDJSON line')
   t.ok(Object.hasOwn(attrs, '__proto__'))
 

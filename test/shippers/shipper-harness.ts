@@ -51,6 +51,9 @@ export async function startShipperRig (t: Test, stream: string): Promise<Shipper
   const server = await startServer(t, {
     clickhouse: { url: storage.url },
     limits: { concurrentRequests: 1 },
+    // The held request's body stays silent until the shipper was refused, however long the
+    // shipper's process takes to start (more than the minimum body rate's 5 s grace under load).
+    ingest: { minBytesPerSecond: 0 },
     writer: { retryTimeoutMs: 1_000, attemptTimeoutMs: 30_000 },
   })
   const target = await createIngestTarget(server, stream)

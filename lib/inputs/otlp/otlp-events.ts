@@ -20,6 +20,7 @@
 //   user_agent.original | http.user_agent                  -> user_agent
 //   client.address                                         -> src
 //   other attributes, then resource attributes             -> attrs under their own keys
+//   a kvlist body's keys, below both                       -> attrs too (the message is its JSON)
 // A record attribute wins over a resource attribute of the same key. An attribute whose key is a
 // field of the event (ts, message, level, host, ...) is kept in attrs under its key (normalize.ts
 // attrsOnly): reads name it `attrs.<key>`.
@@ -29,7 +30,7 @@ import { invalidBody } from '../body-task.ts'
 import { eventFields } from '../../events/fields.ts'
 import { levelNames, levelOfSeverityNumber, levelOfSeverityText } from '../../events/level.ts'
 import { attrsOnly, maxValueDepth } from '../../events/normalize.ts'
-import { int64Value } from '../../events/json-integers.ts'
+import { int64Value, isRawInteger } from '../../events/json-integers.ts'
 
 type Obj = Record<string | symbol, unknown>
 
@@ -116,9 +117,12 @@ function levelOf (record: Obj): string | null {
   return named >= 0 ? levelNames[named] : text
 }
 
-function messageOf (body: unknown): string | null {
-  if (!isObj(body)) return null
-  const value = anyValue(body, 1)
+/** The body as a JS value (anyValue), null when absent. */
+function bodyOf (body: unknown): unknown {
+  return isObj(body) ? anyValue(body, 1) : null
+}
+
+function messageOf (value: unknown): string | null {
   if (value === null) return null
   return typeof value === 'string' ? value : typeof value === 'object' ? JSON.stringify(value) : String(value)
 }
@@ -164,7 +168,8 @@ function recordEvent (record: Obj, resource: Obj, scopeName: string | null, ids:
   if (ms === 0) ms = nanosToMs(record.observedTimeUnixNano)
   if (Number.isNaN(ms)) return 'timeUnixNano and observedTimeUnixNano must be int64 nanoseconds since the epoch'
   if (ms > 0) event.ts = ms
-  const message = messageOf(record.body)
+  const body = bodyOf(record.body)
+  const message = messageOf(body)
   if (message !== null) event.message = message
   const level = levelOf(record)
   if (level !== null) event.level = level
@@ -180,6 +185,9 @@ function recordEvent (record: Obj, resource: Obj, scopeName: string | null, ids:
   mapColumns(event, [attributes, resource])
   addAttributes(event, attributes)
   addAttributes(event, resource)
+  // A structured body (a kvlist): its keys are attributes too, below the record's and the
+  // resource's (docs/api.md section 9.1); the message is its JSON text.
+  if (isObj(body) && !isRawInteger(body)) addAttributes(event, body)
   return event
 }
 
