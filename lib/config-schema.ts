@@ -51,7 +51,7 @@ const table = [
   { path: 'server.host', type: 'string', env: 'SLUICE_HOST', default: '127.0.0.1', description: 'Address to listen on (`0.0.0.0` for all)' },
   { path: 'server.headersTimeoutMs', type: 'positiveInt', env: 'SLUICE_HEADERS_TIMEOUT_MS', default: 10000, unit: 'ms', description: 'ms to receive request headers' },
   { path: 'server.requestTimeoutMs', type: 'positiveInt', env: 'SLUICE_REQUEST_TIMEOUT_MS', default: 60000, unit: 'ms', description: 'ms to receive a whole request' },
-  { path: 'server.keepAliveTimeoutMs', type: 'positiveInt', env: 'SLUICE_KEEP_ALIVE_TIMEOUT_MS', default: 72_000, unit: 'ms', description: 'ms an idle keep-alive connection stays open (longer than clients\' and load balancers\' idle timeouts, docs/api.md section 1)' },
+  { path: 'server.keepAliveTimeoutMs', type: 'positiveInt', env: 'SLUICE_KEEP_ALIVE_TIMEOUT_MS', default: 5000, unit: 'ms', description: 'ms an idle keep-alive connection stays open' },
   { path: 'server.shutdownTimeoutMs', type: 'positiveInt', env: 'SLUICE_SHUTDOWN_TIMEOUT_MS', default: 30000, unit: 'ms', description: 'ms shutdown waits for requests in flight' },
   { path: 'clickhouse.url', type: 'clickhouseUrl', env: 'CLICKHOUSE_URL', default: null, description: 'ClickHouse HTTP URL, or `chdb:<directory>` for the embedded engine (ClickHouse 26.x in-process, single node, data in that directory); unset: Sluice runs its own' },
   { path: 'clickhouse.user', type: 'string', env: 'CLICKHOUSE_USER', default: 'default', description: 'ClickHouse user' },

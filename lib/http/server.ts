@@ -189,13 +189,17 @@ export function createHttpServer (options: HttpServerOptions): HttpServer {
  * body declared larger than lingerBytes at once).
  */
 const lingerBytes = 64 * 1024 * 1024
-const lingerMs = 5_000
+/** nginx's lingering_timeout: the longest silence of the client while its body is dropped. */
+const lingerIdleMs = 5_000
+/** nginx's lingering_time: the longest the dropping lasts (a loaded machine sends 64 MiB slowly). */
+const lingerTotalMs = 30_000
 
 /**
- * Reads and drops the rest of a request's body after its answer, within lingerBytes and lingerMs.
- * When node closes the connection after the answer (Connection: close from either side), its FIN
- * goes out at once, but the socket is destroyed only once the client has closed its side too, or
- * at lingerMs: node's own close (destroySoon) would destroy it with the client's bytes unread.
+ * Reads and drops the rest of a request's body after its answer, within lingerBytes, lingerIdleMs
+ * of silence and lingerTotalMs. When node closes the connection after the answer (Connection:
+ * close from either side), its FIN goes out at once, but the socket is destroyed only once the
+ * client has closed its side too, or at those deadlines: node's own close (destroySoon) would
+ * destroy it with the client's bytes unread.
  */
 function lingerOnUnread (req: IncomingMessage, res: ServerResponse): void {
   const socket = req.socket as Socket & { destroySoon?: () => void }
@@ -204,7 +208,8 @@ function lingerOnUnread (req: IncomingMessage, res: ServerResponse): void {
     else res.once('finish', () => destroyWhenSent(socket))
     return
   }
-  const timer = setTimeout(() => socket.destroy(), lingerMs).unref()
+  const deadline = performance.now() + lingerTotalMs
+  const timer = setTimeout(() => socket.destroy(), lingerIdleMs).unref()
   const onClose = (): void => clearTimeout(timer)
   socket.once('close', onClose)
   let closing = false
@@ -228,7 +233,8 @@ function lingerOnUnread (req: IncomingMessage, res: ServerResponse): void {
     let dropped = 0
     req.on('data', (chunk: Buffer) => {
       dropped += chunk.length
-      if (dropped > lingerBytes) socket.destroy()
+      if (dropped > lingerBytes || performance.now() > deadline) socket.destroy()
+      else timer.refresh() // the client is still sending: silence counts from now
     })
     req.once('end', () => { if (!closing) kept() })
     req.resume()
