@@ -65,7 +65,18 @@ export async function main (env: Record<string, string | undefined> = process.en
     process.exit(1)
   }
 
-  const address = await app.listen()
+  let address: Awaited<ReturnType<typeof app.listen>>
+  try {
+    address = await app.listen()
+  } catch (err) {
+    // The port taken, or a host that is no address of this machine: said as a setting's problem
+    // (README, "Configuration"), after the managed ClickHouse is stopped again.
+    const code = (err as NodeJS.ErrnoException).code
+    const why = code === 'EADDRINUSE' ? 'the port is in use' : code === 'EACCES' ? 'permission denied' : `${code ?? 'error'}: ${(err as Error).message}`
+    process.stderr.write(`sluice: cannot listen on ${config.server.host}:${config.server.port} (server.host, server.port; SLUICE_HOST, SLUICE_PORT): ${why}\nSluice did not start.\n`)
+    await app.close().catch(() => {})
+    process.exit(78) // EX_CONFIG
+  }
   const baseUrl = `http://${address.address.includes(':') ? `[${address.address}]` : address.address}:${address.port}`
   log.info('listening', { url: baseUrl, clickhouse: app.clickhouse.url, managed_clickhouse: app.managed !== null })
   printWelcome(config, baseUrl, app.bootstrap.createdToken, app.bootstrap.tokenFile)

@@ -13,7 +13,9 @@ import { join } from 'node:path'
 import { request } from 'undici'
 import { findClickHouseBinary } from '../lib/storage/managed-clickhouse.ts'
 import { serverEnv, serverNodeFlags } from '../lib/node-flags.ts'
-import { onChdb } from './helpers/clickhouse.ts'
+import { clickhouseUrl, onChdb } from './helpers/clickhouse.ts'
+import { createServer } from 'node:net'
+import type { AddressInfo } from 'node:net'
 
 const main = new URL('../lib/main.ts', import.meta.url).pathname
 
@@ -103,6 +105,28 @@ t.test('a bootstrap token whose checksum does not hold: refused at start (exit 7
   t.match(stderr, /bootstrapToken must be an slp_ token Sluice made.*checksum/)
   t.notMatch(stderr, typo.slice(4, 34), 'the secret is not repeated')
   t.notOk(existsSync(join(tmpdir(), 'sluice-never-made')), 'nothing started')
+})
+
+t.test('a port in use, or a host that is no address here: refused at start (exit 78) with the setting named', async (t) => {
+  // On chdb a second process cannot open the test file's engine directory: a directory of its own.
+  const clickhouse = onChdb ? `chdb:${await mkdtemp(join(tmpdir(), 'sluice-main-chdb-'))}` : clickhouseUrl()
+  if (onChdb) t.teardown(() => rm(clickhouse.slice(5), { recursive: true, force: true }))
+  const taken = createServer()
+  await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => { taken.close() })
+  const port = (taken.address() as AddressInfo).port
+  const dataDir = await mkdtemp(join(tmpdir(), 'sluice-main-'))
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+  const base: NodeJS.ProcessEnv = {
+    ...process.env, ...serverEnv, SLUICE_DATA_DIR: dataDir, CLICKHOUSE_URL: clickhouse, CLICKHOUSE_DATABASE: `sluice_listen_${process.pid}`, SLUICE_LOG_LEVEL: 'warn',
+  }
+  const inUse = await failedStart({ ...base, SLUICE_HOST: '127.0.0.1', SLUICE_PORT: String(port) })
+  t.equal(inUse.code, 78, inUse.stderr)
+  t.match(inUse.stderr, new RegExp(`sluice: cannot listen on 127\\.0\\.0\\.1:${port} .*SLUICE_PORT.*: the port is in use\\nSluice did not start`))
+  t.notMatch(inUse.stderr, /\n\s+at /, 'no stack trace')
+  const notHere = await failedStart({ ...base, SLUICE_HOST: '192.0.2.1', SLUICE_PORT: '0' })
+  t.equal(notHere.code, 78, notHere.stderr)
+  t.match(notHere.stderr, /sluice: cannot listen on 192\.0\.2\.1:0 .*EADDRNOTAVAIL/)
 })
 
 t.test('no ClickHouse binary: a message naming both ways out', { skip: onChdb && 'the managed server: npm test' }, async (t) => {
