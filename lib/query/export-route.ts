@@ -54,6 +54,16 @@ export function registerExportRoute (router: Router, deps: ReadDeps): void {
 }
 
 /** Resolves when `res` can take more, or rejects when it closed first. */
-async function drained (res: ServerResponse): Promise<void> {
-  await Promise.race([once(res, 'drain'), once(res, 'close').then(() => { throw new Error('client closed the export') })])
+export async function drained (res: ServerResponse): Promise<void> {
+  // The waits of a race that is over are removed (an export waits for thousands of drains; each
+  // left listening added a 'close' and an 'error' listener to the response).
+  const over = new AbortController()
+  try {
+    await Promise.race([
+      once(res, 'drain', { signal: over.signal }),
+      once(res, 'close', { signal: over.signal }).then(() => { throw new Error('client closed the export') }),
+    ])
+  } finally {
+    over.abort()
+  }
 }

@@ -9,6 +9,9 @@ import { exportEvents, planWindows } from '../../lib/query/export-query.ts'
 import { queryEvents } from '../../lib/query/events-query.ts'
 import { rawSql } from '../../lib/storage/sql.ts'
 import { waitFor } from '../helpers/wait-for.ts'
+import { drained } from '../../lib/query/export-route.ts'
+import { createServer, get as httpGet } from 'node:http'
+import type { AddressInfo } from 'node:net'
 
 const minute = 60_000
 
@@ -82,4 +85,43 @@ t.test('an exported line holds the same JSON as the event in /events, whatever i
   t.strictSame(exported, page.events.reverse(), 'the same members and values, in ascending order')
   t.same(exported.map((e) => Object.keys(e)), page.events.map((e) => Object.keys(e)), 'in the same order')
   t.equal(exported[7].attrs, deep, 'attrs nesting past the limit come as their text')
+})
+
+t.test('a slow reader: each wait for drain leaves no listener behind on the response', async (t) => {
+  // A real server and client: the server writes 64 KiB chunks to a client that reads them
+  // slowly, waiting for 'drain' each time the socket is full (as the export route does).
+  const counts: number[] = []
+  let drains = 0
+  const server = createServer((_req, res) => {
+    void (async () => {
+      const baseline = res.listenerCount('close') + res.listenerCount('error')
+      const chunk = Buffer.alloc(64 * 1024, 120)
+      for (let i = 0; i < 400; i++) {
+        if (!res.write(chunk)) {
+          drains++
+          await drained(res)
+          counts.push(res.listenerCount('close') + res.listenerCount('error') - baseline)
+        }
+      }
+      res.end()
+    })()
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => { server.close() })
+  const { port } = server.address() as AddressInfo
+  let received = 0
+  await new Promise<void>((resolve, reject) => {
+    httpGet({ port, host: '127.0.0.1', path: '/' }, (res) => {
+      res.on('data', (d: Buffer) => {
+        received += d.length
+        res.pause()
+        setTimeout(() => res.resume(), 1)
+      })
+      res.on('end', resolve)
+      res.on('error', reject)
+    }).on('error', reject)
+  })
+  t.equal(received, 400 * 64 * 1024)
+  t.ok(drains > 10, `the writer waited for drain ${drains} times`)
+  t.same([...new Set(counts)], [0], 'no listener left by any wait')
 })
