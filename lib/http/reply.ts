@@ -10,8 +10,11 @@ export interface RequestContext {
   req: IncomingMessage
   res: ServerResponse
   requestId: string
+  /** The request target's path as sent (no query, not decoded; router.ts parseRequestTarget); '' when not origin-form. */
+  path: string
   /** Path parameters from the route pattern. */
   params: Record<string, string>
+  /** The query (`url.searchParams`); its pathname is always '/': the path is `path`. */
   url: URL
   log: Logger
   /** ms since the epoch when the request arrived. */

@@ -77,7 +77,7 @@ export function createHttpServer (options: HttpServerOptions): HttpServer {
     const target = parseRequestTarget(req.url ?? '')
     const url = target?.url ?? new URL('http://localhost/')
     const ctx: RequestContext = {
-      req, res, requestId, url, params: {}, receivedAt: Date.now(), startedAt: started, log: log.child({ request_id: requestId }),
+      req, res, requestId, path: target?.path ?? '', url, params: {}, receivedAt: Date.now(), startedAt: started, log: log.child({ request_id: requestId }),
     }
     let pattern = 'unmatched'
     inFlight++

@@ -140,7 +140,7 @@ export async function runIngest (ctx: RequestContext, deps: IngestDeps, request:
     IdempotencyCache.validateKey(key)
     const scope = `${org.id}/${stream.name}/${request.token.id}`
     // The request's fingerprint tells a retry from another request under the same key (6.7).
-    const path = ctx.url.pathname
+    const path = ctx.path
     const print = new BodyFingerprint(path)
     const { answer, replayed } = await deps.idempotency.once(scope, key, ctx.requestId,
       (commit) => ingestBody(ctx, deps, request, ticket, decoder, print, commit), {
@@ -230,7 +230,7 @@ async function readAndStore (
     ...(request.inputKind !== undefined && request.inputKind !== 'ndjson' ? { inputKind: request.inputKind } : {}),
   })
   // Without a key, the body's fingerprint may still tell a shipper's retry (dedupeRetries).
-  const print = keyPrint ?? (config.dedupeRetries === 'on' ? new BodyFingerprint(ctx.url.pathname) : undefined)
+  const print = keyPrint ?? (config.dedupeRetries === 'on' ? new BodyFingerprint(ctx.path) : undefined)
   await pipeline([new RequestBody(ctx.req), ...(print ? [print] : []), ...limits, ...framing.stages, dispatch])
 
   for (const [code, n] of summary.failedByCode) metrics.linesFailed.inc({ code }, n)

@@ -2,6 +2,7 @@
 // is refused (422 idempotency_key_reused), and keys outlive a restart (they are in ClickHouse).
 import t from 'tap'
 import { gzipSync } from 'node:zlib'
+import { request } from 'undici'
 import { startServer } from '../helpers/server.ts'
 import { countEvents, createIngestTarget, postIngest } from '../helpers/ingest.ts'
 
@@ -18,6 +19,12 @@ t.test('another request under a used key is refused; the same one is replayed, a
   t.equal(other.body.error, 'idempotency_key_reused')
   const gzipped = await postIngest(tgt, gzipSync(body), { 'idempotency-key': 'k-1', 'content-encoding': 'gzip' })
   t.equal(gzipped.body.error, 'idempotency_key_reused', 'the body as sent is compared, not its decoded lines')
+  // The same body on another route (the Elasticsearch bulk API takes NDJSON too): another request.
+  const elsewhere = await request(`${s.url}/api/elastic/_bulk`, {
+    method: 'POST', body, headers: { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/x-ndjson', 'idempotency-key': 'k-1' },
+  })
+  t.equal(elsewhere.statusCode, 422, 'the path is part of the request')
+  t.equal((await elsewhere.body.json() as { error: string }).error, 'idempotency_key_reused')
   const same = await postIngest(tgt, body, { 'idempotency-key': 'k-1' })
   t.equal(same.headers['idempotent-replayed'], 'true')
   t.same(same.body, first.body)
