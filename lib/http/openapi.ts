@@ -69,6 +69,11 @@ const ingestResponses: Json = {
   ...pick(429, 503),
 }
 
+/** The Idempotency-Key header every ingest route takes (docs/api.md section 6.7). */
+const idempotencyKey: Json = { name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', minLength: 1, maxLength: 255 }, description: 'A retry with the same key within 10 minutes gets the first answer again (docs/api.md section 6.7)' }
+/** A protocol input's answer to a used Idempotency-Key. */
+const keyReused: Json = { 422: errorResponse('idempotency_key_reused: the Idempotency-Key was used for another request (another body or path)') }
+
 const managementPaths: Json = {
   '/api/ingest/{streamId}': {
     post: {
@@ -76,7 +81,7 @@ const managementPaths: Json = {
       summary: 'Send NDJSON events (or a JSON array of objects) to a stream',
       parameters: [
         pathParam('streamId', 'The stream the ingest token writes to'),
-        { name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', minLength: 1, maxLength: 255 }, description: 'A retry with the same key within 10 minutes gets the first answer again (docs/api.md section 6.7)' },
+        idempotencyKey,
         { name: 'Content-Encoding', in: 'header', required: false, schema: { enum: ['gzip', 'deflate', 'br', 'zstd', 'identity'] } },
       ],
       requestBody: {
@@ -177,7 +182,7 @@ const managementPaths: Json = {
   '/api/streams/{stream}/stats': {
     get: {
       operationId: 'getStats', tags: ['read'], security: pat, summary: 'Series, totals, top lists and groups by any field (PAT data:read; docs/api.md section 7.4)',
-      parameters: [stream, ...timeRange, queryParam('step', '`10s`, `1m`, `1h`, ...'), queryParam('top', 'Top-list length, default 10', { type: 'integer', minimum: 1 }),
+      parameters: [stream, ...timeRange, queryParam('step', '`10s`, `1m`, `1h`, ...'), queryParam('top', 'Top-list length, 1-100, default 10', { type: 'integer', minimum: 1, maximum: 100 }),
         queryParam('by', 'A field (column or attribute, docs/api.md section 7.2) whose top values give `groups` and each point\'s `groups`'),
         queryParam('sample', 'With `by`: events counted exactly, default 500000; over more the groups are counted over slices and scaled (`sampled`); 0: always exact', { type: 'integer', minimum: 0, maximum: 100000000 })],
       responses: { 200: ok('Stats', ref('Stats')), ...readErrors },
@@ -257,6 +262,7 @@ const otlpLogs = (operationId: string): Json => ({
   post: {
     operationId, tags: ['inputs'], security: ingestToken,
     summary: 'OTLP/HTTP logs export, protobuf or JSON, to the ingest token\'s stream (docs/api.md, OTLP and Loki push)',
+    parameters: [idempotencyKey],
     requestBody: { required: true, content: { 'application/x-protobuf': { schema: { type: 'string', contentEncoding: 'binary' } }, 'application/json': { schema: { type: 'object' } } } },
     responses: {
       200: {
@@ -266,7 +272,7 @@ const otlpLogs = (operationId: string): Json => ({
           'application/x-protobuf': { schema: { type: 'string', contentEncoding: 'binary' } },
         },
       },
-      ...pick(400, 401, 403, 413, 429, 503),
+      ...pick(400, 401, 403, 413), ...keyReused, ...pick(429, 503),
     },
   },
 })
@@ -274,10 +280,11 @@ const lokiPush = (operationId: string): Json => ({
   post: {
     operationId, tags: ['inputs'], security: ingestToken,
     summary: 'Loki push (JSON, or protobuf with snappy) to the ingest token\'s stream; labels kept in attrs',
+    parameters: [idempotencyKey],
     requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', properties: { streams: { type: 'array', items: { type: 'object' } } } } }, 'application/x-protobuf': { schema: { type: 'string', contentEncoding: 'binary' } } } },
     responses: {
       204: ok('Every entry is committed'),
-      ...pick(401, 403, 413, 429, 503),
+      ...pick(401, 403, 413), ...keyReused, ...pick(429, 503),
       400: { description: 'undecodable_body (nothing stored), or entries_rejected: the Error fields plus the summary (the other entries are stored)', content: jsonContent({ anyOf: [{ allOf: [ref('Error'), ref('IngestSummary')] }, ref('Error')] }) },
     },
   },
@@ -287,9 +294,9 @@ const elasticBulk = (operationId: string, withIndex: boolean): Json => {
   const op = (method: string): Json => ({
     operationId: `${operationId}${method}`, tags: ['inputs'], security: ingestToken,
     summary: 'Elasticsearch _bulk: action/document pairs to the ingest token\'s stream, answered in Elasticsearch\'s shape',
-    parameters: withIndex ? [pathParam('index', 'Index name (ignored: the token names the stream)')] : [],
+    parameters: withIndex ? [pathParam('index', 'Index name (ignored: the token names the stream)'), idempotencyKey] : [idempotencyKey],
     requestBody: { required: true, content: { 'application/x-ndjson': { schema: { type: 'string' } }, 'application/json': { schema: { type: 'string' } } } },
-    responses: { 200: ok('`took`, `errors`, `items` with a status per document (all `429` when Sluice could not take the request now: nothing stored)', bulkAnswer), ...pick(400, 401, 403, 413, 429, 503) },
+    responses: { 200: ok('`took`, `errors`, `items` with a status per document (all `429` when Sluice could not take the request now: nothing stored)', bulkAnswer), ...pick(400, 401, 403, 413), ...keyReused, ...pick(429, 503) },
   })
   return { post: op('Post'), put: op('Put') }
 }
