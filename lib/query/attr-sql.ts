@@ -102,6 +102,16 @@ export function attrPresentSql (path: string, scope: AttrScope = noLegacyRows): 
   return sql`if(received_at <= ${scope.before} AND empty(attr_keys), isNotNull(${legacyValueSql(path)}), ${present})`
 }
 
+/**
+ * Whether the event has attribute `path` or any below it (`error:*` for `{"error":{"kind":..}}`,
+ * whose stored keys are its leaves' dotted paths), as UInt8: `q`'s `name:*` (docs/api.md 7.2).
+ */
+export function attrPresentUnderSql (path: string, scope: AttrScope = noLegacyRows): SqlFragment {
+  const present = sql`(${indexSql(path)} > 0 OR arrayExists(k -> startsWith(k, ${path + '.'}), attr_keys))`
+  if (scope.before === 0) return present
+  return sql`if(received_at <= ${scope.before} AND empty(attr_keys), isNotNull(${legacyValueSql(path)}), ${present})`
+}
+
 /** Several attributes' values, for a SELECT list. */
 export function attrValuesSql (paths: readonly string[], scope: AttrScope = noLegacyRows): SqlFragment {
   return joinSql(paths.map((p) => attrValueSql(p, scope)), ', ')

@@ -61,6 +61,14 @@ class EventView {
     return this.#attrs.get(path) ?? null
   }
 
+  /** Whether the attribute `path`, or one below it (`path.` a prefix of its key), is present. */
+  hasAttrUnder (path: string): boolean {
+    if (this.attr(path) !== null) return true
+    const prefix = path + '.'
+    for (const key of this.#attrs!.keys()) if (key.startsWith(prefix)) return true
+    return false
+  }
+
   /** Whether message, path or user_agent, folded by lowerUTF8's rules, holds `needle`; an absent one is ''. */
   searchedIncludes (needle: string): boolean {
     if (this.#message === null) {
@@ -147,7 +155,7 @@ function compileTerm (node: FilterTerm): Test {
       const field = node.field
       if (field.kind === 'attribute') {
         const path = field.path
-        return (view) => view.attr(path) !== null
+        return (view) => view.hasAttrUnder(path)
       }
       const name = field.name
       return (view) => view.event[name] !== null && view.event[name] !== undefined

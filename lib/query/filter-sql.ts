@@ -1,7 +1,7 @@
 // Compiles a parsed `q` (filter-parser.ts) into a WHERE fragment over the events table, for
 // ClickHouse 18.16 and current versions (docs/api.md section 7.2). Every value is a literal
 // rendered by storage/sql.ts; column names come from the field table, never from q; attributes
-// are read only through attr-sql.ts (attrValueSql, attrPresentSql), which knows their storage.
+// are read only through attr-sql.ts (attrValueSql, attrPresentUnderSql), which knows their storage.
 //
 // Each term compiles to a UInt8 that is never NULL: a comparison with a Nullable column (NULL when
 // the field is absent) yields NULL, which WHERE drops, but `NOT NULL` is NULL too and 18.16 even
@@ -11,7 +11,7 @@
 // safe to AND into any WHERE.
 //
 // - equals:  ifNull(host = 'a', 0)              - prefix: ifNull(startsWith(path, '/api/'), 0)
-// - present: isNotNull(path), attrPresentSql    - integer columns as text: toString(status)
+// - present: isNotNull(path), attrPresentUnderSql   - integer columns as text: toString(status)
 // - compare: ifNull(status >= 500, 0); text through numberSql (filter-number.ts's rule)
 // - regex:   ifNull(match(text, 're2'), 0), the pattern rewritten by filter-regex.ts
 // - level: ifNull(level IN ('warn', 'error', 'fatal'), 0) (`level:>=warn`); no level: 0
@@ -38,7 +38,7 @@ import { levelNames } from '../events/level.ts'
 import { maxNumberDigits, maxNumberScale, powersOfTen } from './filter-number.ts'
 import type { FilterNumber } from './filter-number.ts'
 import type { FieldRef, FilterNode, FilterTerm } from './filter-parser.ts'
-import { attrHasValueSql, attrPresentSql, attrValueSql, columnSql, noLegacyRows } from './attr-sql.ts'
+import { attrHasValueSql, attrPresentUnderSql, attrValueSql, columnSql, noLegacyRows } from './attr-sql.ts'
 import type { AttrScope } from './attr-sql.ts'
 import { attrPairPrefilter, searchTextPrefilter } from '../storage/event-schema.ts'
 
@@ -148,7 +148,7 @@ function compileTerm (node: FilterTerm, scope: AttrScope, fold: FoldOf): SqlFrag
     case 'prefix':
       return sql`ifNull(startsWith(${textSql(node.field, scope)}, ${node.prefix}), 0)`
     case 'present':
-      return node.field.kind === 'attribute' ? attrPresentSql(node.field.path, scope) : sql`isNotNull(${columnSql(node.field.column, scope)})`
+      return node.field.kind === 'attribute' ? attrPresentUnderSql(node.field.path, scope) : sql`isNotNull(${columnSql(node.field.column, scope)})`
     case 'regex':
       return sql`ifNull(match(${textSql(node.field, scope)}, ${node.regex.re2}), 0)`
     case 'compare': {

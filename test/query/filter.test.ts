@@ -103,6 +103,12 @@ const expected: Record<string, number[]> = {
   '-level:>=warn': all.filter((id) => ![4, 5, 6].includes(id)),
   'level:<=info': [3, 11],
   'level:*': [3, 4, 5, 6, 11],
+  // An object is present when something below it is (its keys are stored as its leaves' paths).
+  'user:*': [1, 2],
+  '-user:*': all.filter((id) => ![1, 2].includes(id)),
+  'attrs.user:*': [1, 2],
+  'us:*': [],
+  'order:*': [1],
   'level:>fatal': [],
   'host:api.example.com': [1],
   '-host:api.example.com': all.filter((id) => id !== 1),
