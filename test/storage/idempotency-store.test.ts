@@ -1,6 +1,7 @@
 // Idempotency keys in ClickHouse (lib/storage/idempotency-store.ts) behind IdempotencyCache: two
 // caches on one ClickHouse stand for two nodes, or one node before and after a restart.
 import t from 'tap'
+import type { Test } from 'tap'
 import { createTestDatabase } from '../helpers/clickhouse.ts'
 import { migrate } from '../../lib/storage/migrate.ts'
 import { dropExpiredKeys, IdempotencyStore } from '../../lib/storage/idempotency-store.ts'
@@ -13,13 +14,24 @@ import { createLogger } from '../../lib/logger.ts'
 const log = createLogger({ level: 'silent' })
 const ok = (n: number): StoredAnswer => ({ status: 200, body: { ingested: n, request_id: `req-${n}` } })
 
+/**
+ * A store closed when `t` ends, before its database is dropped (teardowns run last first): no
+ * write of its is in flight beside the DROP (on the embedded engine a test process once failed
+ * to exit after all its tests passed).
+ */
+function storeFor (t: Test, options: ConstructorParameters<typeof IdempotencyStore>[0]): IdempotencyStore {
+  const store = new IdempotencyStore(options)
+  t.teardown(() => store.close())
+  return store
+}
+
 t.test('an answer recorded by one node is replayed by another (or after a restart), within the window', async (t) => {
   const { clickhouse } = await createTestDatabase(t)
   await migrate(clickhouse, log)
   let now = 10_000_000
   const clock = (): number => now
-  const storeA = new IdempotencyStore({ clickhouse, log, now: clock })
-  const storeB = new IdempotencyStore({ clickhouse, log, now: clock })
+  const storeA = storeFor(t, { clickhouse, log, now: clock })
+  const storeB = storeFor(t, { clickhouse, log, now: clock })
   const nodeA = new IdempotencyCache(1_000, 100, clock, storeA)
   const nodeB = new IdempotencyCache(1_000, 100, clock, storeB)
   let runs = 0
@@ -34,7 +46,7 @@ t.test('an answer recorded by one node is replayed by another (or after a restar
   now += 999
   t.equal((await nodeB.once('org/s/tok', 'k1', 'req-4', async () => { runs++; return ok(5) })).replayed, true)
   now += 1
-  const storeC = new IdempotencyStore({ clickhouse, log, now: clock })
+  const storeC = storeFor(t, { clickhouse, log, now: clock })
   const nodeC = new IdempotencyCache(1_000, 100, clock, storeC)
   t.same(await nodeC.once('org/s/tok', 'k1', 'req-5', async () => { runs++; return ok(6) }), { answer: ok(6), replayed: false }, 'expired everywhere')
   // Node B no longer replays the expired answer: it finds node C's new one (once C's row is written).
@@ -46,9 +58,9 @@ t.test('an answer recorded by one node is replayed by another (or after a restar
 t.test('client errors and binary answers are recorded; retryable outcomes are not', async (t) => {
   const { clickhouse } = await createTestDatabase(t)
   await migrate(clickhouse, log)
-  const storeA = new IdempotencyStore({ clickhouse, log })
+  const storeA = storeFor(t, { clickhouse, log })
   const nodeA = new IdempotencyCache(600_000, 100, Date.now, storeA)
-  const nodeB = new IdempotencyCache(600_000, 100, Date.now, new IdempotencyStore({ clickhouse, log }))
+  const nodeB = new IdempotencyCache(600_000, 100, Date.now, storeFor(t, { clickhouse, log }))
 
   await t.rejects(nodeA.once('s', 'bad', 'req-1', async () => { throw new SluiceError('empty_body', 'no lines') }), { code: 'empty_body' })
   const protobuf: StoredAnswer = { status: 200, body: new Uint8Array([0, 1, 2, 255]), contentType: 'application/x-protobuf' }
@@ -81,8 +93,8 @@ t.test('a ClickHouse that fails the lookup: 503 storage_unavailable, the attempt
 t.test('a pending key: settled by counting its rows; stored, the answer is replayed; absent, the retry runs', async (t) => {
   const { clickhouse } = await createTestDatabase(t)
   await migrate(clickhouse, log)
-  const storeA = new IdempotencyStore({ clickhouse, log, settleGapMs: 10 })
-  const storeB = new IdempotencyStore({ clickhouse, log, settleGapMs: 10, holdMs: 0, repairPartial: true })
+  const storeA = storeFor(t, { clickhouse, log, settleGapMs: 10 })
+  const storeB = storeFor(t, { clickhouse, log, settleGapMs: 10, holdMs: 0, repairPartial: true })
   const nodeA = new IdempotencyCache(600_000, 100, Date.now, storeA)
   const nodeB = new IdempotencyCache(600_000, 100, Date.now, storeB)
   const row = (seq: number) => `('org1', 'pend', ${Date.now()}, ${Date.now()}, ${seq}, 10)`
@@ -119,7 +131,7 @@ t.test('the janitor drops the hours whose keys have all expired', async (t) => {
   await migrate(clickhouse, log)
   const hour = 3_600_000
   const now = 500 * hour + 1_000
-  const store = new IdempotencyStore({ clickhouse, log })
+  const store = storeFor(t, { clickhouse, log })
   store.record('s', 'old', '{"status":200,"body":null}', '', now - 3 * hour, 498 * hour + 5) // hour 498, expired
   store.record('s', 'late', '{"status":200,"body":null}', '', now - hour, 500 * hour - 5) // hour 499, expired
   store.record('s', 'live', '{"status":200,"body":null}', '', now - 1_000, now + 600_000) // hour 500
