@@ -15,7 +15,7 @@ import { waitFor } from '../helpers/wait-for.ts'
 
 export interface ScenarioResult extends CheckResult {
   scenario: string
-  /** Answers to /readyz probed during the fault: status and ms. */
+  /** Answers to /readyz probes that ran wholly during the fault (probesDuring): status and ms. */
   readyz?: Array<{ status: number, ms: number }>
 }
 
@@ -60,21 +60,33 @@ async function underLoad (
   return result
 }
 
-/** Probes /readyz every `everyMs` until `until()`; records each answer's status and time. */
-async function probeReadyz (url: string, until: () => boolean, everyMs: number): Promise<Array<{ status: number, ms: number }>> {
-  const out: Array<{ status: number, ms: number }> = []
+/** Probes /readyz every `everyMs` until `until()`; records each answer's status, time, and when it ran (performance.now()). */
+async function probeReadyz (url: string, until: () => boolean, everyMs: number): Promise<ReadyzProbe[]> {
+  const out: ReadyzProbe[] = []
   while (!until()) {
     const started = performance.now()
+    let status = 0
     try {
       const res = await request(`${url}/readyz`, { headersTimeout: 30_000, bodyTimeout: 30_000 })
       await res.body.dump()
-      out.push({ status: res.statusCode, ms: Math.round(performance.now() - started) })
-    } catch {
-      out.push({ status: 0, ms: Math.round(performance.now() - started) })
-    }
+      status = res.statusCode
+    } catch {}
+    const ended = performance.now()
+    out.push({ status, ms: Math.round(ended - started), started, ended })
     await sleep(everyMs)
   }
   return out
+}
+
+interface ReadyzProbe { status: number, ms: number, started: number, ended: number }
+
+/**
+ * The probes that ran wholly inside the stop, from `settleMs` after SIGSTOP (the signal stops
+ * every thread of the server only once the kernel has delivered it) to SIGCONT: a probe that
+ * began before the stop took hold, or was answered after SIGCONT, may rightly say 200.
+ */
+function probesDuring (probes: ReadyzProbe[], stoppedAt: number, resumedAt: number, settleMs = 300): Array<{ status: number, ms: number }> {
+  return probes.filter((p) => p.started >= stoppedAt + settleMs && p.ended <= resumedAt).map(({ status, ms }) => ({ status, ms }))
 }
 
 /**
@@ -93,12 +105,14 @@ export async function hungClickHouse (o: { stopMs: number, retryTimeoutMs: numbe
     let readyz: Array<{ status: number, ms: number }> = []
     const load = await underLoad(() => s, 'hung', token, o.shape ?? defaultShape, async () => {
       process.kill(ch.pid!, 'SIGSTOP')
+      const stoppedAt = performance.now()
       let resumed = false
       const probes = probeReadyz(s.url, () => resumed, 500)
       await sleep(o.stopMs)
       process.kill(ch.pid!, 'SIGCONT')
+      const resumedAt = performance.now()
       resumed = true
-      readyz = await probes
+      readyz = probesDuring(await probes, stoppedAt, resumedAt)
     }, o.afterMs ?? 3_000)
     const checker = checkerClient(ch.url, s.database)
     try {
