@@ -200,6 +200,11 @@ function isPlainObject (value: unknown): value is JsonObject {
  */
 export const attrsOnly: unique symbol = Symbol('attrsOnly')
 
+/** The event object's attrsOnly record, made (without a prototype: keys are data) on first use. */
+export function attrsOnlyOf (event: Record<string | symbol, unknown>): Record<string, unknown> {
+  return (event[attrsOnly] ??= Object.create(null)) as Record<string, unknown>
+}
+
 /**
  * Validates and normalizes one parsed line (or a record a protocol adapter built as a JS object in
  * the line shape) into `row`, which it resets first. Returns null when the row holds the event, or

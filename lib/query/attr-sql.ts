@@ -97,9 +97,7 @@ export function attrValueSql (path: string, scope: AttrScope = noLegacyRows): Sq
 
 /** Whether the event has attribute `path`, as UInt8. */
 export function attrPresentSql (path: string, scope: AttrScope = noLegacyRows): SqlFragment {
-  const present = sql`${indexSql(path)} > 0`
-  if (scope.before === 0) return present
-  return sql`if(received_at <= ${scope.before} AND empty(attr_keys), isNotNull(${legacyValueSql(path)}), ${present})`
+  return presentSql(path, sql`${indexSql(path)} > 0`, scope)
 }
 
 /**
@@ -107,7 +105,11 @@ export function attrPresentSql (path: string, scope: AttrScope = noLegacyRows): 
  * whose stored keys are its leaves' dotted paths), as UInt8: `q`'s `name:*` (docs/api.md 7.2).
  */
 export function attrPresentUnderSql (path: string, scope: AttrScope = noLegacyRows): SqlFragment {
-  const present = sql`(${indexSql(path)} > 0 OR arrayExists(k -> startsWith(k, ${path + '.'}), attr_keys))`
+  return presentSql(path, sql`(${indexSql(path)} > 0 OR arrayExists(k -> startsWith(k, ${path + '.'}), attr_keys))`, scope)
+}
+
+/** `present` over the arrays; rows from before migration 11 (in `scope`) by their attrs text (an object's raw JSON counts). */
+function presentSql (path: string, present: SqlFragment, scope: AttrScope): SqlFragment {
   if (scope.before === 0) return present
   return sql`if(received_at <= ${scope.before} AND empty(attr_keys), isNotNull(${legacyValueSql(path)}), ${present})`
 }

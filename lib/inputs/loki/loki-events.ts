@@ -24,7 +24,7 @@ import { invalidBody } from '../body-task.ts'
 import { eventFields } from '../../events/fields.ts'
 import { levelNames, levelOfSeverityText } from '../../events/level.ts'
 import { parseEventJson } from '../../events/json-integers.ts'
-import { attrsOnly, maxValueDepth, nestsDeeperThan } from '../../events/normalize.ts'
+import { attrsOnlyOf, maxValueDepth, nestsDeeperThan } from '../../events/normalize.ts'
 import type { LokiProtoRequest } from './loki-proto.ts'
 
 type Obj = Record<string | symbol, unknown>
@@ -83,7 +83,7 @@ function addPair (event: Obj, name: string, value: string): void {
     event[column] = column === 'level' ? (levelNames[levelOfSeverityText(value)] ?? value) : value
     return
   }
-  if (eventKeys.has(name)) ((event[attrsOnly] ??= {}) as Record<string, string>)[name] = value
+  if (eventKeys.has(name)) attrsOnlyOf(event)[name] = value
   else event[name] = value
 }
 
@@ -139,7 +139,7 @@ function addLineKey (event: Obj, name: string, value: unknown): void {
   if (column !== undefined && column !== 'level' && typeof value === 'string') {
     event[column] = value
   } else if (eventKeys.has(name) || column !== undefined) {
-    const only = (event[attrsOnly] ??= Object.create(null)) as Obj
+    const only = attrsOnlyOf(event)
     if (!Object.hasOwn(only, name)) only[name] = value
   } else if (!Object.hasOwn(event, name)) {
     event[name] = value

@@ -29,7 +29,7 @@ import type { BodyError, RecordSink } from '../../ingest/parse-task.ts'
 import { invalidBody } from '../body-task.ts'
 import { eventFields } from '../../events/fields.ts'
 import { levelNames, levelOfSeverityNumber, levelOfSeverityText } from '../../events/level.ts'
-import { attrsOnly, maxValueDepth } from '../../events/normalize.ts'
+import { attrsOnly, attrsOnlyOf, maxValueDepth } from '../../events/normalize.ts'
 import { int64Value, isRawInteger } from '../../events/json-integers.ts'
 
 type Obj = Record<string | symbol, unknown>
@@ -153,7 +153,7 @@ function mapColumns (event: Obj, sources: readonly Obj[]): void {
 function addAttributes (event: Obj, attributes: Obj): void {
   for (const key in attributes) {
     if (eventKeys.has(key)) {
-      const only = (event[attrsOnly] ??= dict()) as Obj
+      const only = attrsOnlyOf(event)
       if (only[key] === undefined) only[key] = attributes[key]
     } else if (event[key] === undefined) {
       event[key] = attributes[key]
