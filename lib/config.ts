@@ -119,6 +119,8 @@ export interface Config {
     maxConcurrentPerOrg: number
     /** Of those, reads scanning raw rows over more than an hour (429 too_many_reads past it). */
     maxScansPerOrg: number
+    /** ms a read waits in its org's queue for a slot before 429 too_many_reads (0: none). */
+    maxQueueMs: number
     /** ms one ClickHouse query of a read may run (max_execution_time); past it 504 query_timeout. */
     timeoutMs: number
     /** Bytes one ClickHouse query of a read may use (max_memory_usage); past it 422 query_too_expensive. */

@@ -40,7 +40,7 @@ const pick = (...statuses: ErrorStatus[]): Json => Object.fromEntries(statuses.m
 const readErrors: Json = {
   ...pick(400, 401, 403, 404),
   422: errorResponse('query_too_expensive: the read needed more memory or groups than a read may use'),
-  429: retryAfterResponse('too_many_reads: the org has query.maxConcurrentPerOrg reads running'),
+  429: retryAfterResponse('too_many_reads: the org\'s read slots (query.maxConcurrentPerOrg, query.maxScansPerOrg) stayed taken for query.maxQueueMs, or its queue is full'),
   503: retryAfterResponse('storage_unavailable'),
   504: errorResponse('query_timeout: the read ran past query.timeoutMs'),
 }

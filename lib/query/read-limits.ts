@@ -1,13 +1,20 @@
 // Every read of events (events, stats, fields, context, export) runs through ReadLimits
 // (docs/api.md section 7.9, "Limits of reads"), so that a heavy read cannot starve ingest or the
 // other readers:
-// - at most `query.maxConcurrentPerOrg` reads of one org at once; one more answers
-//   `429 too_many_reads` with Retry-After at once (a read never queues: a dashboard retries);
+// - at most `query.maxConcurrentPerOrg` reads of one org at once;
 // - of those, at most `query.maxScansPerOrg` scans: reads that go through the raw rows of more
 //   than an hour (a filter, a grouping, an export: isScan). max_threads bounds one statement, not
 //   an org: four concurrent single-threaded scans took 77% of both cores and cut ingest to 46%,
 //   one at a time left it 79% (bench/README.md, "Reads against ingest"). Reads a rollup or a
 //   sample answers (a dashboard's first render) keep the other slots;
+// - a read that finds its slots taken waits for them in the org's queue, first come first served,
+//   at most `query.maxQueueMs`, then answers `429 too_many_reads` with Retry-After (as
+//   VictoriaLogs' -search.maxQueueDuration). Without the queue a client looping on a heavy read
+//   took the freed scan slot again at once, each time: a client that honoured Retry-After never
+//   ran (explore14, F1). A freed slot goes to the oldest waiter that can use it, before any read
+//   that comes later: a read that is no scan may pass a scan waiting for the scan slot, never a
+//   scan another scan. At most 4 x maxConcurrentPerOrg reads of an org wait; one more answers 429
+//   at once;
 // - each ClickHouse query of a read carries limits ClickHouse enforces itself: max_execution_time,
 //   max_memory_usage, max_rows_to_group_by (overflow: throw), and max_threads (1 by default: a
 //   read takes one core, inserts and their merges keep the other; measured in bench/README.md,
@@ -19,9 +26,9 @@
 //   prefix), and keeps its slots until it has stopped: 18.16 runs a SELECT whose client went away
 //   to its end, so without the KILL an abandoned read went on for up to max_execution_time beside
 //   the next ones, past the limits above. A read that finds the org's slots full while some of
-//   them belong to reads being stopped waits for those (a KILL takes milliseconds) instead of
-//   answering 429: a dashboard that replaces its reads as the user types gets no 429 for the
-//   reads it gave up.
+//   them belong to reads being stopped waits for those (a KILL takes milliseconds) however short
+//   the queue's wait: a dashboard that replaces its reads as the user types gets no 429 for the
+//   reads it gave up. A read whose client goes away while it waits leaves the queue.
 // ClickHouse errors are told apart by their codes (clickhouse.ts), never by message text.
 import { randomUUID } from 'node:crypto'
 import { SluiceError } from '../errors.ts'
@@ -60,14 +67,16 @@ export class ReadLimits {
   readonly #now: () => number
   /** Reads of an org whose client went away, being stopped in ClickHouse (they hold slots). */
   readonly #stopping = new Map<string, number>()
-  /** Reads of an org waiting for a slot that a read being stopped holds. */
-  readonly #waiting = new Map<string, Array<() => void>>()
+  /** Per org, the reads waiting for slots, oldest first. */
+  readonly #queues = new Map<string, Waiter[]>()
+  readonly #setTimer: SetTimer
   /** The ClickHouse settings of every read query. */
   readonly settings: Readonly<Record<string, number | string>>
 
-  constructor (limits: Config['query'], now: () => number = Date.now) {
+  constructor (limits: Config['query'], now: () => number = Date.now, setTimer: SetTimer = defaultSetTimer) {
     this.#limits = limits
     this.#now = now
+    this.#setTimer = setTimer
     this.settings = {
       // Whole seconds: 18.16 reads max_execution_time as seconds.
       max_execution_time: Math.max(1, Math.ceil(limits.timeoutMs / 1000)),
@@ -83,13 +92,18 @@ export class ReadLimits {
     return this.#running.get(orgId)?.length ?? 0
   }
 
+  /** Reads of `orgId` waiting for slots now. */
+  waiting (orgId: string): number {
+    return this.#queues.get(orgId)?.length ?? 0
+  }
+
   /**
    * Runs one read of `orgId` for the request `ctx`: `fn` gets a ClickHouse whose queries carry the
    * read settings and stop when the client goes away. Throws too_many_reads when the org is at
    * its limit; a query past a limit throws query_timeout or query_too_expensive.
    */
   async run<T> (ctx: RequestContext, orgId: string, clickhouse: ClickHouse, fn: (clickhouse: ClickHouse) => Promise<T>, scan = false): Promise<T> {
-    const release = await this.#acquireAfterStopping(orgId, scan)
+    const release = await this.#acquireQueued(ctx, orgId, scan)
     const aborter = new AbortController()
     const queryIds = `sluice-read-${randomUUID()}-`
     let stopped: Promise<void> | undefined
@@ -128,20 +142,65 @@ export class ReadLimits {
     }
   }
 
-  /** acquire(), waiting while the slots it lacks are held by reads being stopped. */
-  async #acquireAfterStopping (orgId: string, scan: boolean): Promise<() => void> {
-    for (;;) {
-      try {
-        return this.acquire(orgId, scan)
-      } catch (err) {
-        if (!(err instanceof SluiceError) || (this.#stopping.get(orgId) ?? 0) === 0) throw err
-        // Each read being stopped releases its slots within stopTimeoutMs.
-        await new Promise<void>((resolve) => {
-          const waiting = this.#waiting.get(orgId)
-          if (waiting === undefined) this.#waiting.set(orgId, [resolve])
-          else waiting.push(resolve)
-        })
+  /**
+   * acquire(), or a place in the org's queue until a slot frees: at most maxQueueMs (429 past it),
+   * or 2 x stopTimeoutMs when reads being stopped hold slots. Leaves the queue when the client goes.
+   */
+  #acquireQueued (ctx: RequestContext, orgId: string, scan: boolean): Promise<() => void> {
+    let refused: SluiceError
+    try {
+      return Promise.resolve(this.acquire(orgId, scan))
+    } catch (err) {
+      if (!(err instanceof SluiceError)) throw err
+      refused = err
+    }
+    const waitMs = Math.max(this.#limits.maxQueueMs, (this.#stopping.get(orgId) ?? 0) > 0 ? 2 * stopTimeoutMs : 0)
+    const queue = this.#queues.get(orgId) ?? []
+    if (waitMs === 0 || queue.length >= 4 * this.#limits.maxConcurrentPerOrg) return Promise.reject(refused)
+    return new Promise((resolve, reject) => {
+      const leave = (): void => {
+        cancelTimer()
+        ctx.res.off('close', onClose)
+        const i = queue.indexOf(waiter)
+        if (i >= 0) queue.splice(i, 1)
+        if (queue.length === 0 && this.#queues.get(orgId) === queue) this.#queues.delete(orgId)
       }
+      const onClose = (): void => {
+        if (ctx.res.writableFinished) return
+        leave()
+        reject(new SluiceError('too_many_reads', 'the client went away while the read waited for a slot'))
+      }
+      const waiter: Waiter = {
+        scan,
+        grant: (release) => { leave(); resolve(release) },
+      }
+      const cancelTimer = this.#setTimer(() => {
+        leave()
+        // The answer of the moment: the slots may have changed hands while the read waited.
+        try {
+          resolve(this.acquire(orgId, scan))
+        } catch (err) {
+          reject(err)
+        }
+      }, waitMs)
+      ctx.res.once('close', onClose)
+      queue.push(waiter)
+      this.#queues.set(orgId, queue)
+    })
+  }
+
+  /** Gives freed slots to the org's waiting reads, oldest first, each that can take its slots now. */
+  #grantWaiting (orgId: string): void {
+    const queue = this.#queues.get(orgId)
+    if (queue === undefined) return
+    for (const waiter of [...queue]) {
+      let release: () => void
+      try {
+        release = this.acquire(orgId, waiter.scan)
+      } catch {
+        continue
+      }
+      waiter.grant(release)
     }
   }
 
@@ -162,11 +221,7 @@ export class ReadLimits {
         released = true
         release()
         releaseScan?.()
-        const waiting = this.#waiting.get(orgId)
-        if (waiting !== undefined) {
-          this.#waiting.delete(orgId)
-          for (const wake of waiting) wake()
-        }
+        this.#grantWaiting(orgId)
       }
     } catch (err) {
       releaseScan?.()
@@ -196,6 +251,20 @@ function takeSlot (slots: Map<string, number[]>, orgId: string, limit: number, n
     taken.splice(taken.indexOf(now), 1)
     if (taken.length === 0 && slots.get(orgId) === taken) slots.delete(orgId)
   }
+}
+
+/** A read waiting in its org's queue; `grant` hands it its slots' release. */
+interface Waiter {
+  scan: boolean
+  grant: (release: () => void) => void
+}
+
+/** Schedules `fn` after `ms`; returns its cancel. Injectable: tests drive the queue's wait by hand. */
+export type SetTimer = (fn: () => void, ms: number) => () => void
+
+function defaultSetTimer (fn: () => void, ms: number): () => void {
+  const timer = setTimeout(fn, ms)
+  return () => clearTimeout(timer)
 }
 
 /** A read's failure as the API answers it: limits by their codes, anything else unchanged. */

@@ -5,6 +5,7 @@
 import t from 'tap'
 import { createServer } from 'node:http'
 import { EventEmitter } from 'node:events'
+import type { ClickHouse } from '../../lib/storage/clickhouse.ts'
 import type { AddressInfo } from 'node:net'
 import { request } from 'undici'
 import { createTestDatabase, onChdb } from '../helpers/clickhouse.ts'
@@ -18,7 +19,7 @@ import type { RequestContext } from '../../lib/http/reply.ts'
 // The embedded engine cannot stop a running statement (lib/storage/chdb-clickhouse.ts).
 t.test('a read whose client went away is stopped in ClickHouse; the next read waits for its slot', { skip: onChdb && 'chdb cannot stop a statement' }, async (t) => {
   const { clickhouse } = await createTestDatabase(t)
-  const reads = new ReadLimits({ maxConcurrentPerOrg: 1, maxScansPerOrg: 1, timeoutMs: 20_000, maxMemoryBytes: 1 << 30, maxGroupKeys: 1_000_000, maxThreads: 1 })
+  const reads = new ReadLimits({ maxConcurrentPerOrg: 1, maxScansPerOrg: 1, maxQueueMs: 0, timeoutMs: 20_000, maxMemoryBytes: 1 << 30, maxGroupKeys: 1_000_000, maxThreads: 1 })
   // A statement that runs for seconds, unless stopped (a marker to find it by in system.processes).
   const slow = 'SELECT count() FROM numbers(100000000000) WHERE sipHash64(number) % 7 = 1 AND \'read-limits-test\' != \'\''
   const answers: Array<Promise<unknown>> = []
@@ -73,7 +74,7 @@ t.test('a read on a ClickHouse that hangs answers query_timeout past its deadlin
   const clickhouse = createClickHouse({ url: proxy.url, database, user: process.env.CLICKHOUSE_USER ?? 'default', password: process.env.CLICKHOUSE_PASSWORD ?? '', requestTimeoutMs: 60_000 })
   t.teardown(async () => { await clickhouse.close() })
   // max_execution_time 1 s: ClickHouse would enforce it, but a stalled one cannot.
-  const reads = new ReadLimits({ maxConcurrentPerOrg: 1, maxScansPerOrg: 1, timeoutMs: 1000, maxMemoryBytes: 1 << 30, maxGroupKeys: 1_000_000, maxThreads: 1 })
+  const reads = new ReadLimits({ maxConcurrentPerOrg: 1, maxScansPerOrg: 1, maxQueueMs: 0, timeoutMs: 1000, maxMemoryBytes: 1 << 30, maxGroupKeys: 1_000_000, maxThreads: 1 })
   const ctx = { res: Object.assign(new EventEmitter(), { writableFinished: false }) } as unknown as RequestContext
   t.same(await reads.run(ctx, 'org_1', clickhouse, async (ch) => await ch.query('SELECT 1 AS one')), [{ one: 1 }], 'through the proxy')
 
@@ -93,7 +94,7 @@ t.test('a read on a ClickHouse that hangs answers query_timeout past its deadlin
 
 t.test('Retry-After of too_many_reads: about as long as the youngest holder has run, 1 to 30 s', async (t) => {
   let clock = 1_000_000
-  const reads = new ReadLimits({ maxConcurrentPerOrg: 2, maxScansPerOrg: 1, timeoutMs: 20_000, maxMemoryBytes: 1 << 30, maxGroupKeys: 1_000_000, maxThreads: 1 }, () => clock)
+  const reads = new ReadLimits({ maxConcurrentPerOrg: 2, maxScansPerOrg: 1, maxQueueMs: 0, timeoutMs: 20_000, maxMemoryBytes: 1 << 30, maxGroupKeys: 1_000_000, maxThreads: 1 }, () => clock)
   const retryAfter = (scan: boolean): unknown => {
     try {
       reads.acquire('org_1', scan)()
@@ -116,4 +117,81 @@ t.test('Retry-After of too_many_reads: about as long as the youngest holder has 
   exportSlot()
   t.equal(retryAfter(true), 'taken')
   t.equal(reads.running('org_1'), 0)
+})
+
+// The queue (docs/api.md section 7.9): a read that finds its slots taken waits for them, first
+// come first served, up to query.maxQueueMs. The timers are driven by hand.
+t.test('a read waits in its org\'s queue: freed slots go to the oldest waiter that can use them, never to a later read', async (t) => {
+  const timers: Array<{ fn: () => void, ms: number, cancelled: boolean }> = []
+  const setTimer = (fn: () => void, ms: number): () => void => {
+    const timer = { fn, ms, cancelled: false }
+    timers.push(timer)
+    return () => { timer.cancelled = true }
+  }
+  const reads = new ReadLimits({ maxConcurrentPerOrg: 2, maxScansPerOrg: 1, maxQueueMs: 10_000, timeoutMs: 20_000, maxMemoryBytes: 1 << 30, maxGroupKeys: 1_000_000, maxThreads: 1 }, Date.now, setTimer)
+  // run()'s ClickHouse is only handed to the read, which makes no query here.
+  const clickhouse = {} as ClickHouse
+  const order: string[] = []
+  const read = (name: string, scan: boolean): { ctx: EventEmitter, finish: () => void, answer: Promise<unknown> } => {
+    const ctx = Object.assign(new EventEmitter(), { writableFinished: false })
+    let finish = (): void => {}
+    const held = new Promise<void>((resolve) => { finish = resolve })
+    const answer = reads.run({ res: ctx } as unknown as RequestContext, 'org_1', clickhouse, async () => {
+      order.push(name)
+      await held
+      return name
+    }, scan).catch((err: unknown) => err)
+    return { ctx, finish, answer }
+  }
+  const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
+
+  const greedy = read('greedy', true)
+  await tick()
+  const polite = read('polite', true)
+  const quick = read('quick', false)
+  await tick()
+  t.same(order, ['greedy', 'quick'], 'a read that is no scan passes a scan waiting for the scan slot')
+  t.equal(reads.waiting('org_1'), 1)
+  quick.finish()
+  t.equal(await quick.answer, 'quick')
+
+  // The greedy client asks again the moment its answer arrives: it queues behind the polite one.
+  greedy.finish()
+  t.equal(await greedy.answer, 'greedy')
+  const again = read('greedy again', true)
+  await tick()
+  t.same(order, ['greedy', 'quick', 'polite'], 'the freed scan slot went to the read that waited for it')
+  t.equal(reads.waiting('org_1'), 1)
+  t.throws(() => reads.acquire('org_1', true), { code: 'too_many_reads' }, 'no read takes a slot ahead of the queue')
+
+  // A waiter whose client goes away leaves the queue; one that waits past maxQueueMs gets 429.
+  const gone = read('gone', true)
+  await tick()
+  t.equal(reads.waiting('org_1'), 2)
+  gone.ctx.emit('close')
+  t.match(await gone.answer, { code: 'too_many_reads' })
+  t.equal(reads.waiting('org_1'), 1)
+  const timer = timers.find((x) => !x.cancelled)!
+  t.equal(timer.ms, 10_000, 'it waits query.maxQueueMs')
+  timer.fn()
+  const refused = await again.answer
+  t.match(refused, { code: 'too_many_reads' })
+  t.ok((refused as SluiceError).retryAfter! >= 1, 'with a Retry-After')
+  t.equal(reads.waiting('org_1'), 0)
+
+  // At most 4 x maxConcurrentPerOrg wait; one more is refused at once.
+  const queued = Array.from({ length: 8 }, (_, i) => read(`w${i}`, true))
+  await tick()
+  t.equal(reads.waiting('org_1'), 8)
+  t.match(await read('ninth', true).answer, { code: 'too_many_reads' })
+  polite.finish()
+  t.equal(await polite.answer, 'polite')
+  for (const [i, w] of queued.entries()) {
+    await tick()
+    w.finish()
+    t.equal(await w.answer, `w${i}`)
+  }
+  t.same(order.slice(3), queued.map((_, i) => `w${i}`), 'the queue is served in the order it came')
+  t.equal(reads.running('org_1'), 0)
+  t.equal(reads.waiting('org_1'), 0)
 })

@@ -4,6 +4,7 @@ import t from 'tap'
 import { startServer } from '../helpers/server.ts'
 import type { TestServer } from '../helpers/server.ts'
 import { createIngestTarget, postIngest } from '../helpers/ingest.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 
 let s: TestServer
 const base = Date.now() - 3_600_000
@@ -12,7 +13,8 @@ const services = ['checkout', 'cart', 'search']
 interface Event { id: string, ts: number, host: string | null, service: string | null, message: string | null, attrs: Record<string, unknown> }
 
 t.before(async () => {
-  s = await startServer(t, { query: { maxConcurrentPerOrg: 2 } })
+  // No queue here: the limits test below wants each read's answer at once (the queue has its own test).
+  s = await startServer(t, { query: { maxConcurrentPerOrg: 2, maxQueueMs: 0 } })
   const tgt = await createIngestTarget(s, 'app')
   // 300 application events, one a second: 3 services, 2 hosts, user ids, nested attributes.
   const lines = Array.from({ length: 300 }, (_, i) => JSON.stringify({
@@ -359,6 +361,26 @@ t.test('reads past a limit: 429 too_many_reads with Retry-After; a bad by is 400
   const bad = await s.api('GET', `/api/streams/app/stats?${range}&by=`)
   t.equal(bad.status, 400)
   t.equal(bad.body.error, 'invalid_query')
+})
+
+t.test('a read that finds the scan slot taken waits for it in the queue, ahead of any read that comes later', async (t) => {
+  const queued = await startServer(t, { query: { maxQueueMs: 60_000 } })
+  const tgt = await createIngestTarget(queued, 'q')
+  await postIngest(tgt, Array.from({ length: 50 }, (_, i) => JSON.stringify({ ts: base + i * 1000, user_id: i % 5 })).join('\n'))
+  const org = queued.app.store.orgByName('default')!
+  const day = `from=${base - 86_400_000}&to=${base + 300_000}`
+  // A scan holds the org's one scan slot, as a client looping on a heavy read would.
+  const holder = queued.app.reads.acquire(org.id, true)
+  const waiting = queued.api('GET', `/api/streams/q/stats?${day}&by=user_id`)
+  await waitFor(() => queued.app.reads.waiting(org.id) === 1, { what: 'the scan to wait in the queue' })
+  t.equal((await queued.api('GET', `/api/streams/q/events?${day}&limit=1`)).status, 200, 'a read that is no scan does not wait')
+  holder()
+  // The slot went to the waiting read as it was freed: the looping client, asking again at once, finds it taken.
+  t.throws(() => queued.app.reads.acquire(org.id, true), { code: 'too_many_reads' })
+  const r = await waiting
+  t.equal(r.status, 200)
+  t.same(r.body.groups.map((g: { count: number }) => g.count), [10, 10, 10, 10, 10])
+  t.equal(queued.app.reads.running(org.id), 0)
 })
 
 t.test('a read past its ClickHouse limits answers 422 query_too_expensive, not a crash', async (t) => {

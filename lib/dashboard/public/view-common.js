@@ -95,8 +95,8 @@ const scanRangeMs = 3_600_000
 
 /**
  * How a view's first reads run: one after the other when each scans raw events (a q over more
- * than an hour: the server runs one such read per org at a time, query.maxScansPerOrg, and
- * answers the others 429 too_many_reads), else all at once. Call the function it returns with
+ * than an hour: the server runs one such read per org at a time, query.maxScansPerOrg; the others
+ * wait in the org's queue and answer 429 too_many_reads past query.maxQueueMs), else all at once. Call the function it returns with
  * each read, in the order they should run.
  * @param {import('./state.js').AppState} state
  * @returns {<T>(read: () => Promise<T>) => Promise<T>}
