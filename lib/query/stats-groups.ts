@@ -4,12 +4,19 @@
 // only. Events without the field belong to no group.
 //
 // Sampling: a range whose events (the minute rollup's count, before q) pass plan.groupSample is
-// read over one slice of each series point, slices holding about groupSample events together, and
-// each point's counts are scaled by its span over its slice's; `sampled` is then true. A point
-// whose scaled counts cannot be right (more than its events, or none) is read whole
-// (finishSampledGroups). Two full
-// scans of an attribute over 30 M events read 2 x 10 GB of arrays (12-31 s on 18.16), the slices
-// of 500,000 about 180 MB (bench/README.md, "Find anything"). A slice starts at a different
+// read over one slice of each series point, slices holding about groupSample events together.
+// Each point's counts are scaled by its matching events over its slice's (a ratio estimate: the
+// point's events are the series' exact count), so a point's groups, events without the field
+// included, add up to its events, and a field every event has leaves nothing over for an
+// `other` (explore14 F3: scaled by time, a point's groups fell 5% short or passed its events).
+// `sampled` is then true. A point that has events but none in its slice is read whole
+// (finishSampledGroups). A value seen fewer than `minSampledHits` times in the slices cannot be
+// ranked by them (a field of nearly unique values: the values the slices over-count make the
+// list, their counts 2-6x the truth, explore14 F2): when the list holds such a value and the
+// range holds at most `recountEvents` x groupSample events, the slices' most frequent values, up
+// to 10 x topN, are counted exactly over the whole range and the top ones by those counts listed.
+// Two full scans of an attribute over 30 M events read 2 x 10 GB of arrays (12-31 s on 18.16), the
+// slices of 500,000 about 180 MB (bench/README.md, "Find anything"). A slice starts at a different
 // offset in each point (the golden-ratio sequence), so a pattern that repeats with the step (a
 // cron at :00) is not always in or always out. Each slice is a statement of its own with its ts
 // range in PREWHERE, so ClickHouse finds its granules by the sort key and reads the other columns
@@ -37,8 +44,20 @@ export interface StatsGroups {
   byPoint: Map<number, Record<string, number>>
   /** Counted over slices of the range and scaled up. */
   sampled: boolean
-  /** Sampled: the counts per point and value of whole points (finishSampledGroups reads those whose scaled counts cannot be right). */
-  readPoints?: (points: number[]) => Promise<Array<{ t: number, value: string, n: number }>>
+  /** Sampled, before finishSampledGroups: what the slices held, counts not yet scaled. */
+  slices?: SampledCounts
+}
+
+/** A sampled read's slices: their events per point and their most frequent values, as counted there. */
+export interface SampledCounts {
+  /** Per point start: the matching events in its slice, with the field or without. */
+  events: Map<number, number>
+  /** The most frequent values in the slices (up to 10 x topN), most first: per point, the count in its slice. */
+  values: Array<{ value: string, hash: string, hits: number, points: Map<number, number> }>
+  /** The counts per point and value of whole points (those whose slice holds none of their events). */
+  readPoints: (points: number[]) => Promise<Array<{ t: number, value: string, n: number }>>
+  /** Exact counts per point of the values of these hashes over the whole range. */
+  recount: (hashes: string[]) => Promise<Array<{ t: number, value: string, n: number }>>
 }
 
 const minuteMs = 60_000
@@ -84,9 +103,10 @@ export async function queryGroups (clickhouse: ClickHouse, plan: StatsPlan, by: 
   if (plan.groupsFromRollup) return await queryLevelRollup(clickhouse, plan)
   const hidden = plan.hiddenBefore > 0 ? sql` AND received_at > ${plan.hiddenBefore}` : sql``
   const filter = plan.filter === null ? sql`` : sql` AND (${plan.filter})`
-  const where = sql`org_id = ${plan.orgId} AND stream = ${plan.stream}${hidden} AND ts >= ${plan.from} AND ts < ${plan.to}${filter} AND ${by.present}`
+  const matching = sql`org_id = ${plan.orgId} AND stream = ${plan.stream}${hidden} AND ts >= ${plan.from} AND ts < ${plan.to}${filter}`
+  const where = sql`${matching} AND ${by.present}`
   const slices = plan.groupSample === 0 ? null : groupSlices(plan, await eventsInRange(clickhouse, plan), plan.groupSample)
-  if (slices !== null) return await querySampledGroups(clickhouse, plan, by, where, slices)
+  if (slices !== null) return await querySampledGroups(clickhouse, plan, by, matching, slices)
   // The top values come back with their cityHash64 (decimal text), and the points pick them by it:
   // the values themselves as SQL literals (stack traces, payloads of 100 KB) passed ClickHouse's
   // max_query_size of 256 KiB (a 503).
@@ -123,16 +143,18 @@ export function sliceRanges (plan: StatsPlan, slices: GroupSlices): Array<[numbe
 const maxSliceUnionChars = 100_000
 
 /**
- * The counts per point and value of the rows in a slice. `perSlice` (the default while the SQL
- * stays under maxSliceUnionChars): a UNION ALL of one statement per slice, its ts range in
- * PREWHERE, so ClickHouse finds each slice's granules by the sort key and tests a plain range
+ * The counts per point of the rows in a slice that match `matching`, by `has` (1: the row has the
+ * field) and `value` (its text; '' without it). `perSlice` (the default while the SQL stays under
+ * maxSliceUnionChars): a UNION ALL of one statement per slice, its ts range in PREWHERE, so
+ * ClickHouse finds each slice's granules by the sort key and tests a plain range
  * (bench/README.md, "Find anything": by=user_id over 30 M events read 1.7 M rows for 0.63 s of
  * CPU, where the slice test per row read all 30 M for 0.96 s, and the slices as one OR of ranges
  * 1.8 s); else one statement with the slice test per row in PREWHERE.
  */
-export function slicedCountsSql (plan: StatsPlan, by: GroupBy, where: SqlFragment, slices: GroupSlices, perSlice = true): SqlFragment {
-  const counts = (inSlice: SqlFragment): SqlFragment => sql`SELECT intDiv(ts, ${plan.stepMs}) * ${plan.stepMs} AS t, assumeNotNull(${by.text}) AS value, count() AS n
-      FROM events PREWHERE ${inSlice} WHERE ${where} GROUP BY t, value`
+export function slicedCountsSql (plan: StatsPlan, by: GroupBy, matching: SqlFragment, slices: GroupSlices, perSlice = true): SqlFragment {
+  const counts = (inSlice: SqlFragment): SqlFragment => sql`SELECT intDiv(ts, ${plan.stepMs}) * ${plan.stepMs} AS t, toUInt8(${by.present}) AS has,
+      if(has = 1, assumeNotNull(${by.text}), '') AS value, count() AS n
+      FROM events PREWHERE ${inSlice} WHERE ${matching} GROUP BY t, has, value`
   if (perSlice) {
     const union = joinSql(sliceRanges(plan, slices).map(([lo, hi]) => counts(sql`ts >= ${lo} AND ts < ${hi}`)), ' UNION ALL ')
     if (union.text.length <= maxSliceUnionChars) return union
@@ -140,82 +162,142 @@ export function slicedCountsSql (plan: StatsPlan, by: GroupBy, where: SqlFragmen
   return counts(inSliceSql(slices))
 }
 
+/** Candidates counted exactly past a sampled read: this many times topN. */
+const candidatesPerValue = 10
+
 /**
- * The groups over the slices, in one read: the counts per point and value of the rows in a slice
- * (at most about `sample` rows, so as many groups; slicedCountsSql), then per value, the top ones
- * with their points. Each point's counts scale by its step over its slice (finishSampledGroups,
- * which also reads whole the points where that cannot be right); a value's total is the sum of its
- * points'. The plan's pre-filter (plan.prewhere) stays out: in PREWHERE it would read its column
- * for every row of the range, where the slices read a few granules.
+ * The slices, in one read: the counts per point and value of the rows in a slice (at most about
+ * `sample` rows, so as many groups; slicedCountsSql), then each point's events in its slice (the
+ * first row: every row of the slices counted again under `is_events`, the ARRAY JOIN doubling the
+ * grouped rows, not the events) and the most frequent values with their points. The scaling, and
+ * the choice of the values listed, is finishSampledGroups'. The plan's pre-filter (plan.prewhere)
+ * stays out: in PREWHERE it would read its column for every row of the range, where the slices
+ * read a few granules.
  */
-async function querySampledGroups (clickhouse: ClickHouse, plan: StatsPlan, by: GroupBy, where: SqlFragment, slices: GroupSlices): Promise<StatsGroups> {
-  const rows = await clickhouse.query<{ value: string, n: number, points: Array<[number, number]> }>(sql`SELECT value, sum(n) AS total, groupArray((t, n)) AS points
-    FROM (${slicedCountsSql(plan, by, where, slices)})
-    GROUP BY value ORDER BY total DESC, value LIMIT ${plan.topN}`)
-  const scale = plan.stepMs / slices.widthMs
-  const byPoint = new Map<number, Record<string, number>>()
-  const groups: Array<{ value: string, count: number }> = []
+async function querySampledGroups (clickhouse: ClickHouse, plan: StatsPlan, by: GroupBy, matching: SqlFragment, slices: GroupSlices): Promise<StatsGroups> {
+  const rows = await clickhouse.query<{ is_events: number, key: string, total: number, h: string, points: [number[], number[]] }>(sql`SELECT is_events,
+      if(is_events = 1, '', value) AS key, sum(n) AS total, toString(cityHash64(key)) AS h, sumMap([t], [n]) AS points
+    FROM (${slicedCountsSql(plan, by, matching, slices)})
+    ARRAY JOIN [0, 1] AS is_events
+    WHERE is_events = 1 OR has = 1
+    GROUP BY is_events, key ORDER BY is_events DESC, total DESC, key LIMIT ${plan.topN * candidatesPerValue + 1}`)
+  const events = new Map<number, number>()
+  const values: SampledCounts['values'] = []
   for (const row of rows) {
-    let count = 0
-    for (const [t, n] of row.points) {
-      const scaled = Math.round(Number(n) * scale)
-      const point = byPoint.get(Number(t)) ?? {}
-      point[row.value] = scaled
-      byPoint.set(Number(t), point)
-      count += scaled
-    }
-    groups.push({ value: row.value, count })
+    const [ts, ns] = row.points
+    const points = new Map(ts.map((t, i) => [Number(t), Number(ns[i])]))
+    if (Number(row.is_events) === 1) for (const [t, n] of points) events.set(t, n)
+    else values.push({ value: row.key, hash: row.h, hits: Number(row.total), points })
   }
-  groups.sort(byCountThenValue)
-  // A point's own top values, read whole (its other values would not make the groups).
-  const readPoints = async (points: number[]): Promise<Array<{ t: number, value: string, n: number }>> => await clickhouse.query(
-    joinSql(points.map((t) => sql`SELECT * FROM (SELECT intDiv(ts, ${plan.stepMs}) * ${plan.stepMs} AS t, assumeNotNull(${by.text}) AS value, count() AS n
-      FROM events PREWHERE ts >= ${t} AND ts < ${t + plan.stepMs} WHERE ${where} GROUP BY t, value ORDER BY n DESC, value LIMIT ${plan.topN})`), ' UNION ALL '))
-  return { groups, byPoint, sampled: true, readPoints }
+  const where = sql`${matching} AND ${by.present}`
+  const perPoint = async (condition: SqlFragment): Promise<Array<{ t: number, value: string, n: number }>> => await clickhouse.query(sql`SELECT intDiv(ts, ${plan.stepMs}) * ${plan.stepMs} AS t,
+      assumeNotNull(${by.text}) AS value, count() AS n
+    FROM events${plan.prewhere} WHERE ${where} AND ${condition} GROUP BY t, value`)
+  return {
+    groups: [],
+    byPoint: new Map(),
+    sampled: true,
+    slices: {
+      events,
+      values,
+      // A point's own top values, read whole (its other values would not make the groups).
+      readPoints: async (points) => await clickhouse.query(
+        joinSql(points.map((t) => sql`SELECT * FROM (SELECT intDiv(ts, ${plan.stepMs}) * ${plan.stepMs} AS t, assumeNotNull(${by.text}) AS value, count() AS n
+          FROM events PREWHERE ts >= ${t} AND ts < ${t + plan.stepMs} WHERE ${where} GROUP BY t, value ORDER BY n DESC, value LIMIT ${plan.topN})`), ' UNION ALL ')),
+      recount: async (hashes) => await perPoint(sql`cityHash64(${by.text}) IN (${uint64List(hashes)})`),
+    },
+  }
+}
+
+/**
+ * `total` in whole parts in proportion to `weights` (largest remainders): the parts add up to
+ * `total` exactly, where rounding each alone can leave a point one event over or short.
+ */
+export function apportion (total: number, weights: number[]): number[] {
+  const sum = weights.reduce((a, b) => a + b, 0)
+  if (sum <= 0) return weights.map(() => 0)
+  const exact = weights.map((w) => w * total / sum)
+  const parts = exact.map(Math.floor)
+  let left = total - parts.reduce((a, b) => a + b, 0)
+  const byRemainder = exact.map((x, i) => [x - parts[i], i] as const).sort((a, b) => b[0] - a[0] || a[1] - b[1])
+  for (const [, i] of byRemainder) {
+    if (left <= 0) break
+    parts[i]++
+    left--
+  }
+  return parts
 }
 
 /** Points read whole hold at most this many events together: a quarter of the sample, at least 100,000 (~0.1 s on 18.16). */
 const wholePointsBudget = (plan: StatsPlan): number => Math.max(plan.groupSample / 4, 100_000)
 
+/** A value seen fewer times than this in the slices is counted too roughly to rank it (about ±15% and worse). */
+export const minSampledHits = 50
+
+/** The candidates of a sampled read are counted exactly over ranges of at most this many times `sample` events. */
+export const recountEvents = 10
+
 /**
- * A sampled read's points checked against their events (the series' counts, exact): a point
- * whose scaled groups add up to more events than it holds (a burst inside its slice, scaled by
- * the point's time over the slice's: 2,000 events in 10 s of an hour counted 3,602 times), or to
- * none while it holds events (all of them outside its slice), is read whole, exactly, the
- * smallest first, up to wholePointsBudget events together; then the top values are chosen
- * again over every point. Evenly spread events pass the check and cost nothing more.
+ * A sampled read's counts scaled, with the series' exact events per point (pointEvents): each
+ * point's by its events over its slice's. A point with events but none in its slice (all of them
+ * outside it) is read whole, exactly, the smallest first, up to wholePointsBudget events together.
+ * When a listed value was seen fewer than minSampledHits times in the slices and the range holds
+ * at most recountEvents x sample events, the candidates are counted exactly instead. Then the top
+ * values are chosen over every point.
  */
 export async function finishSampledGroups (plan: StatsPlan, grouped: StatsGroups, pointEvents: ReadonlyMap<number, number>): Promise<StatsGroups> {
-  if (grouped.readPoints === undefined) return grouped
-  const wrong: Array<[number, number]> = []
+  const slices = grouped.slices
+  if (slices === undefined) return grouped
+  const byPoint = new Map<number, Record<string, number>>()
+  const put = (t: number, value: string, n: number): void => {
+    const point = byPoint.get(t) ?? {}
+    point[value] = n
+    byPoint.set(t, point)
+  }
+  const choose = (): Array<{ value: string, count: number }> => {
+    const totals = new Map<string, number>()
+    for (const counts of byPoint.values()) for (const [value, n] of Object.entries(counts)) totals.set(value, (totals.get(value) ?? 0) + n)
+    return [...totals].map(([value, count]) => ({ value, count })).sort(byCountThenValue).slice(0, plan.topN)
+  }
+
+  let eventsInRange = 0
+  for (const n of pointEvents.values()) eventsInRange += n
+  const listedHits = slices.values.slice(0, plan.topN).map((v) => v.hits)
+  if (listedHits.length > 0 && Math.min(...listedHits) < minSampledHits && eventsInRange <= recountEvents * plan.groupSample) {
+    for (const row of await slices.recount(slices.values.map((v) => v.hash))) put(Number(row.t), row.value, Number(row.n))
+    const groups = choose()
+    const listed = new Set(groups.map((g) => g.value))
+    for (const counts of byPoint.values()) for (const value of Object.keys(counts)) if (!listed.has(value)) delete counts[value]
+    return { groups, byPoint, sampled: true }
+  }
+
+  const empty: Array<[number, number]> = []
   for (const [t, events] of pointEvents) {
     if (events === 0) continue
-    const counts = grouped.byPoint.get(t)
-    const sum = counts === undefined ? 0 : Object.values(counts).reduce((a, b) => a + b, 0)
-    if (sum === 0 || sum > events) wrong.push([t, events])
+    const inSlice = slices.events.get(t) ?? 0
+    if (inSlice === 0) {
+      empty.push([t, events])
+      continue
+    }
+    // The point's events shared out: the values', and the rest's (the slice's other values and
+    // its events without the field), in whole events that add up to the point's.
+    const here = slices.values.filter((v) => v.points.has(t))
+    const counted = here.reduce((sum, v) => sum + v.points.get(t)!, 0)
+    const shares = apportion(events, [...here.map((v) => v.points.get(t)!), inSlice - counted])
+    here.forEach((v, i) => { if (shares[i] > 0) put(t, v.value, shares[i]) })
   }
-  if (wrong.length === 0) return { groups: grouped.groups, byPoint: grouped.byPoint, sampled: true }
-  wrong.sort((a, b) => a[1] - b[1])
-  const whole: number[] = []
+  empty.sort((a, b) => a[1] - b[1])
   let budget = wholePointsBudget(plan)
-  for (const [t, events] of wrong) {
+  const whole: number[] = []
+  for (const [t, events] of empty) {
     if (events > budget) break
     whole.push(t)
     budget -= events
   }
-  if (whole.length === 0) return { groups: grouped.groups, byPoint: grouped.byPoint, sampled: true }
-  const byPoint = new Map(grouped.byPoint)
-  for (const t of whole) byPoint.delete(t)
-  for (const row of await grouped.readPoints(whole)) {
-    const point = byPoint.get(Number(row.t)) ?? {}
-    point[row.value] = Number(row.n)
-    byPoint.set(Number(row.t), point)
-  }
-  const totals = new Map<string, number>()
-  for (const counts of byPoint.values()) for (const [value, n] of Object.entries(counts)) totals.set(value, (totals.get(value) ?? 0) + n)
-  const groups = [...totals].map(([value, count]) => ({ value, count }))
-    .sort(byCountThenValue)
-    .slice(0, plan.topN)
+  if (whole.length > 0) for (const row of await slices.readPoints(whole)) put(Number(row.t), row.value, Number(row.n))
+  const groups = choose()
+  const listed = new Set(groups.map((g) => g.value))
+  for (const counts of byPoint.values()) for (const value of Object.keys(counts)) if (!listed.has(value)) delete counts[value]
   return { groups, byPoint, sampled: true }
 }
 

@@ -79,3 +79,44 @@ t.test('the slices as one statement each and as a test per row count the same ro
   const inRanges = ranges.reduce((n, [lo, hi]) => n + Math.ceil((hi - base) / 100) - Math.ceil((lo - base) / 100), 0)
   t.equal(union.reduce((n, r) => n + Number(r.split(' ')[2]), 0), inRanges, 'every event in a slice, once')
 })
+
+t.test('a sampled by=: each point scaled by its events, so a field every event has leaves nothing over; nearly unique values counted exactly', async (t) => {
+  const s = await startServer(t)
+  const tgt = await createIngestTarget(s, 'tiers')
+  // 24,000 events over an hour, bunched unevenly within each minute (the first 20 s hold half of
+  // them): every event has a tier; five hot users (200, 150, 120, 100, 80 events), the rest unique.
+  const hot = [['hot-a', 200], ['hot-b', 150], ['hot-c', 120], ['hot-d', 100], ['hot-e', 80]] as const
+  const users: string[] = []
+  for (const [user, n] of hot) for (let k = 0; k < n; k++) users.push(user)
+  const spread = Math.floor(24_000 / users.length)
+  const userOf = (i: number): string => i % spread === 0 && i / spread < users.length ? users[i / spread] : `u${i}`
+  const tsOf = (i: number): number => {
+    const minute = Math.floor(i / 400)
+    const k = i % 400
+    return base + minute * 60_000 + (k < 200 ? k * 100 : 20_000 + (k - 200) * 200)
+  }
+  for (let part = 0; part < 4; part++) {
+    const lines = Array.from({ length: 6000 }, (_, j) => {
+      const i = part * 6000 + j
+      return JSON.stringify({ ts: tsOf(i), msg: 'x', tier: ['free', 'pro', 'enterprise'][i % 3], user: userOf(i) })
+    })
+    t.equal((await postIngest(tgt, lines.join('\n'))).body.ingested, 6000)
+  }
+  const range = `from=${base}&to=${base + hour}&step=1m`
+  const tiers = await s.api('GET', `/api/streams/tiers/stats?${range}&by=tier&sample=4000`)
+  t.equal(tiers.status, 200)
+  t.equal(tiers.body.sampled, true)
+  t.equal(tiers.body.totals.count, 24_000)
+  for (const point of tiers.body.series as Array<{ t: number, count: number, groups: Record<string, number> }>) {
+    const sum = Object.values(point.groups).reduce((a, b) => a + b, 0)
+    t.equal(sum, point.count, `point ${point.t}: its groups are its events`)
+  }
+  for (const g of tiers.body.groups as Array<{ value: string, count: number }>) t.ok(Math.abs(g.count - 8000) <= 800, `${g.value}: ${g.count} within 10% of 8000`)
+
+  const exact = await s.api('GET', `/api/streams/tiers/stats?${range}&by=user&top=5&sample=0`)
+  t.same(exact.body.groups, hot.map(([value, count]) => ({ value, count })))
+  const users5 = await s.api('GET', `/api/streams/tiers/stats?${range}&by=user&top=5&sample=4000`)
+  t.equal(users5.body.sampled, true)
+  t.same(users5.body.groups, exact.body.groups, 'values seen too few times in the slices to rank them: counted exactly')
+  t.same(users5.body.series, exact.body.series, 'the points too')
+})
