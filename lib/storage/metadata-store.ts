@@ -20,7 +20,8 @@
 //   than purgeCheckAfterMs, in case the deleting node stopped first. In cluster mode each ON
 //   CLUSTER delete waits at most ddlWaitSeconds for the hosts (lib/storage/on-cluster.ts): the
 //   deleting node keeps the queue entries some host had not run yet, and records the purge only
-//   once every host has run them and the mutations are done.
+//   once each shard has run them (ddlTaskFinished: one replica per shard runs a replicated
+//   table's ALTER, the others take the mutation by replication) and the mutations are done.
 // - A reload never undoes a write made through this node while it ran (its SELECTs may have
 //   read before the write's INSERT): the writes' cache changes are applied again on top of it.
 import type { ClickHouse } from './clickhouse.ts'

@@ -55,18 +55,35 @@ export function deleteRows (clickhouse: ClickHouse, table: string, where: SqlFra
 }
 
 /**
- * True once every host of `cluster` has finished the queue entry at `path` (its `finished`
- * children in ZooKeeper), or the entry is gone (ClickHouse removes entries after a week, or past
- * 1,000 in the queue).
+ * True once the queue entry at `path` has run where it has to, or is gone (ClickHouse removes
+ * entries after a week, or past 1,000 in the queue):
+ * - an ALTER of a replicated table (a deletion's mutation) runs on one replica of each shard,
+ *   which marks the shard `executed` under the entry; the shard's other replicas take the
+ *   mutation by replication, whether or not they run the entry themselves. So one `executed` per
+ *   shard is enough: on 18.16 a host restarted after a deletion applied the mutation by
+ *   replication but left its own `finished` of those entries unwritten for minutes (the cluster
+ *   test's host-down case, once in CI), and a purge that waited for it was never recorded;
+ * - any other statement runs on every host: one `finished` child per host.
  */
 export async function ddlTaskFinished (clickhouse: ClickHouse, cluster: string, path: string): Promise<boolean> {
-  const [{ hosts }] = await clickhouse.query<{ hosts: number }>(sql`SELECT count() AS hosts FROM system.clusters WHERE cluster = ${cluster}`)
-  let finished: number
-  try {
-    [{ finished }] = await clickhouse.query<{ finished: number }>(sql`SELECT count() AS finished FROM system.zookeeper WHERE path = ${`${path}/finished`}`)
-  } catch (err) {
-    if (/no ?node/i.test((err as Error).message)) return true
-    throw err
+  const [{ hosts, shards }] = await clickhouse.query<{ hosts: number, shards: number }>(sql`SELECT count() AS hosts, uniqExact(shard_num) AS shards
+    FROM system.clusters WHERE cluster = ${cluster}`)
+  const children = async (parent: string): Promise<string[] | null> => {
+    try {
+      return (await clickhouse.query<{ name: string }>(sql`SELECT name FROM system.zookeeper WHERE path = ${parent}`)).map((r) => r.name)
+    } catch (err) {
+      if (/no ?node/i.test((err as Error).message)) return null
+      throw err
+    }
   }
-  return Number(finished) >= Number(hosts)
+  const entry = await children(path)
+  if (entry === null) return true
+  if (entry.includes('shards')) {
+    let executed = 0
+    for (const shard of await children(`${path}/shards`) ?? []) {
+      if ((await children(`${path}/shards/${shard}`))?.includes('executed') === true) executed++
+    }
+    if (executed >= Number(shards)) return true
+  }
+  return ((await children(`${path}/finished`))?.length ?? 0) >= Number(hosts)
 }

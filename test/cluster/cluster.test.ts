@@ -299,6 +299,25 @@ t.test('a stream deletion and retention reach every shard', async (t) => {
   await store.stop()
 })
 
+/** Per host, the mutations not done; then the DDL queue entries fewer than four hosts finished. */
+async function purgeBlockers (): Promise<string[]> {
+  const queue = '/clickhouse/task_queue/ddl'
+  const out = await Promise.all(cluster.clickhouseUrls.map(async (url, i) => {
+    const mutations = await hostSql(url, `SELECT table, mutation_id, parts_to_do FROM system.mutations
+      WHERE database = '${db}' AND is_done = 0 FORMAT TSV`).catch((err: Error) => err.message)
+    return `host ${i}: mutations not done [${mutations.replaceAll('\n', '; ')}]`
+  }))
+  const url = cluster.clickhouseUrls[0]
+  const names = (await hostSql(url, `SELECT name FROM system.zookeeper WHERE path = '${queue}' ORDER BY name FORMAT TSV`)).split('\n').filter(Boolean)
+  for (const name of names.slice(-40)) {
+    // Each host's status: "0" when it ran the statement, else the error's code and message.
+    const done = await hostSql(url, `SELECT groupArray(concat(name, ' ', replaceAll(value, '\\n', ' '))) FROM system.zookeeper
+      WHERE path = '${queue}/${name}/finished' FORMAT TSV`).catch((err: Error) => err.message)
+    if ((done.match(/ 0 /g)?.length ?? 0) < 4) out.push(`${name} finished by ${done}`)
+  }
+  return out
+}
+
 t.test('a host down: a stream deletion and retention go on without it, and it catches up when back', async (t) => {
   // s2r1, as in 'one replica down' below: no node reads from it.
   const down = 2
@@ -316,8 +335,8 @@ t.test('a host down: a stream deletion and retention go on without it, and it ca
   t.equal((await api(a.url, admin, 'DELETE', '/api/streams/doomed2')).status, 204, 'a stream is deleted with a host down')
   await waitFor(async () => {
     const c = await Promise.all([0, 1, 3].map((i) => hostSql(cluster.clickhouseUrls[i], `SELECT count() FROM ${db}.events_local WHERE stream = 'doomed2'`)))
-    return c.every((n) => n === '0') ? c : undefined
-  }, { what: 'the live hosts deleted the stream', timeoutMs: 180_000, intervalMs: 200, until: isDefined, retryErrors: true })
+    return c.every((n) => n === '0') ? c : { c, pending: await purgeBlockers() }
+  }, { what: 'the live hosts deleted the stream', timeoutMs: 180_000, intervalMs: 200, until: (v) => Array.isArray(v), retryErrors: true })
   const purgedAt = (): Promise<string> => hostSql(cluster.clickhouseUrls[0], `SELECT max(purged_at) FROM ${db}.stream_deletions FINAL WHERE name = 'doomed2'`)
   t.equal(await purgedAt(), '0', 'no purge recorded while a host has not run the deletion')
 
@@ -350,8 +369,9 @@ t.test('a host down: a stream deletion and retention go on without it, and it ca
     return out[0] === '[]' && out[1] === '[4]' ? out : undefined
   }, { what: 'the returned host ran the deletion and the retention delete', timeoutMs: 180_000, intervalMs: 200, until: isDefined, retryErrors: true })
   t.pass('the returned host deleted the stream and the old rows too')
-  await waitFor(async () => Number(await purgedAt()) > 0 ? true : undefined,
-    { what: 'the purge is recorded once the returned host ran the deletion', timeoutMs: 180_000, intervalMs: 200, until: isDefined, retryErrors: true })
+  // The probe's last value names what still held the purge back, should the wait fail.
+  await waitFor(async () => Number(await purgedAt()) > 0 ? { purged: true } : { purged: false, pending: await purgeBlockers() },
+    { what: 'the purge is recorded once the returned host ran the deletion', timeoutMs: 180_000, intervalMs: 200, until: (v) => v.purged, retryErrors: true })
   t.pass('the purge is recorded once every host ran the deletion')
 })
 
