@@ -4,17 +4,19 @@
 // only. Events without the field belong to no group.
 //
 // Sampling: a range whose events (the minute rollup's count, before q) pass plan.groupSample is
-// read over one slice of each series point, slices holding about groupSample events together.
-// Each point's counts are scaled by its matching events over its slice's (a ratio estimate: the
-// point's events are the series' exact count), so a point's groups, events without the field
-// included, add up to its events, and a field every event has leaves nothing over for an
-// `other` (explore14 F3: scaled by time, a point's groups fell 5% short or passed its events).
-// `sampled` is then true. A point that has events but none in its slice is read whole
-// (finishSampledGroups). A value seen fewer than `minSampledHits` times in the slices cannot be
-// ranked by them (a field of nearly unique values: the values the slices over-count make the
-// list, their counts 2-6x the truth, explore14 F2): when the list holds such a value and the
-// range holds at most `recountEvents` x groupSample events, the slices' most frequent values, up
-// to 10 x topN, are counted exactly over the whole range and the top ones by those counts listed.
+// read over one slice of each series point, slices holding about groupSample events together;
+// `sampled` is then true. When the slices hold fewer than 10 x topN values, each point's counts are
+// scaled by its matching events over its slice's (a ratio estimate: the point's events are the
+// series' exact count), so a point's groups, with the events that lack the field, add up to its
+// events, and a field every event has leaves nothing over for an `other` (explore14 F3: scaled by
+// time, a point's groups fell 5% short or passed its events). With more values, each point's
+// counts are scaled by its time over its slice's. A point whose slice holds none of its events,
+// or whose time-scaled counts pass its events, is read whole (finishSampledGroups). A value seen
+// fewer than `minSampledHits` times in the slices cannot be ranked by them (a field of nearly
+// unique values: the values the slices over-count make the list, at 2-6x their counts,
+// explore14 F2): when the list holds such a value and the range holds at most `recountEvents` x
+// groupSample events, the slices' most frequent values, up to 10 x topN, are counted exactly over
+// the whole range and the top ones by those counts listed.
 // Two full scans of an attribute over 30 M events read 2 x 10 GB of arrays (12-31 s on 18.16), the
 // slices of 500,000 about 180 MB (bench/README.md, "Find anything"). A slice starts at a different
 // offset in each point (the golden-ratio sequence), so a pattern that repeats with the step (a
@@ -50,10 +52,15 @@ export interface StatsGroups {
 
 /** A sampled read's slices: their events per point and their most frequent values, as counted there. */
 export interface SampledCounts {
-  /** Per point start: the matching events in its slice, with the field or without. */
-  events: Map<number, number>
+  /**
+   * Per point start: the matching events in its slice, with the field or without; null when the
+   * slices hold more values than were read (the points are then scaled by time).
+   */
+  events: Map<number, number> | null
   /** The most frequent values in the slices (up to 10 x topN), most first: per point, the count in its slice. */
   values: Array<{ value: string, hash: string, hits: number, points: Map<number, number> }>
+  /** A point's time over its slice's. */
+  scale: number
   /** The counts per point and value of whole points (those whose slice holds none of their events). */
   readPoints: (points: number[]) => Promise<Array<{ t: number, value: string, n: number }>>
   /** Exact counts per point of the values of these hashes over the whole range. */
@@ -166,30 +173,34 @@ export function slicedCountsSql (plan: StatsPlan, by: GroupBy, matching: SqlFrag
 const candidatesPerValue = 10
 
 /**
- * The slices, in one read: the counts per point and value of the rows in a slice (at most about
- * `sample` rows, so as many groups; slicedCountsSql), then each point's events in its slice (the
- * first row: every row of the slices counted again under `is_events`, the ARRAY JOIN doubling the
- * grouped rows, not the events) and the most frequent values with their points. The scaling, and
- * the choice of the values listed, is finishSampledGroups'. The plan's pre-filter (plan.prewhere)
- * stays out: in PREWHERE it would read its column for every row of the range, where the slices
- * read a few granules.
+ * The slices, in one statement: the counts per point and value of the rows in a slice (at most
+ * about `sample` rows, so as many groups; slicedCountsSql), then per value, the most frequent ones
+ * with their points, after the row of the events without the field. When they are all the
+ * values the slices hold, each point's events in its slice are theirs added up (the ratio
+ * estimate then needs no other read: a second statement counting the slices' events cost e1, e3
+ * and e4 100-280 ms more, bench/README.md). The scaling, and the choice of the values listed, is
+ * finishSampledGroups'. The plan's pre-filter (plan.prewhere) stays out: in PREWHERE it would read
+ * its column for every row of the range, where the slices read a few granules.
  */
 async function querySampledGroups (clickhouse: ClickHouse, plan: StatsPlan, by: GroupBy, matching: SqlFragment, slices: GroupSlices): Promise<StatsGroups> {
-  const rows = await clickhouse.query<{ is_events: number, key: string, total: number, h: string, points: [number[], number[]] }>(sql`SELECT is_events,
-      if(is_events = 1, '', value) AS key, sum(n) AS total, toString(cityHash64(key)) AS h, sumMap([t], [n]) AS points
+  const where = sql`${matching} AND ${by.present}`
+  const limit = plan.topN * candidatesPerValue
+  const rows = await clickhouse.query<{ has: number, value: string, total: number, h: string, points: Array<[number, number]> }>(sql`SELECT has, value,
+      sum(n) AS total, toString(cityHash64(value)) AS h, groupArray((t, n)) AS points
     FROM (${slicedCountsSql(plan, by, matching, slices)})
-    ARRAY JOIN [0, 1] AS is_events
-    WHERE is_events = 1 OR has = 1
-    GROUP BY is_events, key ORDER BY is_events DESC, total DESC, key LIMIT ${plan.topN * candidatesPerValue + 1}`)
-  const events = new Map<number, number>()
+    GROUP BY has, value ORDER BY has, total DESC, value LIMIT ${limit + 1}`)
+  const absent = new Map<number, number>()
   const values: SampledCounts['values'] = []
   for (const row of rows) {
-    const [ts, ns] = row.points
-    const points = new Map(ts.map((t, i) => [Number(t), Number(ns[i])]))
-    if (Number(row.is_events) === 1) for (const [t, n] of points) events.set(t, n)
-    else values.push({ value: row.key, hash: row.h, hits: Number(row.total), points })
+    const points = new Map(row.points.map(([t, n]) => [Number(t), Number(n)]))
+    if (Number(row.has) === 0) for (const [t, n] of points) absent.set(t, n)
+    else if (values.length < limit) values.push({ value: row.value, hash: row.h, hits: Number(row.total), points })
   }
-  const where = sql`${matching} AND ${by.present}`
+  let events: Map<number, number> | null = null
+  if (rows.length <= limit) {
+    events = new Map(absent)
+    for (const v of values) for (const [t, n] of v.points) events.set(t, (events.get(t) ?? 0) + n)
+  }
   const perPoint = async (condition: SqlFragment): Promise<Array<{ t: number, value: string, n: number }>> => await clickhouse.query(sql`SELECT intDiv(ts, ${plan.stepMs}) * ${plan.stepMs} AS t,
       assumeNotNull(${by.text}) AS value, count() AS n
     FROM events${plan.prewhere} WHERE ${where} AND ${condition} GROUP BY t, value`)
@@ -200,6 +211,7 @@ async function querySampledGroups (clickhouse: ClickHouse, plan: StatsPlan, by: 
     slices: {
       events,
       values,
+      scale: plan.stepMs / slices.widthMs,
       // A point's own top values, read whole (its other values would not make the groups).
       readPoints: async (points) => await clickhouse.query(
         joinSql(points.map((t) => sql`SELECT * FROM (SELECT intDiv(ts, ${plan.stepMs}) * ${plan.stepMs} AS t, assumeNotNull(${by.text}) AS value, count() AS n
@@ -274,17 +286,28 @@ export async function finishSampledGroups (plan: StatsPlan, grouped: StatsGroups
   const empty: Array<[number, number]> = []
   for (const [t, events] of pointEvents) {
     if (events === 0) continue
-    const inSlice = slices.events.get(t) ?? 0
-    if (inSlice === 0) {
-      empty.push([t, events])
-      continue
-    }
-    // The point's events shared out: the values', and the rest's (the slice's other values and
-    // its events without the field), in whole events that add up to the point's.
     const here = slices.values.filter((v) => v.points.has(t))
     const counted = here.reduce((sum, v) => sum + v.points.get(t)!, 0)
-    const shares = apportion(events, [...here.map((v) => v.points.get(t)!), inSlice - counted])
-    here.forEach((v, i) => { if (shares[i] > 0) put(t, v.value, shares[i]) })
+    if (slices.events !== null) {
+      const inSlice = slices.events.get(t) ?? 0
+      if (inSlice === 0) {
+        empty.push([t, events])
+        continue
+      }
+      // The point's events shared out: the values', and those without the field, in whole
+      // events that add up to the point's.
+      const shares = apportion(events, [...here.map((v) => v.points.get(t)!), inSlice - counted])
+      here.forEach((v, i) => { if (shares[i] > 0) put(t, v.value, shares[i]) })
+    } else {
+      // More values than were read: scaled by time. A point whose values so scaled pass its
+      // events (a burst inside its slice), or that has none of them, is read whole.
+      const scaled = here.map((v) => Math.round(v.points.get(t)! * slices.scale))
+      if (counted === 0 || scaled.reduce((a, b) => a + b, 0) > events) {
+        empty.push([t, events])
+        continue
+      }
+      here.forEach((v, i) => { if (scaled[i] > 0) put(t, v.value, scaled[i]) })
+    }
   }
   empty.sort((a, b) => a[1] - b[1])
   let budget = wholePointsBudget(plan)
