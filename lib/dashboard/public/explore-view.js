@@ -323,7 +323,10 @@ export class Explore {
   /** @param {StatsAnswer} stats */
   #showStats (stats) {
     this.#histogram.update(stats, this.#host.state.by)
-    $('x-grouped').textContent = `by ${this.#host.state.by}`
+    // A sampled grouping's counts are estimates (docs/api.md section 7.4): said beside the legend.
+    const grouped = $('x-grouped')
+    grouped.textContent = `by ${this.#host.state.by}${stats.sampled === true ? ' · counts sampled' : ''}`
+    grouped.title = stats.sampled === true ? 'The groups were counted over slices of the range and scaled up (docs/api.md section 7.4)' : ''
   }
 
   /** The matching events: over the range, plus those the tail brought since (live mode). */

@@ -63,6 +63,7 @@
  * @property {{ count: number, error_rate: number, bytes: number, unique_sources: number }} totals
  * @property {Record<string, TopRow[]>} top
  * @property {Array<{ value: string, count: number }>} [groups] with `by`: the field's most frequent values
+ * @property {boolean} [sampled] with `by`: the groups were counted over slices and scaled (docs/api.md section 7.4)
  */
 
 /**
