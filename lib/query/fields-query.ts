@@ -263,8 +263,11 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
     return [keyRows, topByKey]
   }
   const [[columnRow, columnTops], [keyRows, topByKey]] = await Promise.all([columnsChain(), attributesChain()])
+  // Sampled, a value seen once in the sample is left out: its count would be the scale itself
+  // (every value of a field of unique values, a trace id or a sequence number, listed at 50
+  // events each: explore14 F2), which says nothing about how frequent it is.
   const scaled = (list: Array<{ value: string, count: number }>): Array<{ value: string, count: number }> =>
-    list.map((v) => ({ value: v.value, count: Math.round(v.count * scale) }))
+    list.filter((v) => scale === 1 || v.count >= 2).map((v) => ({ value: v.value, count: Math.round(v.count * scale) }))
   const fields: FieldInfo[] = []
   listedColumns.forEach((c, i) => {
     const n = Number(columnRow[`n_${i}`])

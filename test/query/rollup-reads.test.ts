@@ -51,7 +51,7 @@ t.test('/fields?sample= counts over slices holding about that many events', asyn
   const s = await startServer(t)
   const tgt = await createIngestTarget(s, 'many')
   const now = Date.now()
-  const lines = Array.from({ length: 3000 }, (_, i) => JSON.stringify({ ts: now - 2 * hour + i * 2000, service: i % 3 === 0 ? 'a' : 'b', message: 'x' }))
+  const lines = Array.from({ length: 3000 }, (_, i) => JSON.stringify({ ts: now - 2 * hour + i * 2000, service: i % 3 === 0 ? 'a' : 'b', message: 'x', request_id: `r${i}` }))
   t.equal((await postIngest(tgt, lines.join('\n'))).body.ingested, 3000)
   const range = `from=${now - 2 * hour - 1000}&to=${now}`
   const whole = await s.api('GET', `/api/streams/many/fields?${range}`)
@@ -61,5 +61,9 @@ t.test('/fields?sample= counts over slices holding about that many events', asyn
   const service = sampled.body.fields.find((f: { name: string }) => f.name === 'service')
   t.ok(Math.abs(service.count - 3000) <= 100, `counts scaled to the range (${service.count})`)
   t.ok(Math.abs(service.top[0].count - 2000) <= 200 && service.top[0].value === 'b', `top values too (${JSON.stringify(service.top)})`)
+  const ids = sampled.body.fields.find((f: { name: string }) => f.name === 'request_id')
+  t.ok(Math.abs(ids.count - 3000) <= 100, `a field of unique values is counted (${ids.count})`)
+  t.same(ids.top, [], 'but lists no top values: each was seen once in the sample, its count would be the scale')
+  t.equal(whole.body.fields.find((f: { name: string }) => f.name === 'request_id').top.length, 5, 'exact, it lists them, once each')
   t.equal((await s.api('GET', `/api/streams/many/fields?${range}&sample=999`)).status, 400, 'at least 1000')
 })
