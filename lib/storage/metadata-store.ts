@@ -20,7 +20,7 @@
 //   than purgeCheckAfterMs, in case the deleting node stopped first. In cluster mode each ON
 //   CLUSTER delete waits at most ddlWaitSeconds for the hosts (lib/storage/on-cluster.ts): the
 //   deleting node keeps the queue entries some host had not run yet, and records the purge only
-//   once each shard has run them (ddlTaskFinished: one replica per shard runs a replicated
+//   once each shard has run them (ddlTaskState: one replica per shard runs a replicated
 //   table's ALTER, the others take the mutation by replication) and the mutations are done.
 // - A reload never undoes a write made through this node while it ran (its SELECTs may have
 //   read before the write's INSERT): the writes' cache changes are applied again on top of it.
@@ -31,7 +31,7 @@ import { SluiceError } from '../errors.ts'
 import { randomUUID } from 'node:crypto'
 import { streamDataTables, retentionTtl, syncRetentionTtl } from './retention-ttl.ts'
 import { localTableName } from './cluster-ddl.ts'
-import { ddlTaskFinished, deleteRows, deletionDdlWaitSeconds } from './on-cluster.ts'
+import { commandOnCluster, ddlTaskState, deleteRowsStatement, deletionDdlWaitSeconds } from './on-cluster.ts'
 import type { ClusterTarget } from './cluster-ddl.ts'
 
 export interface OrgRecord { id: string, name: string, createdAt: number }
@@ -136,8 +136,8 @@ export class MetadataStore {
   #retentionTtl: boolean
   /** The streams' retention (as a TTL text) the tables' TTL was last brought to; null: not yet. */
   #ttlSyncedFor: string | null = null
-  /** ZooKeeper paths of deletion statements some hosts still have to run (lib/storage/on-cluster.ts). */
-  #lateDdlTasks = new Set<string>()
+  /** Deletion statements some hosts still have to run, by their queue entry's ZooKeeper path (lib/storage/on-cluster.ts). */
+  #lateDdlTasks = new Map<string, string>()
   #timer: NodeJS.Timeout | null = null
   #version = createVersionClock()
 
@@ -438,23 +438,34 @@ export class MetadataStore {
     for (const table of streamDataTables) {
       // Cluster mode: a host late to take its DDL queue runs the delete later; the purge waits for
       // it (#mutationsDone).
-      const late = await deleteRows(this.#ch, table, sql`org_id = ${s.orgId} AND stream = ${s.name}`, this.#cluster,
-        this.#lightweightDelete, this.#ddlWaitSeconds)
-      if (late !== null) {
-        if (late === '') this.#log.warn('a stream deletion runs later on some hosts, and its queue entry is unknown', { table })
-        else this.#lateDdlTasks.add(late)
-      }
+      const statement = deleteRowsStatement(table, sql`org_id = ${s.orgId} AND stream = ${s.name}`, this.#cluster, this.#lightweightDelete)
+      this.#late(await commandOnCluster(this.#ch, statement, this.#ddlWaitSeconds, this.#cluster !== null), statement, table)
     }
     this.#watchPurge(s.orgId, s.name)
     await this.#syncTtl(true)
+  }
+
+  /** Keeps a deletion statement that some hosts run later (`late`, its queue entry), to watch it. */
+  #late (late: string | null, statement: string, table?: string): void {
+    if (late === null) return
+    if (late === '') this.#log.warn('a stream deletion runs later on some hosts, and its queue entry is unknown', { table })
+    else this.#lateDdlTasks.set(late, statement)
   }
 
   /** True when no mutation of the stream data tables is still running. */
   async #mutationsDone (): Promise<boolean> {
     // Cluster mode: a deletion's statement some hosts had not run when it returned has no
     // mutation there yet.
-    for (const path of this.#lateDdlTasks) {
-      if (!(await ddlTaskFinished(this.#ch, this.#cluster!.cluster, path))) return false
+    for (const [path, statement] of this.#lateDdlTasks) {
+      const state = await ddlTaskState(this.#ch, this.#cluster!.cluster, path)
+      if (state === 'running') return false
+      if (state === 'failed') {
+        // A shard ran none of it (ddlTaskState): once more, as a new queue entry.
+        this.#log.warn('a stream deletion failed on some hosts; running it again', { path })
+        this.#late(await commandOnCluster(this.#ch, statement, this.#ddlWaitSeconds), statement)
+        this.#lateDdlTasks.delete(path)
+        return false
+      }
       this.#lateDdlTasks.delete(path)
     }
     // Cluster mode: the local tables, on one replica of every shard (each replica lists the

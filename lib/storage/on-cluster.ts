@@ -6,7 +6,8 @@
 // takes its queue late, so a deletion or the retention janitor waiting for it would wait minutes
 // per statement. Here each statement waits at most `waitSeconds`. Past that, ClickHouse answers
 // TIMEOUT_EXCEEDED, naming the queue entry, and the late hosts still run it: the caller gets the
-// entry's path and can ask later whether every host has (ddlTaskFinished).
+// entry's path, can ask later whether it has run where it has to (ddlTaskState), and runs it
+// again where it failed.
 import { clickhouseCodes } from './clickhouse.ts'
 import type { ClickHouse } from './clickhouse.ts'
 import { quoteIdentifier, rawSql, sql } from './sql.ts'
@@ -42,48 +43,63 @@ export async function commandOnCluster (clickhouse: ClickHouse, statement: strin
 }
 
 /**
- * Deletes `table`'s rows matching `where`: lightweight `DELETE FROM` on one node whose server has
- * it (docs/schema-versions.md), else a mutation, ON CLUSTER on the local table in cluster mode
- * (`target`). Answers as commandOnCluster: null, or the queue entry late hosts run it from.
+ * The statement that deletes `table`'s rows matching `where`: lightweight `DELETE FROM` on one
+ * node whose server has it (docs/schema-versions.md), else a mutation, ON CLUSTER on the local
+ * table in cluster mode (`target`).
  */
-export function deleteRows (clickhouse: ClickHouse, table: string, where: SqlFragment, target: ClusterTarget | null,
-  lightweight: boolean, waitSeconds: number): Promise<string | null> {
-  const statement = lightweight && target === null
+export function deleteRowsStatement (table: string, where: SqlFragment, target: ClusterTarget | null, lightweight: boolean): string {
+  return String(lightweight && target === null
     ? sql`DELETE FROM ${rawSql(quoteIdentifier(table))} WHERE ${where}`
-    : sql`ALTER TABLE ${rawSql(mutationTarget(table, target))} DELETE WHERE ${where}`
-  return commandOnCluster(clickhouse, String(statement), waitSeconds, target !== null)
+    : sql`ALTER TABLE ${rawSql(mutationTarget(table, target))} DELETE WHERE ${where}`)
 }
 
 /**
- * True once the queue entry at `path` has run where it has to, or is gone (ClickHouse removes
- * entries after a week, or past 1,000 in the queue):
- * - an ALTER of a replicated table (a deletion's mutation) runs on one replica of each shard,
- *   which marks the shard `executed` under the entry; the shard's other replicas take the
- *   mutation by replication, whether or not they run the entry themselves. So one `executed` per
- *   shard is enough: on 18.16 a host restarted after a deletion applied the mutation by
- *   replication but left its own `finished` of those entries unwritten for minutes (the cluster
- *   test's host-down case, once in CI), and a purge that waited for it was never recorded;
- * - any other statement runs on every host: one `finished` child per host.
+ * Deletes `table`'s rows matching `where` (deleteRowsStatement). Answers as commandOnCluster:
+ * null, or the queue entry late hosts run it from.
  */
-export async function ddlTaskFinished (clickhouse: ClickHouse, cluster: string, path: string): Promise<boolean> {
+export function deleteRows (clickhouse: ClickHouse, table: string, where: SqlFragment, target: ClusterTarget | null,
+  lightweight: boolean, waitSeconds: number): Promise<string | null> {
+  return commandOnCluster(clickhouse, deleteRowsStatement(table, where, target, lightweight), waitSeconds, target !== null)
+}
+
+/**
+ * Where the queue entry at `path` stands: `done` once it has run where it has to, or is gone
+ * (ClickHouse removes entries after a week, or past 1,000 in the queue); `failed` when a host
+ * answered it with an error and a shard has not run it (run it again: a deletion is idempotent);
+ * else `running`.
+ * - An ALTER of a replicated table (a deletion's mutation) runs on one replica of each shard,
+ *   the shard's leader, which marks the shard `executed` under the entry; the shard's other
+ *   replicas take the mutation by replication, whether or not they run the entry themselves. So
+ *   one `executed` per shard is enough: on 18.16 a host restarted after a deletion applied the
+ *   mutation by replication but left its own `finished` of those entries unwritten for minutes
+ *   (the cluster test's host-down case, once in CI), and a purge that waited for it was never
+ *   recorded. A replica that is not its shard's leader for about 10 s gives up with an error
+ *   (18.16's DDLWorker: 20 tries, up to 1 s apart): with the leader just stopped, before
+ *   ZooKeeper has expired its session, no replica of the shard ran the deletion.
+ * - Any other statement runs on every host: one `finished` child per host.
+ */
+export async function ddlTaskState (clickhouse: ClickHouse, cluster: string, path: string): Promise<'done' | 'running' | 'failed'> {
   const [{ hosts, shards }] = await clickhouse.query<{ hosts: number, shards: number }>(sql`SELECT count() AS hosts, uniqExact(shard_num) AS shards
     FROM system.clusters WHERE cluster = ${cluster}`)
-  const children = async (parent: string): Promise<string[] | null> => {
+  const children = async (parent: string): Promise<Array<{ name: string, value: string }> | null> => {
     try {
-      return (await clickhouse.query<{ name: string }>(sql`SELECT name FROM system.zookeeper WHERE path = ${parent}`)).map((r) => r.name)
+      return await clickhouse.query<{ name: string, value: string }>(sql`SELECT name, value FROM system.zookeeper WHERE path = ${parent}`)
     } catch (err) {
       if (/no ?node/i.test((err as Error).message)) return null
       throw err
     }
   }
   const entry = await children(path)
-  if (entry === null) return true
-  if (entry.includes('shards')) {
+  if (entry === null) return 'done'
+  const finished = await children(`${path}/finished`) ?? []
+  if (entry.some((c) => c.name === 'shards')) {
     let executed = 0
     for (const shard of await children(`${path}/shards`) ?? []) {
-      if ((await children(`${path}/shards/${shard}`))?.includes('executed') === true) executed++
+      if ((await children(`${path}/shards/${shard.name}`))?.some((c) => c.name === 'executed') === true) executed++
     }
-    if (executed >= Number(shards)) return true
+    if (executed >= Number(shards)) return 'done'
+    // A host's status: "0" when it ran the statement, else the error's code and message.
+    if (finished.some((f) => !/^0(\n|$)/.test(f.value))) return 'failed'
   }
-  return ((await children(`${path}/finished`))?.length ?? 0) >= Number(hosts)
+  return finished.length >= Number(hosts) ? 'done' : 'running'
 }
