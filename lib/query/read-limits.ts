@@ -156,7 +156,12 @@ export class ReadLimits {
     }
     const waitMs = Math.max(this.#limits.maxQueueMs, (this.#stopping.get(orgId) ?? 0) > 0 ? 2 * stopTimeoutMs : 0)
     const queue = this.#queues.get(orgId) ?? []
-    if (waitMs === 0 || queue.length >= 4 * this.#limits.maxConcurrentPerOrg) return Promise.reject(refused)
+    if (waitMs === 0) return Promise.reject(refused)
+    const maxWaiting = 4 * this.#limits.maxConcurrentPerOrg
+    if (queue.length >= maxWaiting) {
+      return Promise.reject(new SluiceError('too_many_reads', `Reads of this organization waiting for a slot: ${queue.length}, the most that wait (${refused.message})`,
+        { retryAfter: refused.retryAfter }))
+    }
     return new Promise((resolve, reject) => {
       const leave = (): void => {
         cancelTimer()
@@ -211,10 +216,10 @@ export class ReadLimits {
   acquire (orgId: string, scan = false): () => void {
     const limits = this.#limits
     const releaseScan = scan
-      ? takeSlot(this.#scans, orgId, limits.maxScansPerOrg, this.#now(), 'reads of this organization are scanning raw events over more than an hour')
+      ? takeSlot(this.#scans, orgId, limits.maxScansPerOrg, this.#now(), 'Reads of this organization scanning raw events over more than an hour')
       : undefined
     try {
-      const release = takeSlot(this.#running, orgId, limits.maxConcurrentPerOrg, this.#now(), 'reads of this organization are running')
+      const release = takeSlot(this.#running, orgId, limits.maxConcurrentPerOrg, this.#now(), 'Reads of this organization running')
       let released = false
       return () => {
         if (released) return
@@ -240,7 +245,7 @@ function takeSlot (slots: Map<string, number[]>, orgId: string, limit: number, n
   if (taken.length >= limit) {
     const youngest = Math.max(...taken)
     const retryAfter = Math.min(maxRetryAfterS, Math.max(minRetryAfterS, Math.ceil((now - youngest) / 1000)))
-    throw new SluiceError('too_many_reads', `${taken.length} ${what}; at most ${limit} at once`, { retryAfter })
+    throw new SluiceError('too_many_reads', `${what}: ${taken.length}; at most ${limit} at once`, { retryAfter })
   }
   taken.push(now)
   slots.set(orgId, taken)

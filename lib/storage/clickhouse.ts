@@ -112,7 +112,10 @@ export interface ClickHouse {
    * Runs a SELECT and yields its JSONEachRow output (64-bit integers as numbers) as it arrives, in
    * chunks of bytes cut anywhere, with backpressure: the response is read only as fast as the
    * caller iterates; breaking out of the loop aborts it. For a caller that passes rows on as JSON
-   * (the export, lib/query/export-lines.ts).
+   * (the export, lib/query/export-lines.ts). Not under `requestTimeoutMs`: the client's timeout is
+   * the socket's idle time, and a response read only as fast as a slow downloader takes it idles
+   * its socket for longer (an export at 50 KB/s was cut after 30 s, explore15 F2). Its caller
+   * stops it (the signal, or leaving the loop).
    */
   queryChunks(statement: SqlFragment | string, options?: RequestOptions): AsyncIterable<Uint8Array>
   /** Runs a statement that returns nothing (DDL, ALTER, INSERT ... VALUES). */
@@ -159,6 +162,9 @@ const querySettings = {
   output_format_json_quote_64bit_integers: 0,
 } as const
 
+/** queryChunks' socket idle timeout: a day (its reader decides how long it takes). */
+const streamIdleTimeoutMs = 86_400_000
+
 /** ms between cancel()'s two KILLs. */
 const cancelRecheckMs = 250
 
@@ -175,6 +181,8 @@ export function createClickHouse (options: ClickHouseOptions): ClickHouse {
     keep_alive: { enabled: true },
   }
   const client: ClickHouseClient = createClient({ ...common, database: options.database })
+  // queryChunks' own client: its sockets may idle while the reader is slow (see queryChunks).
+  const streamClient: ClickHouseClient = createClient({ ...common, database: options.database, request_timeout: streamIdleTimeoutMs })
 
   async function run<T> (sqlText: string, fn: () => Promise<T>): Promise<T> {
     try {
@@ -202,7 +210,7 @@ export function createClickHouse (options: ClickHouseOptions): ClickHouse {
 
     async * queryChunks (statement: SqlFragment | string, opts: RequestOptions = {}): AsyncIterable<Uint8Array> {
       const text = String(statement)
-      const res = await run(text, async () => await client.exec({
+      const res = await run(text, async () => await streamClient.exec({
         query: `${text}\nFORMAT JSONEachRow`, abort_signal: opts.signal, query_id: opts.queryId,
         clickhouse_settings: opts.settings === undefined ? querySettings : { ...querySettings, ...opts.settings } as ClickHouseSettings,
       }))
@@ -287,7 +295,7 @@ export function createClickHouse (options: ClickHouseOptions): ClickHouse {
     },
 
     async close (): Promise<void> {
-      await client.close()
+      await Promise.all([client.close(), streamClient.close()])
     },
   }
 }
