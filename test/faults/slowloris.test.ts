@@ -42,10 +42,10 @@ t.test('slow headers and bodies from one org do not starve another org', async (
   const stats = await attack.stop()
 
   // Progress, not a rate: starved, the 4 normal clients would wait out maxReadingWaitMs (5 s, more
-  // than the 4 s of traffic) and get 0-4 answers; served, each gets several (17 to dozens here,
-  // fewest beside another test file in a CI run).
+  // than the 4 s of traffic) and get 0-4 answers; served, each gets several (17 to dozens here;
+  // 5 once in a loaded CI run, which the bound of 8 this had failed on): more than 4 is service.
   const ok = traffic.statuses.get(200) ?? 0
-  t.ok(ok >= 8, `normal requests kept succeeding (${ok} answered 200)`)
+  t.ok(ok > 4, `normal requests kept succeeding (${ok} answered 200)`)
   t.same([...traffic.errors], [], 'and none was refused, server_busy included')
   t.ok((stats.answers.get(408) ?? 0) > 0, `slow requests got 408 (${stats.answers.get(408) ?? 0})`)
   t.notOk(stats.answers.has(200), 'no slow body was stored')
