@@ -266,10 +266,14 @@ export async function finishSampledGroups (plan: StatsPlan, grouped: StatsGroups
     point[value] = n
     byPoint.set(t, point)
   }
-  const choose = (): Array<{ value: string, count: number }> => {
+  // The top values over every point, and the points with those only.
+  const finished = (): StatsGroups => {
     const totals = new Map<string, number>()
     for (const counts of byPoint.values()) for (const [value, n] of Object.entries(counts)) totals.set(value, (totals.get(value) ?? 0) + n)
-    return [...totals].map(([value, count]) => ({ value, count })).sort(byCountThenValue).slice(0, plan.topN)
+    const groups = [...totals].map(([value, count]) => ({ value, count })).sort(byCountThenValue).slice(0, plan.topN)
+    const listed = new Set(groups.map((g) => g.value))
+    for (const counts of byPoint.values()) for (const value of Object.keys(counts)) if (!listed.has(value)) delete counts[value]
+    return { groups, byPoint, sampled: true }
   }
 
   let eventsInRange = 0
@@ -277,10 +281,7 @@ export async function finishSampledGroups (plan: StatsPlan, grouped: StatsGroups
   const listedHits = slices.values.slice(0, plan.topN).map((v) => v.hits)
   if (listedHits.length > 0 && Math.min(...listedHits) < minSampledHits && eventsInRange <= recountEvents * plan.groupSample) {
     for (const row of await slices.recount(slices.values.map((v) => v.hash))) put(Number(row.t), row.value, Number(row.n))
-    const groups = choose()
-    const listed = new Set(groups.map((g) => g.value))
-    for (const counts of byPoint.values()) for (const value of Object.keys(counts)) if (!listed.has(value)) delete counts[value]
-    return { groups, byPoint, sampled: true }
+    return finished()
   }
 
   const empty: Array<[number, number]> = []
@@ -318,10 +319,7 @@ export async function finishSampledGroups (plan: StatsPlan, grouped: StatsGroups
     budget -= events
   }
   if (whole.length > 0) for (const row of await slices.readPoints(whole)) put(Number(row.t), row.value, Number(row.n))
-  const groups = choose()
-  const listed = new Set(groups.map((g) => g.value))
-  for (const counts of byPoint.values()) for (const value of Object.keys(counts)) if (!listed.has(value)) delete counts[value]
-  return { groups, byPoint, sampled: true }
+  return finished()
 }
 
 /**
