@@ -18,8 +18,8 @@
 //   so ClickHouse then reads only those slices' granules. The
 //   filter is in PREWHERE: the other columns are read only in granules where it holds.
 // - Top values: the `top` most frequent per field (values as text, numbers as they are written),
-//   count descending, ties by value. Exact when not sampled; sampled, the candidates are
-//   ClickHouse's topK of the sample (approximate ranks), counted exactly there.
+//   count descending, ties by value. Exact when not sampled; sampled, grouped exactly over the
+//   sample and scaled, leaving out values seen once there.
 import type { ClickHouse } from '../storage/clickhouse.ts'
 import { joinSql, rawSql, sql, uint64List } from '../storage/sql.ts'
 import type { SqlFragment } from '../storage/sql.ts'
@@ -67,6 +67,14 @@ const maxPassRows = 2_000_000
 const maxKeyTimes = 500
 /** Attributes listed at most (the most frequent). */
 export const maxAttributes = 200
+/**
+ * A sampled column's candidate top values: ClickHouse's topK of the sample, Space-Saving with 3
+ * counters per value asked for, lists every value more frequent than 1/600 of the sample (a user
+ * id of 0.3% of events among ids seen once or twice: explore15 F1); they are counted exactly. An
+ * exact GROUP BY of every column's values over 150,000 sampled rows took 350-500 ms of the
+ * request, this 250-300 (bench/README.md, "Find anything").
+ */
+const columnCandidates = 200
 export const defaultFieldsTop = 5
 export const maxFieldsTop = 50
 
@@ -95,11 +103,8 @@ export interface FieldInfo {
   top: Array<{ value: string | number, count: number }>
 }
 
-/** A key with its counts; top: its topK candidates as value hashes (decimal text), when sampled. */
-interface KeyRow { key: string, key_hash: string, n: number, numbers: number, exponents: number, booleans: number, top?: string[] }
-
-/** (key, value) hash pairs in one statement: ~45 bytes each, 2,000 make ~90 KB of 256 KiB. */
-const maxPairsPerStatement = 2000
+/** A key with its counts. */
+interface KeyRow { key: string, key_hash: string, n: number, numbers: number, exponents: number, booleans: number }
 
 export interface FieldsResult {
   fields: FieldInfo[]
@@ -192,35 +197,33 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
     scale = total / Number(read)
   }
   const top = params.top
+  // Sampled, a value seen once in the sample is left out (HAVING): its count would be the scale
+  // itself (every value of a field of unique values, a trace id or a sequence number, listed at
+  // 50 events each: explore14 F2), which says nothing about how frequent it is.
+  const seenOnce = scale === 1 ? sql`` : sql` HAVING n >= 2`
   // Columns and attributes are independent: two chains of queries, side by side (as /stats runs
   // its parts), each query on one thread (the read's max_threads).
-  // Not sampled, the top values are grouped exactly; sampled, they are ClickHouse's topK of the
-  // sample (approximate ranks, cheap) counted exactly there: exact grouping of every (key, value)
-  // pair of 50,000 sampled events of 30 M took the read from ~330 to ~410 ms (bench/README.md).
-  const exact = scale === 1
-  // topK's candidates as the hashes of their values (decimal text: a UInt64 past 2^53 is not a
-  // JSON number), and the passes that count them match by hash: the values themselves as SQL
-  // literals (stack traces, payload dumps of 100 KB; 200 keys of 10 values) passed ClickHouse's
-  // max_query_size of 256 KiB (`Code: 62`).
-  const topSql = (value: SqlFragment, alias: string): SqlFragment => exact ? sql`` : sql`, arrayMap(h -> toString(h), topK(${top})(cityHash64(${value}))) AS ${rawSql(alias)}`
   const columnsChain = async (): Promise<[Record<string, number | string[]>, Array<Array<{ value: string, count: number }>>]> => {
-    // Counts (and topK's candidates) in one pass, then the top values of each column present.
+    // Counts in one pass, then the top values of each column present: exact when not sampled;
+    // sampled, the sample's candidates counted exactly there (columnCandidates).
     const columnSelect = listedColumns.map((c, i) => {
       const col = columnSql(c.column, params.scope)
-      return sql`count(${col}) AS n_${rawSql(String(i))}${topSql(c.numeric ? sql`toString(${col})` : col, `top_${i}`)}`
+      const candidates = scale === 1 ? sql`` : sql`, arrayMap(h -> toString(h), topK(${columnCandidates})(cityHash64(${c.numeric ? sql`toString(${col})` : col}))) AS top_${rawSql(String(i))}`
+      return sql`count(${col}) AS n_${rawSql(String(i))}${candidates}`
     })
     const row = (await clickhouse.query<Record<string, number | string[]>>(sql`SELECT ${joinSql(columnSelect, ', ')} FROM events ${rows}`))[0]
     const present = listedColumns.map((_, i) => Number(row[`n_${i}`]) > 0)
-    return [row, exact
+    return [row, scale === 1
       ? await columnTopValues(clickhouse, rows, top, present, params.scope)
-      : await columnValueCounts(clickhouse, rows, params.scope, listedColumns.map((_, i) => present[i] ? row[`top_${i}`] as string[] : []))]
+      : await columnValueCounts(clickhouse, rows, top, params.scope, listedColumns.map((_, i) => present[i] ? row[`top_${i}`] as string[] : []))]
   }
   const attributesChain = async (): Promise<[KeyRow[], Map<string, Array<{ value: string, count: number }>>]> => {
-    // Counts, types (and topK's candidates) per key in one pass, then each listed key's top values.
+    // Counts and types per key in one pass, then each listed key's top values, grouped exactly
+    // (over the sample, when sampled: one GROUP BY of every pair, about as fast as topK's
+    // candidates counted again, and right for a field of mostly unique values).
     const keyRows = await clickhouse.query<KeyRow>(sql`
       SELECT key, toString(cityHash64(key)) AS key_hash, count() AS n, countIf(match(value, ${numberTextRe2})) AS numbers, countIf(match(value, '[eE]')) AS exponents,
         countIf(value IN ('true', 'false')) AS booleans
-        ${topSql(rawSql('value'), 'top')}
       FROM events ${pairsJoin}
       ${rows} AND ${firstOfPath}
       GROUP BY key ORDER BY n DESC, key LIMIT ${maxAttributes}`)
@@ -235,25 +238,13 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
       const notNumbers = new Set(outOfScale.map((r) => r.key))
       for (const r of withExponents) if (notNumbers.has(r.key)) r.numbers = 0
     }
-    const pairs = exact ? [] : keyRows.flatMap((r) => (r.top ?? []).map((valueHash) => sql`(${uint64List([r.key_hash, valueHash])})`))
-    const valueRows: Array<{ key: string, value: string, n: number }> = []
-    if (exact && keyRows.length > 0) {
-      valueRows.push(...await clickhouse.query<{ key: string, value: string, n: number }>(sql`
-        SELECT key, value, count() AS n
-        FROM events ${pairsJoin}
-        ${rows} AND ${firstOfPath} AND cityHash64(key) IN (${uint64List(keyRows.map((r) => r.key_hash))})
-        GROUP BY key, value ORDER BY key, n DESC, value LIMIT ${top} BY key`))
-    }
-    // The candidates by hash, at most maxPairsPerStatement a statement: 200 keys of 50 candidates
-    // in one list would pass max_query_size again (~45 bytes a pair).
-    for (let i = 0; i < pairs.length; i += maxPairsPerStatement) {
-      valueRows.push(...await clickhouse.query<{ key: string, value: string, n: number }>(sql`
-        SELECT key, value, count() AS n
-        FROM events ${pairsJoin}
-        ${rows} AND ${firstOfPath} AND (cityHash64(key), cityHash64(value)) IN (${joinSql(pairs.slice(i, i + maxPairsPerStatement), ', ')})
-        GROUP BY key, value`))
-    }
     const topByKey = new Map<string, Array<{ value: string, count: number }>>()
+    if (keyRows.length === 0) return [keyRows, topByKey]
+    const valueRows = await clickhouse.query<{ key: string, value: string, n: number }>(sql`
+      SELECT key, value, count() AS n
+      FROM events ${pairsJoin}
+      ${rows} AND ${firstOfPath} AND cityHash64(key) IN (${uint64List(keyRows.map((r) => r.key_hash))})
+      GROUP BY key, value${seenOnce} ORDER BY key, n DESC, value LIMIT ${top} BY key`)
     for (const r of valueRows) {
       const list = topByKey.get(r.key) ?? []
       list.push({ value: r.value, count: Number(r.n) })
@@ -263,11 +254,8 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
     return [keyRows, topByKey]
   }
   const [[columnRow, columnTops], [keyRows, topByKey]] = await Promise.all([columnsChain(), attributesChain()])
-  // Sampled, a value seen once in the sample is left out: its count would be the scale itself
-  // (every value of a field of unique values, a trace id or a sequence number, listed at 50
-  // events each: explore14 F2), which says nothing about how frequent it is.
   const scaled = (list: Array<{ value: string, count: number }>): Array<{ value: string, count: number }> =>
-    list.filter((v) => scale === 1 || v.count >= 2).map((v) => ({ value: v.value, count: Math.round(v.count * scale) }))
+    list.map((v) => ({ value: v.value, count: Math.round(v.count * scale) }))
   const fields: FieldInfo[] = []
   listedColumns.forEach((c, i) => {
     const n = Number(columnRow[`n_${i}`])
@@ -402,15 +390,15 @@ async function columnTopValues (clickhouse: ClickHouse, rows: SqlFragment, top: 
 }
 
 /**
- * Exact counts of the listed values of each column (a sample's topK candidates): per column the
- * rows holding one of them, grouped (one UNION ALL). A countIf per value and column in one pass
- * compared every value with every row: 1.1 s over the 200,000 sampled rows of 30 M events, this
- * 0.3 s.
+ * The `top` most frequent of each column's candidates (hashes of their text, a sample's topK)
+ * seen at least twice in the sample, counted exactly there: per column the rows holding one of
+ * them, grouped (one UNION ALL). A countIf per value and column in one pass compared every value
+ * with every row: 1.1 s over the 200,000 sampled rows of 30 M events, this 0.3 s.
  */
-async function columnValueCounts (clickhouse: ClickHouse, rows: SqlFragment, scope: AttrScope, tops: string[][]): Promise<Array<Array<{ value: string, count: number }>>> {
-  return await columnValueRows(clickhouse, scope, (_c, i, text) => tops[i].length > 0
-    ? sql`SELECT ${rawSql(String(i))} AS i, assumeNotNull(${text}) AS v, count() AS n FROM events
-      ${rows} AND cityHash64(${text}) IN (${uint64List(tops[i])}) GROUP BY v`
+async function columnValueCounts (clickhouse: ClickHouse, rows: SqlFragment, top: number, scope: AttrScope, candidates: string[][]): Promise<Array<Array<{ value: string, count: number }>>> {
+  return await columnValueRows(clickhouse, scope, (_c, i, text) => candidates[i].length > 0
+    ? sql`SELECT * FROM (SELECT ${rawSql(String(i))} AS i, assumeNotNull(${text}) AS v, count() AS n FROM events
+      ${rows} AND cityHash64(${text}) IN (${uint64List(candidates[i])}) GROUP BY v HAVING n >= 2 ORDER BY n DESC, v LIMIT ${top})`
     : null)
 }
 
