@@ -14,7 +14,11 @@
 //   ran (explore14, F1). A freed slot goes to the oldest waiter that can use it, before any read
 //   that comes later: a read that is no scan may pass a scan waiting for the scan slot, never a
 //   scan another scan. At most 4 x maxConcurrentPerOrg reads of an org wait; one more answers 429
-//   at once;
+//   at once. A read refused that way, or after its wait, keeps its place: asked again (the same
+//   token and request) within its Retry-After plus maxQueueMs, it queues by its first arrival, so
+//   a client that honours Retry-After is not sent behind clients that ask again at once
+//   (explore15 F3: such a client got half the answers of a greedy one). Retry-After then counts
+//   the waiters ahead of it at the org's mean hold of a slot;
 // - each ClickHouse query of a read carries limits ClickHouse enforces itself: max_execution_time,
 //   max_memory_usage, max_rows_to_group_by (overflow: throw), and max_threads (1 by default: a
 //   read takes one core, inserts and their merges keep the other; measured in bench/README.md,
@@ -30,7 +34,7 @@
 //   the queue's wait: a dashboard that replaces its reads as the user types gets no 429 for the
 //   reads it gave up. A read whose client goes away while it waits leaves the queue.
 // ClickHouse errors are told apart by their codes (clickhouse.ts), never by message text.
-import { randomUUID } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
 import { SluiceError } from '../errors.ts'
 import { ClickHouseError, clickhouseCodes } from '../storage/clickhouse.ts'
 import type { ClickHouse, RequestOptions } from '../storage/clickhouse.ts'
@@ -44,6 +48,12 @@ import type { RequestContext } from '../http/reply.ts'
  */
 const minRetryAfterS = 1
 const maxRetryAfterS = 30
+
+/** How much a slot's latest hold weighs in the org's mean hold (an exponential moving average). */
+const holdWeight = 0.3
+
+/** Tickets kept at most (a read refused by the queue, its place kept for its return): the oldest go first. */
+const maxTickets = 10_000
 
 /** ms a read whose client went away waits for ClickHouse to stop its queries (KILL ... SYNC). */
 const stopTimeoutMs = 5_000
@@ -70,6 +80,10 @@ export class ReadLimits {
   /** Per org, the reads waiting for slots, oldest first. */
   readonly #queues = new Map<string, Waiter[]>()
   readonly #setTimer: SetTimer
+  /** Per org and slot kind (`<org>\0scan`, `<org>\0read`), the mean ms a read held its slot. */
+  readonly #meanHoldMs = new Map<string, number>()
+  /** Per request key (ticketOf), the first arrival of a read the queue refused, until `expires`. */
+  readonly #tickets = new Map<string, { since: number, expires: number }>()
   /** The ClickHouse settings of every read query. */
   readonly settings: Readonly<Record<string, number | string>>
 
@@ -103,7 +117,7 @@ export class ReadLimits {
    * its limit; a query past a limit throws query_timeout or query_too_expensive.
    */
   async run<T> (ctx: RequestContext, orgId: string, clickhouse: ClickHouse, fn: (clickhouse: ClickHouse) => Promise<T>, scan = false): Promise<T> {
-    const release = await this.#acquireQueued(ctx, orgId, scan)
+    const release = await this.#acquireQueued(ctx, orgId, scan, ticketOf(ctx))
     const aborter = new AbortController()
     const queryIds = `sluice-read-${randomUUID()}-`
     let stopped: Promise<void> | undefined
@@ -146,7 +160,12 @@ export class ReadLimits {
    * acquire(), or a place in the org's queue until a slot frees: at most maxQueueMs (429 past it),
    * or 2 x stopTimeoutMs when reads being stopped hold slots. Leaves the queue when the client goes.
    */
-  #acquireQueued (ctx: RequestContext, orgId: string, scan: boolean): Promise<() => void> {
+  #acquireQueued (ctx: RequestContext, orgId: string, scan: boolean, ticket: string | undefined): Promise<() => void> {
+    const now = this.#now()
+    const kept = ticket === undefined ? undefined : this.#tickets.get(ticket)
+    if (kept !== undefined) this.#tickets.delete(ticket!)
+    const since = kept !== undefined && kept.expires >= now ? kept.since : now
+    const queue = this.#queues.get(orgId) ?? []
     let refused: SluiceError
     try {
       return Promise.resolve(this.acquire(orgId, scan))
@@ -155,12 +174,11 @@ export class ReadLimits {
       refused = err
     }
     const waitMs = Math.max(this.#limits.maxQueueMs, (this.#stopping.get(orgId) ?? 0) > 0 ? 2 * stopTimeoutMs : 0)
-    const queue = this.#queues.get(orgId) ?? []
     if (waitMs === 0) return Promise.reject(refused)
     const maxWaiting = 4 * this.#limits.maxConcurrentPerOrg
     if (queue.length >= maxWaiting) {
-      return Promise.reject(new SluiceError('too_many_reads', `Reads of this organization waiting for a slot: ${queue.length}, the most that wait (${refused.message})`,
-        { retryAfter: refused.retryAfter }))
+      return Promise.reject(this.#refusal(orgId, scan, since, ticket, refused,
+        `Reads of this organization waiting for a slot: ${queue.length}, the most that wait (${refused.message})`))
     }
     return new Promise((resolve, reject) => {
       const leave = (): void => {
@@ -177,6 +195,7 @@ export class ReadLimits {
       }
       const waiter: Waiter = {
         scan,
+        since,
         grant: (release) => { leave(); resolve(release) },
       }
       const cancelTimer = this.#setTimer(() => {
@@ -185,13 +204,35 @@ export class ReadLimits {
         try {
           resolve(this.acquire(orgId, scan))
         } catch (err) {
-          reject(err)
+          reject(err instanceof SluiceError ? this.#refusal(orgId, scan, since, ticket, err, err.message) : err)
         }
       }, waitMs)
       ctx.res.once('close', onClose)
-      queue.push(waiter)
+      // In order of first arrival: a read back with its ticket goes before those that came later.
+      let at = queue.length
+      while (at > 0 && queue[at - 1].since > since) at--
+      queue.splice(at, 0, waiter)
       this.#queues.set(orgId, queue)
     })
+  }
+
+  /**
+   * The 429 of a read the queue refuses (full, or past its wait): Retry-After is how long the
+   * reads waiting ahead of it take at the org's mean hold of a slot (at least the slot holders'
+   * estimate of `refused`, at most 30 s), and its place is kept under `ticket` until then plus
+   * maxQueueMs.
+   */
+  #refusal (orgId: string, scan: boolean, since: number, ticket: string | undefined, refused: SluiceError, message: string): SluiceError {
+    const ahead = (this.#queues.get(orgId) ?? []).filter((w) => w.since <= since && (w.scan || !scan)).length
+    const meanHold = this.#meanHoldMs.get(`${orgId}\0${scan ? 'scan' : 'read'}`) ?? 0
+    const slots = scan ? this.#limits.maxScansPerOrg : this.#limits.maxConcurrentPerOrg
+    const drainS = Math.ceil(ahead * meanHold / Math.max(1, slots) / 1000)
+    const retryAfter = Math.min(maxRetryAfterS, Math.max(refused.retryAfter ?? minRetryAfterS, drainS))
+    if (ticket !== undefined) {
+      if (this.#tickets.size >= maxTickets) this.#tickets.delete(this.#tickets.keys().next().value!)
+      this.#tickets.set(ticket, { since, expires: this.#now() + retryAfter * 1000 + this.#limits.maxQueueMs })
+    }
+    return new SluiceError('too_many_reads', message, { retryAfter })
   }
 
   /** Gives freed slots to the org's waiting reads, oldest first, each that can take its slots now. */
@@ -209,12 +250,20 @@ export class ReadLimits {
     }
   }
 
+  /** A slot of `kind` was held `ms`: into the org's mean hold (Retry-After of the queue's 429s). */
+  #noteHold (orgId: string, kind: 'scan' | 'read', ms: number): void {
+    const key = `${orgId}\0${kind}`
+    const mean = this.#meanHoldMs.get(key)
+    this.#meanHoldMs.set(key, mean === undefined ? ms : mean + holdWeight * (ms - mean))
+  }
+
   /**
    * Takes one of the org's read slots, and one of its scan slots for a scan (429 too_many_reads
    * when none is free); returns the release of both.
    */
   acquire (orgId: string, scan = false): () => void {
     const limits = this.#limits
+    const start = this.#now()
     const releaseScan = scan
       ? takeSlot(this.#scans, orgId, limits.maxScansPerOrg, this.#now(), 'Reads of this organization scanning raw events over more than an hour')
       : undefined
@@ -226,6 +275,7 @@ export class ReadLimits {
         released = true
         release()
         releaseScan?.()
+        this.#noteHold(orgId, scan ? 'scan' : 'read', this.#now() - start)
         this.#grantWaiting(orgId)
       }
     } catch (err) {
@@ -261,7 +311,19 @@ function takeSlot (slots: Map<string, number[]>, orgId: string, limit: number, n
 /** A read waiting in its org's queue; `grant` hands it its slots' release. */
 interface Waiter {
   scan: boolean
+  /** When the read first arrived (ms, `now`): a ticket's, for a read back after a 429. */
+  since: number
   grant: (release: () => void) => void
+}
+
+/**
+ * The key a read's place in the queue is kept under after a 429: its credentials and request
+ * (method and target: path and query), hashed; none without a request (a read run by Sluice itself).
+ */
+function ticketOf (ctx: RequestContext): string | undefined {
+  const req = ctx.req as RequestContext['req'] | undefined
+  if (req === undefined) return undefined
+  return createHash('sha256').update(`${req.headers.authorization ?? ''}\0${req.method ?? ''}\0${req.url ?? ''}`).digest('base64url')
 }
 
 /** Schedules `fn` after `ms`; returns its cancel. Injectable: tests drive the queue's wait by hand. */

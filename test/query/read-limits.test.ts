@@ -195,3 +195,90 @@ t.test('a read waits in its org\'s queue: freed slots go to the oldest waiter th
   t.equal(reads.running('org_1'), 0)
   t.equal(reads.waiting('org_1'), 0)
 })
+
+t.test('a read the queue refused keeps its place when it comes back; Retry-After counts the waiters ahead of it', async (t) => {
+  const timers: Array<{ fn: () => void, cancelled: boolean }> = []
+  const setTimer = (fn: () => void): () => void => {
+    const timer = { fn, cancelled: false }
+    timers.push(timer)
+    return () => { timer.cancelled = true }
+  }
+  let now = 1_000_000
+  const reads = new ReadLimits({ maxConcurrentPerOrg: 4, maxScansPerOrg: 1, maxQueueMs: 10_000, timeoutMs: 20_000, maxMemoryBytes: 1 << 30, maxGroupKeys: 1_000_000, maxThreads: 1 }, () => now, setTimer)
+  const clickhouse = {} as ClickHouse
+  const order: string[] = []
+  // A scan of the stats of `name`'s request; the same name is the same client and request.
+  const read = (name: string): { finish: () => void, answer: Promise<unknown>, timer: () => void } => {
+    const res = Object.assign(new EventEmitter(), { writableFinished: false })
+    const ctx = { res, req: { method: 'GET', url: `/api/streams/app/stats?by=user_id&from=now-24h&who=${name}`, headers: { authorization: `Bearer ${name}` } } }
+    let finish = (): void => {}
+    const held = new Promise<void>((resolve) => { finish = resolve })
+    const before = timers.length
+    const answer = reads.run(ctx as unknown as RequestContext, 'org_1', clickhouse, async () => {
+      order.push(name)
+      await held
+      return name
+    }, true).catch((err: unknown) => err)
+    return { finish, answer, timer: () => timers.slice(before).find((x) => !x.cancelled)!.fn() }
+  }
+  // Each read arrives 10 ms after the one before.
+  const tick = (): Promise<void> => new Promise((resolve) => setImmediate(() => { now += 10; resolve() }))
+
+  // Two scans held their slot 4 s each: the org's mean hold.
+  for (const name of ['first', 'second']) {
+    const r = read(name)
+    await tick()
+    now += 4000
+    r.finish()
+    await r.answer
+  }
+  const holder = read('holder')
+  await tick()
+  const w1 = read('w1')
+  await tick()
+  const polite = read('polite')
+  await tick()
+  const w2 = read('w2')
+  await tick()
+  t.equal(reads.waiting('org_1'), 3)
+  now += 9000
+  polite.timer()
+  const refused = await polite.answer
+  t.match(refused, { code: 'too_many_reads' }, 'past its wait: 429')
+  t.equal((refused as SluiceError).retryAfter, 10, 'the holder has run 9.03 s: 10 s; the one waiter ahead, at 4 s each, would take 4')
+
+  // A greedy client arrives, then the polite one comes back: it goes before the reads that came after it first did.
+  const greedy = read('greedy')
+  await tick()
+  now += 5000
+  const back = read('polite')
+  await tick()
+  t.equal(reads.waiting('org_1'), 4)
+  holder.finish()
+  for (const r of [w1, back, w2, greedy]) {
+    await tick()
+    now += 3000
+    r.finish()
+    await r.answer
+  }
+  t.same(order.slice(2), ['holder', 'w1', 'polite', 'w2', 'greedy'], 'served by first arrival')
+
+  // Behind a deep queue, Retry-After is its length at the mean hold.
+  const held = read('held')
+  await tick()
+  const deep = ['a', 'b', 'c', 'd', 'e'].map((name) => read(name))
+  await tick()
+  const last = read('last')
+  await tick()
+  now += 1000
+  last.timer()
+  const ra = ((await last.answer) as SluiceError).retryAfter!
+  t.ok(ra >= 5 * 3, `5 waiters ahead at a mean hold of at least 3 s: ${ra} s`)
+  held.finish()
+  for (const r of deep) {
+    await tick()
+    r.finish()
+    await r.answer
+  }
+  t.equal(reads.running('org_1'), 0)
+})
