@@ -413,6 +413,28 @@ function inRanges (ranges: Ranges, cp: number): boolean {
  * Whether `regex` matches somewhere in `text` (a well-formed string), as ClickHouse's match()
  * does on its UTF-8: a Thompson simulation over code points, one pass, no backtracking.
  */
+/**
+ * Thrown by matchesRegex past the steps setRegexStepLimit allowed: the tail's matching of one
+ * filter stays within its share of a task's steps even on one long line (a 1,000-state pattern
+ * over a 2,000-character message took 20 ms; docs/api.md section 7.5). A step is one state on
+ * the automaton's list at one character, about 10 ns here.
+ */
+export class RegexStepLimit extends Error {}
+const stepLimitError = new RegexStepLimit('regex step limit')
+
+/** NFA steps (states on a list, per character) matchesRegex may still take: Infinity unless set. */
+let stepsLeft = Infinity
+
+/** Sets the NFA steps the matchesRegex calls from now on may take together (Infinity: no limit). */
+export function setRegexStepLimit (steps: number): void {
+  stepsLeft = steps
+}
+
+/** The steps left of the last setRegexStepLimit (what the calls since took is the difference). */
+export function regexStepsLeft (): number {
+  return stepsLeft
+}
+
 export function matchesRegex (regex: FilterRegex, text: string): boolean {
   const prog = regex.program
   const scratch = scratchFor(prog)
@@ -456,6 +478,7 @@ export function matchesRegex (regex: FilterRegex, text: string): boolean {
       const atEnd = i >= length
       generation++
       nextCount = 0
+      if ((stepsLeft -= currentCount + 1) < 0) throw stepLimitError
       for (let k = 0; k < currentCount; k++) {
         const ins = prog[current[k]]
         if (inRanges(ins.ranges, cp)) {

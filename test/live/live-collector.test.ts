@@ -53,3 +53,34 @@ t.test('past the cap: an empty q counts exactly, a filter by sampling', async (t
   t.equal(out.dropped[2], 0, 'a filter that matches nothing drops nothing')
   t.equal(out.stats.count, rows, 'live stats count every row')
 })
+
+function messageRow (i: number, message: string): EventRow {
+  return eventRow({ ts: 1_700_000_000_000 + i, host: 'h', path: '/', method: 'GET', status: 200, rt: 0.01, bytes: 10, src: null, user_agent: null, message, filename: null, attrs: '{}' })
+}
+
+t.test('regular expressions share a budget of automaton steps: past it a filter is sampled, its matches standing for the rows passed over', async (t) => {
+  // About 6,600 steps a row (600 characters, about 11 states each) against a budget of about 3,400
+  // (1,000 + 4 per character): past the base budget the filter is sampled; a filter without a
+  // regex is matched against every row.
+  const rows = 20_000
+  const message = `${'x'.repeat(600)}end`
+  const c = new LiveCollector({ filters: ['message:~"x{1,10}end"', 'message:xxx*'], caps: [rows, rows] }, 0)
+  for (let i = 0; i < rows; i++) c.add(messageRow(i, message), i)
+  const out = c.finish()
+  const delivered = out.masks.filter((m) => (m & 0b01) !== 0).length
+  t.ok(delivered < rows / 4, `the regex filter is sampled: ${delivered} of ${rows} delivered`)
+  t.ok(delivered > 0, 'its matches within the budget are delivered')
+  t.ok(Math.abs(delivered + out.dropped[0] - rows) <= 0.1 * rows, `delivered and dropped estimate every match: ${delivered} + ${out.dropped[0]}`)
+  t.equal(out.masks.filter((m) => (m & 0b10) !== 0).length, rows, 'the filter without a regex: every row')
+  t.same(out.dropped[1], 0)
+})
+
+t.test('a regular expression stopped past its steps does not match that row', async (t) => {
+  // 1,000 states over a 2,000-character message: about 2 M steps a row (20 ms), past any share.
+  const c = new LiveCollector({ filters: ['message:~"[^z]{999}z"', ''], caps: [1000, 1000] }, 0)
+  for (let i = 0; i < 300; i++) c.add(messageRow(i, `${'a'.repeat(2000)}z`), i)
+  const out = c.finish()
+  t.equal(out.masks.filter((m) => (m & 0b01) !== 0).length, 0, 'none delivered')
+  t.equal(out.masks.length, 300, 'the empty q still gets every row')
+  t.equal(out.stats.count, 300)
+})

@@ -67,6 +67,26 @@ t.test('the tail filters on attributes, OR, NOT and regexes as /events does (doc
   t.notOk(tail.frames.some((f) => f.event === 'event' && !['one', 'three'].includes(JSON.parse(f.data).message)), 'nothing else reached the tail')
 })
 
+t.test('a costly regular expression in a tail does not hold ingest: it is matched within a budget (docs/api.md section 7.5)', async (t) => {
+  // A server of its own (three tails). Each of the two patterns takes about 2 M automaton steps
+  // over one of these 2 KB messages (20 ms): matched on every row, the body below held its
+  // request until it failed with 408 (explore16 F1).
+  const own = await startServer(t, { tail: { maxPerOrg: 3 } })
+  const target = await createIngestTarget(own, 'big')
+  const tails = await Promise.all(['message:~"[^z]{999}z"', 'message:~"[^y]{999}y"', 'message:~"^b"']
+    .map((q) => openSse(own.url, '/api/streams/big/tail?q=' + encodeURIComponent(q), own.adminToken)))
+  t.teardown(() => { for (const tail of tails) tail.close() })
+  t.same(tails.map((tail) => tail.status), [200, 200, 200])
+  await Promise.all(tails.map((tail) => tail.next((f) => f.event === 'comment')))
+  const lines = Array.from({ length: 3000 }, (_, i) => JSON.stringify({ message: `${'a'.repeat(2000)}${i}z` }))
+  lines.push(JSON.stringify({ message: 'b marks the end' }))
+  const r = await postIngest(target, lines.join('\n'))
+  t.equal(r.status, 200)
+  t.equal(r.body.ingested, 3001)
+  const marker = JSON.parse((await tails[2].next((f) => f.event === 'event')).data)
+  t.equal(marker.message, 'b marks the end', 'a cheap pattern beside them still gets its event')
+})
+
 t.test('a client that does not read gets a dropped count', async (t) => {
   const slow = await openSse(s.url, '/api/streams/live/tail', s.adminToken)
   t.teardown(() => slow.close())

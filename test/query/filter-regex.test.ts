@@ -2,7 +2,7 @@
 // ClickHouse is test/query/filter.test.ts's), and that it runs in linear time on patterns that
 // make a backtracking engine take exponential or polynomial time.
 import t from 'tap'
-import { matchesRegex, maxRegexStates, parseRegex } from '../../lib/query/filter-regex.ts'
+import { matchesRegex, maxRegexStates, parseRegex, RegexStepLimit, regexStepsLeft, setRegexStepLimit } from '../../lib/query/filter-regex.ts'
 
 const matches = (pattern: string, text: string): boolean => matchesRegex(parseRegex(pattern, 0), text)
 
@@ -59,4 +59,20 @@ t.test('linear time on patterns that make backtracking explode', async (t) => {
 t.test('size limits: counted repetitions expanded', async (t) => {
   t.throws(() => parseRegex('(.*a){1000}', 7), { code: 'invalid_query', details: { position: 7 }, message: new RegExp(`more than ${maxRegexStates} states`) })
   t.doesNotThrow(() => parseRegex('a{1000}', 0))
+})
+
+t.test('setRegexStepLimit stops the automaton past its steps (the tail\'s budget); Infinity lifts it', async (t) => {
+  const regex = parseRegex('[^z]{99}z', 0)
+  const text = `${'a'.repeat(500)}z`
+  setRegexStepLimit(1000)
+  let thrown: unknown
+  try { matchesRegex(regex, text) } catch (err) { thrown = err }
+  t.ok(thrown instanceof RegexStepLimit, 'past the limit: RegexStepLimit')
+  t.ok(regexStepsLeft() < 0, 'the steps were spent')
+  setRegexStepLimit(Infinity)
+  t.equal(matchesRegex(regex, text), true)
+  setRegexStepLimit(1_000_000)
+  t.equal(matchesRegex(regex, text), true, 'within the limit: the same answer')
+  t.ok(regexStepsLeft() > 0 && regexStepsLeft() < 1_000_000, `and the steps it took are counted (${1_000_000 - regexStepsLeft()})`)
+  setRegexStepLimit(Infinity)
 })
