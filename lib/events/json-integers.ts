@@ -44,6 +44,27 @@ export function parseEventJson (text: string): unknown {
   return sixteenDigits.test(text) ? JSON.parse(text, keepIntegerDigits as (key: string, value: unknown) => unknown) : JSON.parse(text)
 }
 
+/**
+ * A number token of 16 or more digits in a JSON text: right after `:`, `[` or `,` (a string's
+ * digits follow a quote). OTLP/JSON writes int64 as strings, so most bodies hold 19-digit
+ * timestamps in quotes, and the reviver would slow every one.
+ */
+const longNumberToken = /[:,[]\s*-?\d{16}/
+
+/**
+ * JSON.parse of a protocol's body (OTLP/JSON), an integer of 16 or more digits written as a
+ * number kept as its text (a RawInteger), as parseEventJson keeps a line's: an int64 `intValue`
+ * past 2^53 keeps its digits in either form (docs/api.md section 9.1; explore16 F2).
+ */
+export function parseProtocolJson (text: string): unknown {
+  return longNumberToken.test(text) ? JSON.parse(text, keepIntegerDigits as (key: string, value: unknown) => unknown) : JSON.parse(text)
+}
+
+/** The text of a number parseProtocolJson kept as a RawInteger; any other value as it is. */
+export function numberOrText (value: unknown): unknown {
+  return isRawInteger(value) ? value.rawJSON : value
+}
+
 /** An integer's decimal text (no leading zero, no '+'). */
 const integerText = /^-?(?:0|[1-9]\d*)$/
 
@@ -53,6 +74,7 @@ const integerText = /^-?(?:0|[1-9]\d*)$/
  * that is no integer stays a string.
  */
 export function int64Value (value: unknown): number | string | RawInteger {
+  if (isRawInteger(value)) return value
   const n = Number(value)
   if (Number.isSafeInteger(n)) return n
   const text = String(value)

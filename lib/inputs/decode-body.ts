@@ -10,15 +10,16 @@ import { Buffer } from 'node:buffer'
 import type { BodyError, ParseTask, RecordSink } from '../ingest/parse-task.ts'
 import { EventRejection } from '../events/rejection.ts'
 import { invalidBody } from './body-task.ts'
+import { parseProtocolJson } from '../events/json-integers.ts'
 import { referenceEvent } from './reference-event.ts'
 import { decodeOtlpProto } from './otlp/otlp-proto.ts'
 import { otlpEvents } from './otlp/otlp-events.ts'
 import { decodeLokiProto, snappyDeclaredLength, uncompressSnappy } from './loki/loki-proto.ts'
 import { lokiJsonEvents, lokiProtoEvents } from './loki/loki-events.ts'
 
-function parseJson (bytes: Buffer): { value: unknown } | BodyError {
+function parseJson (bytes: Buffer, parse: (text: string) => unknown = JSON.parse): { value: unknown } | BodyError {
   try {
-    return { value: JSON.parse(bytes.toString('utf8')) }
+    return { value: parse(bytes.toString('utf8')) }
   } catch (err) {
     return invalidBody(`The body is not JSON: ${(err as Error).message}`)
   }
@@ -51,7 +52,7 @@ export function decodeBody (task: ParseTask, store: RecordSink, maxDecodedBytes:
   const bytes = Buffer.from(task.input)
   switch (task.inputKind) {
     case 'otlp-json': {
-      const parsed = parseJson(bytes)
+      const parsed = parseJson(bytes, parseProtocolJson)
       return 'value' in parsed ? otlpEvents(parsed.value, 'hex', sink) : parsed
     }
     case 'otlp-proto': {

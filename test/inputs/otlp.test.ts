@@ -145,6 +145,35 @@ t.test('OTLP/JSON: partial success names the rejected records; the rest is store
   t.equal(events.find((e) => e.message === '42')!.level, 'fatal')
 })
 
+t.test('OTLP/JSON: an int64 past 2^53 written as a JSON number keeps its digits, as one written as a string', async (t) => {
+  const tgt = await createIngestTarget(s, 'otel-int64')
+  const ns = String(BigInt(Date.now()) * 1_000_000n)
+  // JSON.stringify cannot write such a number from JS: the digits go in as text.
+  const text = JSON.stringify({
+    resourceLogs: [{
+      scopeLogs: [{
+        logRecords: [{
+          timeUnixNano: 'NS', body: { stringValue: 'numbers' },
+          attributes: [
+            { key: 'big', value: { intValue: 'BIG' } }, { key: 'text', value: { intValue: '9007199254740995' } },
+            { key: 'negative', value: { intValue: 'NEG' } }, { key: 'double', value: { doubleValue: 'DOUBLE' } },
+          ],
+        }],
+      }],
+    }],
+  }).replace('"NS"', ns).replace('"BIG"', '9007199254740993').replace('"NEG"', '-9007199254740993').replace('"DOUBLE"', '12345678901234567')
+  const r = await post('/v1/logs', text, { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/json' })
+  t.equal(r.status, 200)
+  const [e] = await storedEvents(tgt)
+  t.equal(e.ts, Number((BigInt(ns) + 500_000n) / 1_000_000n), 'timeUnixNano as a 19-digit JSON number')
+  t.match(e.attrs, /"big":9007199254740993[,}]/, 'a number past 2^53: its digits')
+  t.match(e.attrs, /"text":9007199254740995[,}]/, 'a string: its digits')
+  t.match(e.attrs, /"negative":-9007199254740993[,}]/)
+  t.equal(attrsOf(e).double, 12345678901234568, 'a doubleValue is a double')
+  const found = await s.api('GET', `/api/streams/otel-int64/events?from=now-1h&q=${encodeURIComponent('big:9007199254740993')}`)
+  t.equal(found.body.events.length, 1, 'q finds it by its digits')
+})
+
 t.test('protobuf: a full success is an empty ExportLogsServiceResponse; a partial one counts the rejected', async (t) => {
   const tgt = await createIngestTarget(s, 'otel-pb')
   const ns = String(BigInt(Date.now()) * 1_000_000n)

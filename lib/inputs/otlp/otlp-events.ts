@@ -30,7 +30,7 @@ import { invalidBody } from '../body-task.ts'
 import { eventFields } from '../../events/fields.ts'
 import { levelNames, levelOfSeverityNumber, levelOfSeverityText } from '../../events/level.ts'
 import { attrsOnly, attrsOnlyOf, maxValueDepth } from '../../events/normalize.ts'
-import { int64Value, isRawInteger } from '../../events/json-integers.ts'
+import { int64Value, isRawInteger, numberOrText } from '../../events/json-integers.ts'
 
 type Obj = Record<string | symbol, unknown>
 
@@ -76,7 +76,7 @@ function anyValue (value: unknown, depth: number): unknown {
   // int64 beyond 2^53 keeps its digits: a number in attrs, as in an NDJSON line.
   if (value.intValue !== undefined) return int64Value(value.intValue)
   if (value.doubleValue !== undefined) {
-    const n = Number(value.doubleValue)
+    const n = Number(numberOrText(value.doubleValue))
     return Number.isFinite(n) ? n : String(value.doubleValue) // "NaN", "Infinity": JSON has no number for them
   }
   if (typeof value.bytesValue === 'string') return value.bytesValue // base64 in both encodings
@@ -94,7 +94,8 @@ function keyValues (values: unknown, depth: number): Obj {
 }
 
 /** int64/fixed64 nanoseconds (a decimal string or a number) to ms; 0 for unset; NaN when not a number. */
-function nanosToMs (value: unknown): number {
+function nanosToMs (raw: unknown): number {
+  const value = numberOrText(raw) // 19 digits written as a JSON number: their text (parseProtocolJson)
   if (value === undefined || value === null) return 0
   if (typeof value === 'number') return Number.isFinite(value) && value >= 0 ? Math.round(value / 1e6) : NaN
   if (typeof value !== 'string' || !/^\d{1,20}$/.test(value)) return NaN
