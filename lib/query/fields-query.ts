@@ -68,11 +68,12 @@ const maxKeyTimes = 500
 /** Attributes listed at most (the most frequent). */
 export const maxAttributes = 200
 /**
- * A sampled column's candidate top values: ClickHouse's topK of the sample, Space-Saving with 3
- * counters per value asked for, lists every value more frequent than 1/600 of the sample (a user
- * id of 0.3% of events among ids seen once or twice: explore15 F1); they are counted exactly. An
- * exact GROUP BY of every column's values over 150,000 sampled rows took 350-500 ms of the
- * request, this 250-300 (bench/README.md, "Find anything").
+ * A sampled text column's candidate top values: ClickHouse's topK of the sample, Space-Saving
+ * with 3 counters per value asked for, lists every value more frequent than 1/600 of the sample
+ * (a user id of 0.3% of events among ids seen once or twice: explore15 F1); they are counted
+ * exactly. An exact GROUP BY of every column's text over 150,000 sampled rows took 350-500 ms of
+ * the request, this 250-300 (bench/README.md, "Find anything"). Numeric columns are grouped
+ * exactly.
  */
 const columnCandidates = 200
 export const defaultFieldsTop = 5
@@ -208,14 +209,15 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
     // sampled, the sample's candidates counted exactly there (columnCandidates).
     const columnSelect = listedColumns.map((c, i) => {
       const col = columnSql(c.column, params.scope)
-      const candidates = scale === 1 ? sql`` : sql`, arrayMap(h -> toString(h), topK(${columnCandidates})(cityHash64(${c.numeric ? sql`toString(${col})` : col}))) AS top_${rawSql(String(i))}`
+      // A numeric column is grouped exactly (a number hashes cheaply); a text column by candidates.
+      const candidates = scale === 1 || c.numeric ? sql`` : sql`, arrayMap(h -> toString(h), topK(${columnCandidates})(cityHash64(${col}))) AS top_${rawSql(String(i))}`
       return sql`count(${col}) AS n_${rawSql(String(i))}${candidates}`
     })
     const row = (await clickhouse.query<Record<string, number | string[]>>(sql`SELECT ${joinSql(columnSelect, ', ')} FROM events ${rows}`))[0]
     const present = listedColumns.map((_, i) => Number(row[`n_${i}`]) > 0)
     return [row, scale === 1
       ? await columnTopValues(clickhouse, rows, top, present, params.scope)
-      : await columnValueCounts(clickhouse, rows, top, params.scope, listedColumns.map((_, i) => present[i] ? row[`top_${i}`] as string[] : []))]
+      : await columnValueCounts(clickhouse, rows, top, params.scope, present, listedColumns.map((c, i) => present[i] && !c.numeric ? row[`top_${i}`] as string[] : []))]
   }
   const attributesChain = async (): Promise<[KeyRow[], Map<string, Array<{ value: string, count: number }>>]> => {
     // Counts and types per key in one pass, then each listed key's top values, grouped exactly
@@ -390,16 +392,23 @@ async function columnTopValues (clickhouse: ClickHouse, rows: SqlFragment, top: 
 }
 
 /**
- * The `top` most frequent of each column's candidates (hashes of their text, a sample's topK)
- * seen at least twice in the sample, counted exactly there: per column the rows holding one of
- * them, grouped (one UNION ALL). A countIf per value and column in one pass compared every value
- * with every row: 1.1 s over the 200,000 sampled rows of 30 M events, this 0.3 s.
+ * The `top` most frequent values of each present column seen at least twice in the sample,
+ * counted exactly there (one UNION ALL): a numeric column grouped by its values (a number hashes
+ * cheaply: ~20 ms over 150,000 rows), a text column's candidates (hashes of their text, a sample's
+ * topK) by the rows holding one of them. A countIf per value and column in one pass compared every
+ * value with every row: 1.1 s over the 200,000 sampled rows of 30 M events, this 0.3 s.
  */
-async function columnValueCounts (clickhouse: ClickHouse, rows: SqlFragment, top: number, scope: AttrScope, candidates: string[][]): Promise<Array<Array<{ value: string, count: number }>>> {
-  return await columnValueRows(clickhouse, scope, (_c, i, text) => candidates[i].length > 0
-    ? sql`SELECT * FROM (SELECT ${rawSql(String(i))} AS i, assumeNotNull(${text}) AS v, count() AS n FROM events
-      ${rows} AND cityHash64(${text}) IN (${uint64List(candidates[i])}) GROUP BY v HAVING n >= 2 ORDER BY n DESC, v LIMIT ${top})`
-    : null)
+async function columnValueCounts (clickhouse: ClickHouse, rows: SqlFragment, top: number, scope: AttrScope, present: boolean[],
+  candidates: string[][]): Promise<Array<Array<{ value: string, count: number }>>> {
+  return await columnValueRows(clickhouse, scope, (c, i, text) => !present[i]
+    ? null
+    : c.numeric
+      ? sql`SELECT ${rawSql(String(i))} AS i, toString(x) AS v, n FROM (SELECT assumeNotNull(${rawSql(c.column)}) AS x, count() AS n FROM events
+        ${rows} AND isNotNull(${rawSql(c.column)}) GROUP BY x HAVING n >= 2 ORDER BY n DESC, toString(x) LIMIT ${top})`
+      : candidates[i].length > 0
+        ? sql`SELECT * FROM (SELECT ${rawSql(String(i))} AS i, assumeNotNull(${text}) AS v, count() AS n FROM events
+          ${rows} AND cityHash64(${text}) IN (${uint64List(candidates[i])}) GROUP BY v HAVING n >= 2 ORDER BY n DESC, v LIMIT ${top})`
+        : null)
 }
 
 /**

@@ -75,14 +75,15 @@ t.test('/fields sampled lists the most frequent values of a field of mostly uniq
   const tgt = await createIngestTarget(s, 'users')
   const now = Date.now()
   const userOf = (i: number): string => i % 100 < 4 ? 'h0' : i % 100 < 6 ? 'h1' : i % 100 === 6 ? 'h2' : `u${i}`
-  const lines = Array.from({ length: 20_000 }, (_, i) => JSON.stringify({ ts: now - hour + i * 150, message: `request for ${userOf(i)}`, user: { id: userOf(i) } }))
+  const bytesOf = (i: number): number => ({ h0: 512, h1: 256, h2: 128 } as Record<string, number>)[userOf(i)] ?? 10_000 + i
+  const lines = Array.from({ length: 20_000 }, (_, i) => JSON.stringify({ ts: now - hour + i * 150, message: `request for ${userOf(i)}`, user: { id: userOf(i) }, bytes: bytesOf(i) }))
   t.equal((await postIngest(tgt, lines.join('\n'))).body.ingested, 20_000)
   const answer = await s.api('GET', `/api/streams/users/fields?from=${now - hour - 1000}&to=${now}&sample=2000`)
   t.same([answer.status, answer.body.sampled], [200, true])
-  for (const name of ['user.id', 'message']) {
+  for (const name of ['user.id', 'message', 'bytes']) {
     const field = answer.body.fields.find((f: { name: string }) => f.name === name)
-    const prefix = name === 'message' ? 'request for ' : ''
-    t.same(field.top.map((v: { value: string }) => v.value), ['h0', 'h1', 'h2'].map((u) => prefix + u), `${name}: the three heavy values, in order, and no value seen once`)
+    const heavy = name === 'bytes' ? [512, 256, 128] : ['h0', 'h1', 'h2'].map((u) => name === 'message' ? `request for ${u}` : u)
+    t.same(field.top.map((v: { value: string }) => v.value), heavy, `${name}: the three heavy values, in order, and no value seen once`)
     for (const [k, truth] of [800, 400, 200].entries()) {
       t.ok(Math.abs(field.top[k].count - truth) <= truth / 4, `${name} ${field.top[k].value}: ${field.top[k].count} near ${truth}`)
     }
