@@ -39,6 +39,11 @@ const variants: Array<[string, LiveRequest | null]> = [
   ['the 6 filters of tail.bench.ts, caps 0', { filters: all, caps: all.map(() => 0) }],
   ['q empty, cap 2000: every event serialized', { filters: [''], caps: [2000] }],
   ['the 6 filters, caps 2000: every match serialized', { filters: all, caps: all.map(() => 2000) }],
+  // Regular expressions: one as a user writes it, and one of 1,000 states that matches nothing
+  // here (its automaton's steps: the line's length x 1,000; the tail's step budget, docs/api.md 7.5).
+  ['`message:~"time(out)?"`, cap 0', { filters: ['message:~"time(out)?"'], caps: [0] }],
+  ['`message:~"[^z]{999}z"`, cap 0', { filters: ['message:~"[^z]{999}z"'], caps: [0] }],
+  ['`message:~"[^z]{999}z"` and `message:~"[^y]{999}y"`, caps 2000', { filters: ['message:~"[^z]{999}z"', 'message:~"[^y]{999}y"'], caps: [2000, 2000] }],
 ]
 
 const times = new Map<string, number[]>()
