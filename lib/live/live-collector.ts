@@ -65,6 +65,20 @@ const pathCounter = new PathCounter()
 /** The tail frames of a task; one per worker, reset per task. */
 const frames = new TailFrameWriter()
 
+/**
+ * Per worker: how thinly each regular expression's filter was sampled at the end of its last task
+ * (its `every`), so a costly pattern stays thinned across tasks: a stream fed line by line gets a
+ * task per request, and each new task's base budget would pay for another cut-off match (2 ms).
+ * A filter matched within a quarter of its share is sampled twice as often in the next task.
+ * Bounded as the matchers are.
+ */
+const everyOf = new Map<string, number>()
+
+/** How thinly this worker samples filter `q` when its next task starts (1: every row); for tests. */
+export function sampledEvery (q: string): number {
+  return everyOf.get(q) ?? 1
+}
+
 /** Compiled filters by their text; bounded, since clients come and go. */
 const matchers = new Map<string, Matcher>()
 const maxCachedMatchers = 256
@@ -105,6 +119,9 @@ export class LiveCollector {
   /** Per filter: automaton steps taken, and the rows it is matched against one in (1: every row). */
   readonly #spent: number[]
   readonly #every: number[]
+  /** Per filter: the rows its regular expression was run on in this task. */
+  readonly #evaluated: number[]
+  readonly #filters: readonly string[]
   /** Filters with a regular expression: they share the task's steps. */
   readonly #costly: number
   /** Automaton steps the task's regular expressions may take together, so far. */
@@ -118,14 +135,16 @@ export class LiveCollector {
 
   constructor (request: LiveRequest, receivedAt: number) {
     this.#matchers = request.filters.map(matcherFor)
+    this.#filters = request.filters
     this.#spent = new Array(this.#matchers.length).fill(0)
-    this.#every = new Array(this.#matchers.length).fill(1)
+    this.#evaluated = new Array(this.#matchers.length).fill(0)
+    this.#every = request.filters.map((q, i) => this.#matchers[i]?.regex === true ? everyOf.get(q) ?? 1 : 1)
     this.#costly = this.#matchers.filter((m) => m !== null && m.regex).length
     this.#caps = request.caps
     this.#receivedAt = receivedAt
     this.#taken = new Array(this.#matchers.length).fill(0)
     this.#dropped = new Array(this.#matchers.length).fill(0)
-    this.#open = this.#caps.filter((cap) => cap > 0).length
+    this.#open = this.#caps.filter((cap, i) => cap > 0 && this.#every[i] === 1).length
     pathCounter.clear()
     frames.reset()
   }
@@ -187,15 +206,18 @@ export class LiveCollector {
     const share = this.#steps / this.#costly
     const limit = Math.max(minRegexSteps, share - this.#spent[i])
     let matched = false
+    let cut = false
     setRegexStepLimit(limit)
     try {
       matched = match(view)
     } catch (err) {
       if (!(err instanceof RegexStepLimit)) throw err
+      cut = true
     }
     this.#spent[i] += limit - Math.max(0, regexStepsLeft())
+    this.#evaluated[i]++
     setRegexStepLimit(Infinity)
-    if (this.#spent[i] > share && this.#every[i] < maxEvery) {
+    if ((cut || this.#spent[i] > share) && this.#every[i] < maxEvery) {
       if (this.#every[i] === 1 && this.#taken[i] < this.#caps[i]) this.#open--
       this.#every[i] = this.#every[i] === 1 ? sampleEvery : this.#every[i] * 2
     }
@@ -203,6 +225,18 @@ export class LiveCollector {
   }
 
   finish (): LiveOutput {
+    const share = this.#steps / this.#costly
+    for (let i = 0; i < this.#matchers.length; i++) {
+      if (this.#matchers[i]?.regex !== true) continue
+      let every = this.#every[i]
+      if (every > 1 && this.#evaluated[i] > 0 && this.#spent[i] < share / 4) every = every > sampleEvery ? every / 2 : 1
+      if (every === 1) {
+        everyOf.delete(this.#filters[i])
+      } else {
+        if (everyOf.size >= maxCachedMatchers) everyOf.clear()
+        everyOf.set(this.#filters[i], every)
+      }
+    }
     if (this.#passedOver > 0) {
       for (let i = 0; i < this.#matchers.length; i++) if (this.#matchers[i] === null) this.#dropped[i] += this.#passedOver
     }

@@ -2,7 +2,7 @@
 // past the cap an empty q still counts exactly, a filter counts by sampling one row in
 // `sampleEvery` (so `dropped` is an estimate there); live stats see every row.
 import t from 'tap'
-import { LiveCollector, sampleEvery } from '../../lib/live/live-collector.ts'
+import { LiveCollector, sampledEvery, sampleEvery } from '../../lib/live/live-collector.ts'
 import type { EventRow } from '../../lib/events/event-row.ts'
 import { eventRow } from '../helpers/events.ts'
 
@@ -83,4 +83,22 @@ t.test('a regular expression stopped past its steps does not match that row', as
   t.equal(out.masks.filter((m) => (m & 0b01) !== 0).length, 0, 'none delivered')
   t.equal(out.masks.length, 300, 'the empty q still gets every row')
   t.equal(out.stats.count, 300)
+})
+
+t.test('a costly pattern stays thinned across tasks (a stream fed line by line); a cheap one is not, and one that turns cheap recovers', async (t) => {
+  const costly = 'message:~"[^w]{999}w"'
+  const cheap = 'message:~"^v"'
+  const task = (message: string): void => {
+    const c = new LiveCollector({ filters: [costly, cheap], caps: [100, 100] }, 0)
+    c.add(messageRow(0, message), 0)
+    c.finish()
+  }
+  task(`${'a'.repeat(2000)}w`)
+  t.ok(sampledEvery(costly) >= sampleEvery, `cut off in a one-line task: sampled from the next task on (1 in ${sampledEvery(costly)})`)
+  for (let i = 0; i < 200; i++) task(`${'a'.repeat(2000)}w`)
+  t.ok(sampledEvery(costly) >= sampleEvery, `still after 200 more (1 in ${sampledEvery(costly)})`)
+  t.equal(sampledEvery(cheap), 1, 'the cheap pattern beside it: every row')
+  // Short messages: each match fits in a quarter of the share, so the sampling halves per task.
+  for (let i = 0; i < 20_000 && sampledEvery(costly) > 1; i++) task('w')
+  t.equal(sampledEvery(costly), 1, 'matched cheaply again, it is back to every row')
 })
