@@ -23,8 +23,12 @@ const rawJson = JSON as unknown as {
   isRawJSON (value: unknown): boolean
 }
 
-/** 16 digits in a row: the only text in which an integer JSON.parse would round can be. */
-const sixteenDigits = /\d{16}/
+/**
+ * A number token of 16 or more digits: the only text in which an integer JSON.parse would round
+ * can be. A token starts the text or follows `:`, `[` or `,`; a string's digits follow a quote,
+ * so OTLP/JSON's quoted 19-digit timestamps do not slow its bodies.
+ */
+const longNumberToken = /(?:^|[:,[])\s*-?\d{16}/
 /** An integer token of 16 or more digits (JSON allows no leading zero, '+' or fraction here). */
 const longInteger = /^-?\d{16,}$/
 
@@ -39,28 +43,16 @@ function keepIntegerDigits (_key: string, value: unknown, context?: ReviverConte
   return longInteger.test(source) ? rawJson.rawJSON(source) : value
 }
 
-/** JSON.parse of an event line (or a nested log object), integers of 16 or more digits kept as their text. */
+/**
+ * JSON.parse of an event line (or a nested log object, or an OTLP/JSON body: an int64 `intValue`
+ * past 2^53 keeps its digits written as a number too, docs/api.md section 9.1), integers of 16 or
+ * more digits kept as their text.
+ */
 export function parseEventJson (text: string): unknown {
-  return sixteenDigits.test(text) ? JSON.parse(text, keepIntegerDigits as (key: string, value: unknown) => unknown) : JSON.parse(text)
-}
-
-/**
- * A number token of 16 or more digits in a JSON text: right after `:`, `[` or `,` (a string's
- * digits follow a quote). OTLP/JSON writes int64 as strings, so most bodies hold 19-digit
- * timestamps in quotes, and the reviver would slow every one.
- */
-const longNumberToken = /[:,[]\s*-?\d{16}/
-
-/**
- * JSON.parse of a protocol's body (OTLP/JSON), an integer of 16 or more digits written as a
- * number kept as its text (a RawInteger), as parseEventJson keeps a line's: an int64 `intValue`
- * past 2^53 keeps its digits in either form (docs/api.md section 9.1; explore16 F2).
- */
-export function parseProtocolJson (text: string): unknown {
   return longNumberToken.test(text) ? JSON.parse(text, keepIntegerDigits as (key: string, value: unknown) => unknown) : JSON.parse(text)
 }
 
-/** The text of a number parseProtocolJson kept as a RawInteger; any other value as it is. */
+/** The text of a number parseEventJson kept as a RawInteger; any other value as it is. */
 export function numberOrText (value: unknown): unknown {
   return isRawInteger(value) ? value.rawJSON : value
 }

@@ -10,7 +10,7 @@ import { Buffer } from 'node:buffer'
 import type { BodyError, ParseTask, RecordSink } from '../ingest/parse-task.ts'
 import { EventRejection } from '../events/rejection.ts'
 import { invalidBody } from './body-task.ts'
-import { parseProtocolJson } from '../events/json-integers.ts'
+import { parseEventJson } from '../events/json-integers.ts'
 import { referenceEvent } from './reference-event.ts'
 import { decodeOtlpProto } from './otlp/otlp-proto.ts'
 import { otlpEvents } from './otlp/otlp-events.ts'
@@ -52,7 +52,7 @@ export function decodeBody (task: ParseTask, store: RecordSink, maxDecodedBytes:
   const bytes = Buffer.from(task.input)
   switch (task.inputKind) {
     case 'otlp-json': {
-      const parsed = parseJson(bytes, parseProtocolJson)
+      const parsed = parseJson(bytes, parseEventJson)
       return 'value' in parsed ? otlpEvents(parsed.value, 'hex', sink) : parsed
     }
     case 'otlp-proto': {

@@ -26,7 +26,7 @@
 import type { EventRow } from '../events/event-row.ts'
 import { PathCounter } from './path-counter.ts'
 import type { LiveOutput, LiveRequest } from './live-protocol.ts'
-import { parseFilter } from '../query/filter-parser.ts'
+import { parseFilter, someTerm } from '../query/filter-parser.ts'
 import { compileMatcher } from '../query/filter-match.ts'
 import { RegexStepLimit, regexStepsLeft, setRegexStepLimit } from '../query/filter-regex.ts'
 import type { FilterNode } from '../query/filter-parser.ts'
@@ -100,12 +100,7 @@ function textLength (value: string | number | null | undefined): number {
 }
 
 function hasRegex (node: FilterNode): boolean {
-  switch (node.kind) {
-    case 'regex': return true
-    case 'not': return hasRegex(node.child)
-    case 'and': case 'or': return node.children.some(hasRegex)
-    default: return false
-  }
+  return someTerm(node, (term) => term.kind === 'regex')
 }
 
 export class LiveCollector {

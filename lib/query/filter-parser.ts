@@ -411,13 +411,16 @@ function parseLevel (value: string, isPrefix: boolean, position: number, valueSt
   return fail(`level:${shown} is not a level`, valueStart, `use one of ${levelNames.join(', ')}, optionally after >=, >, <=, <`)
 }
 
+/** Whether some term of the tree passes `test`. */
+export function someTerm (node: FilterNode, test: (term: FilterTerm) => boolean): boolean {
+  switch (node.kind) {
+    case 'and': case 'or': return node.children.some((child) => someTerm(child, test))
+    case 'not': return someTerm(node.child, test)
+    default: return test(node)
+  }
+}
+
 /** Whether the tree reads any attribute (the tail then flattens each event's attrs). */
 export function readsAttributes (node: FilterNode | null): boolean {
-  if (node === null) return false
-  switch (node.kind) {
-    case 'and': case 'or': return node.children.some(readsAttributes)
-    case 'not': return readsAttributes(node.child)
-    case 'text': case 'statusClass': case 'level': return false
-    default: return node.field.kind === 'attribute'
-  }
+  return node !== null && someTerm(node, (term) => term.kind !== 'text' && term.kind !== 'statusClass' && term.kind !== 'level' && term.field.kind === 'attribute')
 }

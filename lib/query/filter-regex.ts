@@ -410,10 +410,6 @@ function inRanges (ranges: Ranges, cp: number): boolean {
 }
 
 /**
- * Whether `regex` matches somewhere in `text` (a well-formed string), as ClickHouse's match()
- * does on its UTF-8: a Thompson simulation over code points, one pass, no backtracking.
- */
-/**
  * Thrown by matchesRegex past the steps setRegexStepLimit allowed: the tail's matching of one
  * filter stays within its share of a task's steps even on one long line (a 1,000-state pattern
  * over a 2,000-character message took 20 ms; docs/api.md section 7.5). A step is one state on
@@ -435,6 +431,10 @@ export function regexStepsLeft (): number {
   return stepsLeft
 }
 
+/**
+ * Whether `regex` matches somewhere in `text` (a well-formed string), as ClickHouse's match()
+ * does on its UTF-8: a Thompson simulation over code points, one pass, no backtracking.
+ */
 export function matchesRegex (regex: FilterRegex, text: string): boolean {
   const prog = regex.program
   const scratch = scratchFor(prog)

@@ -38,6 +38,7 @@ import { levelNames } from '../events/level.ts'
 import { maxNumberDigits, maxNumberScale, powersOfTen } from './filter-number.ts'
 import type { FilterNumber } from './filter-number.ts'
 import type { FieldRef, FilterNode, FilterTerm } from './filter-parser.ts'
+import { someTerm } from './filter-parser.ts'
 import { attrHasValueSql, attrPresentUnderSql, attrValueSql, columnSql, noLegacyRows } from './attr-sql.ts'
 import type { AttrScope } from './attr-sql.ts'
 import { attrPairPrefilter, searchTextPrefilter } from '../storage/event-schema.ts'
@@ -129,11 +130,7 @@ const lowerUtf8: FoldOf = (col) => sql`lowerUTF8(${col})`
 const foldParameter: FoldOf = (col) => rawSql(`q_fold_${col.text}`)
 
 function hasTextTerm (node: FilterNode): boolean {
-  switch (node.kind) {
-    case 'and': case 'or': return node.children.some(hasTextTerm)
-    case 'not': return hasTextTerm(node.child)
-    default: return node.kind === 'text'
-  }
+  return someTerm(node, (term) => term.kind === 'text')
 }
 
 function compileTerm (node: FilterTerm, scope: AttrScope, fold: FoldOf): SqlFragment {

@@ -265,10 +265,10 @@ export class ReadLimits {
     const limits = this.#limits
     const start = this.#now()
     const releaseScan = scan
-      ? takeSlot(this.#scans, orgId, limits.maxScansPerOrg, this.#now(), 'Reads of this organization scanning raw events over more than an hour')
+      ? takeSlot(this.#scans, orgId, limits.maxScansPerOrg, start, 'Reads of this organization scanning raw events over more than an hour')
       : undefined
     try {
-      const release = takeSlot(this.#running, orgId, limits.maxConcurrentPerOrg, this.#now(), 'Reads of this organization running')
+      const release = takeSlot(this.#running, orgId, limits.maxConcurrentPerOrg, start, 'Reads of this organization running')
       let released = false
       return () => {
         if (released) return

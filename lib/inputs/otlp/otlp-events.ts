@@ -95,7 +95,7 @@ function keyValues (values: unknown, depth: number): Obj {
 
 /** int64/fixed64 nanoseconds (a decimal string or a number) to ms; 0 for unset; NaN when not a number. */
 function nanosToMs (raw: unknown): number {
-  const value = numberOrText(raw) // 19 digits written as a JSON number: their text (parseProtocolJson)
+  const value = numberOrText(raw) // 19 digits written as a JSON number: their text (parseEventJson)
   if (value === undefined || value === null) return 0
   if (typeof value === 'number') return Number.isFinite(value) && value >= 0 ? Math.round(value / 1e6) : NaN
   if (typeof value !== 'string' || !/^\d{1,20}$/.test(value)) return NaN
