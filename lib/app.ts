@@ -2,6 +2,7 @@
 // given; migrations; the metadata cache), the accounts and the bootstrap, ingest (workers, batch
 // writer, admission), live tails, the routes and the HTTP server. createApp() brings it all up;
 // close() takes it down in the reverse order (lib/app/lifecycle.ts).
+import { availableParallelism } from 'node:os'
 import type { AddressInfo } from 'node:net'
 import type { Piscina } from 'piscina'
 import type { Config } from './config.ts'
@@ -87,7 +88,13 @@ export async function createApp (config: Config, log: Logger, options: AppOption
       ...(ingest.shards === undefined ? {} : { shards: ingest.shards, eventsTable: 'events_local' }),
       onFailure: () => { metrics.storageRefusals.inc() },
     })
-    const reads = new ReadLimits(config.query, now)
+    // A read on an otherwise idle server takes more threads (read-limits.ts); cluster mode keeps
+    // query.maxThreads: the other nodes' ingest into the same servers is not seen here.
+    const idleThreads = config.clickhouse.cluster !== null ? config.query.maxThreads : config.query.idleThreads || availableParallelism()
+    const reads = new ReadLimits(config.query, now, undefined, {
+      idleThreads,
+      ingestIdleMs: () => Math.min(ingest.admission.idleMs(), ingest.writer.idleMs()),
+    })
     const router = new Router()
     registerRoutes(router, {
       config, clickhouse, store, accounts, auth, audit, ingest, live, metrics, reads,

@@ -129,6 +129,8 @@ export interface Config {
     maxGroupKeys: number
     /** ClickHouse threads per read query (max_threads). */
     maxThreads: number
+    /** max_threads of a read's query while no ingest and no other read runs; 0: this machine's cores. */
+    idleThreads: number
   }
   limits: OrgLimits & {
     /** Bytes accepted but not yet committed, server-wide (429 server_busy past it). */

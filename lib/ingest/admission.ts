@@ -142,6 +142,9 @@ export class Admission {
   #reading = 0
   #waitingCount = 0
   #readingBytes = 0
+  /** When the last request stopped reading (-Infinity: none yet). */
+  #lastDoneAt = -Infinity
+  readonly #now: () => number
   readonly #orgs = new Map<string, OrgState>()
   /** Orgs with requests waiting for a slot, in the order they are served (round-robin). */
   #turn: string[] = []
@@ -154,12 +157,19 @@ export class Admission {
     this.#options = options
     this.#limits = options.limits
     this.#rate = new RateLimiter(options.now)
+    this.#now = options.now ?? Date.now
     this.#setTimer = options.setTimer ?? defaultSetTimer
   }
 
   /** Requests reading and parsing their bodies. */
   get readingRequests (): number {
     return this.#reading
+  }
+
+  /** ms since an ingest request last held or waited for a reading slot or body bytes (0 while one does). */
+  idleMs (): number {
+    if (this.#reading > 0 || this.#waitingCount > 0 || this.uncommittedBytes > 0) return 0
+    return Math.max(0, this.#now() - this.#lastDoneAt)
   }
 
   /** Admitted requests waiting for a reading slot. */
@@ -348,6 +358,7 @@ export class Admission {
   }
 
   #doneReading (ticket: Ticket): void {
+    this.#lastDoneAt = this.#now()
     const org = this.#orgs.get(ticket.orgId)!
     this.#bodyBytes -= ticket.counted
     org.bytes -= ticket.counted

@@ -22,7 +22,13 @@
 // - each ClickHouse query of a read carries limits ClickHouse enforces itself: max_execution_time,
 //   max_memory_usage, max_rows_to_group_by (overflow: throw), and max_threads (1 by default: a
 //   read takes one core, inserts and their merges keep the other; measured in bench/README.md,
-//   "Reads against ingest");
+//   "Reads against ingest"). A statement that starts while the server is otherwise idle (no
+//   ingest request, no rows waiting for an insert for idleAfterMs, no other read running) gets
+//   `query.idleThreads` instead: one core is the ingest's share only when ingest is there to take
+//   it, and a lone read on an idle 2-core machine then takes about half the time. Each statement
+//   of a read decides again, so a long read falls back to maxThreads for its next statement once
+//   ingest or another read starts; one statement already running keeps its threads to its end
+//   (at most query.timeoutMs);
 // - a query past a limit answers `504 query_timeout` (time) or `422 query_too_expensive` (memory,
 //   groups, rows), never a 500 or a crash; also when ClickHouse hangs and cannot enforce its own
 //   limit: each query has a deadline 2 s past its max_execution_time (withOptions);
@@ -58,6 +64,17 @@ const maxTickets = 10_000
 /** ms a read whose client went away waits for ClickHouse to stop its queries (KILL ... SYNC). */
 const stopTimeoutMs = 5_000
 
+/** ms without ingest after which a read's statements may take query.idleThreads. */
+export const idleAfterMs = 1_000
+
+/** How a read tells whether the server is otherwise idle (the idle threads, above). */
+export interface ReadLoad {
+  /** ms since ingest last had a request or rows in hand; 0 while it has some. */
+  ingestIdleMs: () => number
+  /** max_threads of a read's statement on an idle server; at most query.maxThreads: never more. */
+  idleThreads: number
+}
+
 /** ms past a query's max_execution_time after which Sluice gives up on an answer (withOptions). */
 const deadlineGraceMs = 2_000
 
@@ -84,13 +101,17 @@ export class ReadLimits {
   readonly #meanHoldMs = new Map<string, number>()
   /** Per request key (ticketOf), the first arrival of a read the queue refused, until `expires`. */
   readonly #tickets = new Map<string, { since: number, expires: number }>()
-  /** The ClickHouse settings of every read query. */
+  readonly #load: ReadLoad | null
+  /** Reads of every org holding a slot (running or being stopped). */
+  #holding = 0
+  /** The ClickHouse settings of every read query (max_threads: maxThreads; see threads()). */
   readonly settings: Readonly<Record<string, number | string>>
 
-  constructor (limits: Config['query'], now: () => number = Date.now, setTimer: SetTimer = defaultSetTimer) {
+  constructor (limits: Config['query'], now: () => number = Date.now, setTimer: SetTimer = defaultSetTimer, load: ReadLoad | null = null) {
     this.#limits = limits
     this.#now = now
     this.#setTimer = setTimer
+    this.#load = load
     this.settings = {
       // Whole seconds: 18.16 reads max_execution_time as seconds.
       max_execution_time: Math.max(1, Math.ceil(limits.timeoutMs / 1000)),
@@ -104,6 +125,14 @@ export class ReadLimits {
   /** Reads of `orgId` running now. */
   running (orgId: string): number {
     return this.#running.get(orgId)?.length ?? 0
+  }
+
+  /** max_threads of a read's statement starting now: idleThreads when it is the only read and ingest is idle. */
+  threads (): number {
+    const load = this.#load
+    const busy = this.#limits.maxThreads
+    if (load === null || load.idleThreads <= busy || this.#holding > 1) return busy
+    return load.ingestIdleMs() >= idleAfterMs ? load.idleThreads : busy
   }
 
   /** Reads of `orgId` waiting for slots now. */
@@ -136,7 +165,11 @@ export class ReadLimits {
     }
     ctx.res.once('close', onClose)
     try {
-      return await fn(withOptions(clickhouse, { settings: this.settings, signal: aborter.signal }, queryIds, stop))
+      const settings = (): Readonly<Record<string, number | string>> => {
+        const threads = this.threads()
+        return threads === this.settings.max_threads ? this.settings : { ...this.settings, max_threads: threads }
+      }
+      return await fn(withOptions(clickhouse, { signal: aborter.signal }, settings, queryIds, stop))
     } catch (err) {
       throw readError(err)
     } finally {
@@ -269,10 +302,12 @@ export class ReadLimits {
       : undefined
     try {
       const release = takeSlot(this.#running, orgId, limits.maxConcurrentPerOrg, start, 'Reads of this organization running')
+      this.#holding++
       let released = false
       return () => {
         if (released) return
         released = true
+        this.#holding--
         release()
         releaseScan?.()
         this.#noteHold(orgId, scan ? 'scan' : 'read', this.#now() - start)
@@ -350,11 +385,12 @@ export function readError (err: unknown): unknown {
  * read until the client's idle timeout. Past the deadline the query is aborted, `stop` is called
  * (it KILLs the read's queries) and the read answers query_timeout.
  */
-function withOptions (clickhouse: ClickHouse, options: RequestOptions, queryIds: string, stop: () => void): ClickHouse {
+function withOptions (clickhouse: ClickHouse, options: RequestOptions, settings: () => Readonly<Record<string, number | string>>,
+  queryIds: string, stop: () => void): ClickHouse {
   let n = 0
   const next = (own: RequestOptions | undefined): { options: RequestOptions, deadline: AbortSignal | null } => {
     options.signal?.throwIfAborted()
-    const opts: RequestOptions = { queryId: `${queryIds}${n++}`, ...merged(options, own) }
+    const opts: RequestOptions = { queryId: `${queryIds}${n++}`, ...merged({ ...options, settings: settings() }, own) }
     const seconds = Number(opts.settings?.max_execution_time ?? 0)
     if (!(seconds > 0)) return { options: opts, deadline: null }
     const deadline = AbortSignal.timeout(seconds * 1000 + deadlineGraceMs)

@@ -260,6 +260,7 @@ export class BatchWriter {
   #seq = 0
   #flushThroughSeq = 0
   #lastInsertStartedAt = -Infinity
+  #lastInsertEndedAt = -Infinity
   #timer: CancelTimer | undefined
   #timerDueAt = 0
   #expiryTimer: CancelTimer | undefined
@@ -318,6 +319,11 @@ export class BatchWriter {
 
   /** Rows handed to write() and not yet settled. */
   get pendingRows (): number { return this.#heldRows + this.#waitingRows + this.#sendingRows }
+
+  /** ms since the writer last held rows (0 while it holds some): whether ingest is idle (read-limits.ts). */
+  idleMs (): number {
+    return this.pendingRows > 0 ? 0 : Math.max(0, this.#now() - this.#lastInsertEndedAt)
+  }
 
   /** How many stalls the writer saw: attempts that ended without an answer while inserts flowed. */
   get stalls (): number { return this.#gate?.closedTimes ?? 0 }
@@ -544,6 +550,7 @@ export class BatchWriter {
       this.#sending = null
       this.#sendingRows = 0
       this.#sendingBytes = 0
+      this.#lastInsertEndedAt = this.#now()
       this.#schedule()
     }
   }

@@ -169,3 +169,32 @@ t.test('a body that starts to lag while another org waits is cut then, not only 
   slow[0].reportBehind()
   t.same(cut, [1], 'A is down to its share of 1: not cut')
 })
+
+t.test('idleMs: 0 while a request reads or waits, then the time since the last one stopped (a read\'s idle threads)', async (t) => {
+  let now = 1_000_000
+  let pending = 0
+  const admission = new Admission({
+    limits: limits({ maxReadingRequests: 1 }),
+    writerPendingBytes: () => pending,
+    writerNeedsDrain: () => false,
+    now: () => now,
+    setTimer: () => () => {},
+  })
+  t.ok(admission.idleMs() >= 1_000_000, 'never busy: idle since forever')
+  const a = admission.admit('A', 'a')
+  await a.startReading()
+  const b = admission.admit('B', 'b')
+  const bRead = read(b)
+  now += 5000
+  t.equal(admission.idleMs(), 0, 'reading')
+  a.release()
+  await tick()
+  t.equal(bRead.granted, true)
+  now += 300
+  t.equal(admission.idleMs(), 0, 'the waiter reads now')
+  b.release()
+  now += 700
+  t.equal(admission.idleMs(), 700, 'since the last request stopped reading')
+  pending = 100
+  t.equal(admission.idleMs(), 0, 'bytes accepted and not yet committed count as busy')
+})

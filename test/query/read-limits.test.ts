@@ -19,7 +19,7 @@ import type { RequestContext } from '../../lib/http/reply.ts'
 // The embedded engine cannot stop a running statement (lib/storage/chdb-clickhouse.ts).
 t.test('a read whose client went away is stopped in ClickHouse; the next read waits for its slot', { skip: onChdb && 'chdb cannot stop a statement' }, async (t) => {
   const { clickhouse } = await createTestDatabase(t)
-  const reads = new ReadLimits({ maxConcurrentPerOrg: 1, maxScansPerOrg: 1, maxQueueMs: 0, timeoutMs: 20_000, maxMemoryBytes: 1 << 30, maxGroupKeys: 1_000_000, maxThreads: 1 })
+  const reads = new ReadLimits({ maxConcurrentPerOrg: 1, maxScansPerOrg: 1, maxQueueMs: 0, timeoutMs: 20_000, maxMemoryBytes: 1 << 30, maxGroupKeys: 1_000_000, maxThreads: 1, idleThreads: 0 })
   // A statement that runs for seconds, unless stopped (a marker to find it by in system.processes).
   const slow = 'SELECT count() FROM numbers(100000000000) WHERE sipHash64(number) % 7 = 1 AND \'read-limits-test\' != \'\''
   const answers: Array<Promise<unknown>> = []
@@ -74,7 +74,7 @@ t.test('a read on a ClickHouse that hangs answers query_timeout past its deadlin
   const clickhouse = createClickHouse({ url: proxy.url, database, user: process.env.CLICKHOUSE_USER ?? 'default', password: process.env.CLICKHOUSE_PASSWORD ?? '', requestTimeoutMs: 60_000 })
   t.teardown(async () => { await clickhouse.close() })
   // max_execution_time 1 s: ClickHouse would enforce it, but a stalled one cannot.
-  const reads = new ReadLimits({ maxConcurrentPerOrg: 1, maxScansPerOrg: 1, maxQueueMs: 0, timeoutMs: 1000, maxMemoryBytes: 1 << 30, maxGroupKeys: 1_000_000, maxThreads: 1 })
+  const reads = new ReadLimits({ maxConcurrentPerOrg: 1, maxScansPerOrg: 1, maxQueueMs: 0, timeoutMs: 1000, maxMemoryBytes: 1 << 30, maxGroupKeys: 1_000_000, maxThreads: 1, idleThreads: 0 })
   const ctx = { res: Object.assign(new EventEmitter(), { writableFinished: false }) } as unknown as RequestContext
   t.same(await reads.run(ctx, 'org_1', clickhouse, async (ch) => await ch.query('SELECT 1 AS one')), [{ one: 1 }], 'through the proxy')
 
@@ -94,7 +94,7 @@ t.test('a read on a ClickHouse that hangs answers query_timeout past its deadlin
 
 t.test('Retry-After of too_many_reads: about as long as the youngest holder has run, 1 to 30 s', async (t) => {
   let clock = 1_000_000
-  const reads = new ReadLimits({ maxConcurrentPerOrg: 2, maxScansPerOrg: 1, maxQueueMs: 0, timeoutMs: 20_000, maxMemoryBytes: 1 << 30, maxGroupKeys: 1_000_000, maxThreads: 1 }, () => clock)
+  const reads = new ReadLimits({ maxConcurrentPerOrg: 2, maxScansPerOrg: 1, maxQueueMs: 0, timeoutMs: 20_000, maxMemoryBytes: 1 << 30, maxGroupKeys: 1_000_000, maxThreads: 1, idleThreads: 0 }, () => clock)
   const retryAfter = (scan: boolean): unknown => {
     try {
       reads.acquire('org_1', scan)()
@@ -128,7 +128,7 @@ t.test('a read waits in its org\'s queue: freed slots go to the oldest waiter th
     timers.push(timer)
     return () => { timer.cancelled = true }
   }
-  const reads = new ReadLimits({ maxConcurrentPerOrg: 2, maxScansPerOrg: 1, maxQueueMs: 10_000, timeoutMs: 20_000, maxMemoryBytes: 1 << 30, maxGroupKeys: 1_000_000, maxThreads: 1 }, Date.now, setTimer)
+  const reads = new ReadLimits({ maxConcurrentPerOrg: 2, maxScansPerOrg: 1, maxQueueMs: 10_000, timeoutMs: 20_000, maxMemoryBytes: 1 << 30, maxGroupKeys: 1_000_000, maxThreads: 1, idleThreads: 0 }, Date.now, setTimer)
   // run()'s ClickHouse is only handed to the read, which makes no query here.
   const clickhouse = {} as ClickHouse
   const order: string[] = []
@@ -204,7 +204,7 @@ t.test('a read the queue refused keeps its place when it comes back; Retry-After
     return () => { timer.cancelled = true }
   }
   let now = 1_000_000
-  const reads = new ReadLimits({ maxConcurrentPerOrg: 4, maxScansPerOrg: 1, maxQueueMs: 10_000, timeoutMs: 20_000, maxMemoryBytes: 1 << 30, maxGroupKeys: 1_000_000, maxThreads: 1 }, () => now, setTimer)
+  const reads = new ReadLimits({ maxConcurrentPerOrg: 4, maxScansPerOrg: 1, maxQueueMs: 10_000, timeoutMs: 20_000, maxMemoryBytes: 1 << 30, maxGroupKeys: 1_000_000, maxThreads: 1, idleThreads: 0 }, () => now, setTimer)
   const clickhouse = {} as ClickHouse
   const order: string[] = []
   // A scan of the stats of `name`'s request; the same name is the same client and request.
@@ -281,4 +281,39 @@ t.test('a read the queue refused keeps its place when it comes back; Retry-After
     await r.answer
   }
   t.equal(reads.running('org_1'), 0)
+})
+
+t.test('a statement of a read takes query.idleThreads while no ingest and no other read runs, query.maxThreads otherwise', async (t) => {
+  const { clickhouse } = await createTestDatabase(t)
+  let ingestIdleMs = 5_000
+  const reads = new ReadLimits({ maxConcurrentPerOrg: 4, maxScansPerOrg: 2, maxQueueMs: 0, timeoutMs: 20_000, maxMemoryBytes: 1 << 30, maxGroupKeys: 1_000_000, maxThreads: 1, idleThreads: 0 },
+    Date.now, undefined, { idleThreads: 3, ingestIdleMs: () => ingestIdleMs })
+  const ctx = { res: Object.assign(new EventEmitter(), { writableFinished: false }) } as unknown as RequestContext
+  // The settings ClickHouse ran the statement with.
+  const threadsOf = async (ch: ClickHouse): Promise<number> =>
+    Number((await ch.query<{ value: string }>("SELECT value FROM system.settings WHERE name = 'max_threads'"))[0].value)
+
+  t.equal(await reads.run(ctx, 'org_1', clickhouse, threadsOf, true), 3, 'alone, ingest idle for 5 s: the idle threads')
+  ingestIdleMs = 999
+  t.equal(await reads.run(ctx, 'org_1', clickhouse, threadsOf, true), 1, 'ingest active within the last second: maxThreads')
+  ingestIdleMs = 0
+  t.equal(await reads.run(ctx, 'org_1', clickhouse, threadsOf), 1, 'ingest running now: maxThreads')
+
+  ingestIdleMs = 5_000
+  // Each statement decides again: a read whose first statement ran alone gets maxThreads for the
+  // next once another read (of any org) holds a slot, and the idle threads again after it ends.
+  const seen = await reads.run(ctx, 'org_1', clickhouse, async (ch) => {
+    const first = await threadsOf(ch)
+    let during = 0
+    await reads.run(ctx, 'org_2', clickhouse, async (other) => {
+      during = await threadsOf(ch)
+      t.equal(await threadsOf(other), 1, 'the second read: maxThreads too')
+    })
+    return [first, during, await threadsOf(ch)]
+  })
+  t.same(seen, [3, 1, 3])
+
+  const never = new ReadLimits({ maxConcurrentPerOrg: 4, maxScansPerOrg: 2, maxQueueMs: 0, timeoutMs: 20_000, maxMemoryBytes: 1 << 30, maxGroupKeys: 1_000_000, maxThreads: 2, idleThreads: 0 },
+    Date.now, undefined, { idleThreads: 1, ingestIdleMs: () => 60_000 })
+  t.equal(await never.run(ctx, 'org_1', clickhouse, threadsOf), 2, 'idle threads below maxThreads: never fewer than maxThreads')
 })

@@ -261,6 +261,10 @@ t.test('idleInsertIntervalMs spaces small inserts to an idle writer', async (tt)
   clock.advanceTo(300)
   await second
   tt.equal(inserts.length, 2)
+  // idleMs (a read's idle threads, lib/query/read-limits.ts): the time since the last insert ended.
+  tt.equal(writer.idleMs(), 0, 'the last insert ended at 300')
+  clock.advanceTo(1300)
+  tt.equal(writer.idleMs(), 1000)
 })
 
 t.test('idle writer: a lone write goes at once; under load writes wait and batch (injected clock)', async (tt) => {
