@@ -23,11 +23,12 @@
 //   max_memory_usage, max_rows_to_group_by (overflow: throw), and max_threads (1 by default: a
 //   read takes one core, inserts and their merges keep the other; measured in bench/README.md,
 //   "Reads against ingest"). A statement that starts while the server is otherwise idle (no
-//   ingest request, no rows waiting for an insert for idleAfterMs, no other read running) gets
+//   ingest request, no rows waiting for an insert for idleAfterMs, no other statement of a read
+//   running, the read's own included: /fields and stats run theirs side by side) gets
 //   `query.idleThreads` instead: one core is the ingest's share only when ingest is there to take
 //   it, and a lone read on an idle 2-core machine then takes about half the time. Each statement
 //   of a read decides again, so a long read falls back to maxThreads for its next statement once
-//   ingest or another read starts; one statement already running keeps its threads to its end
+//   ingest or another statement starts; one statement already running keeps its threads to its end
 //   (at most query.timeoutMs);
 // - a query past a limit answers `504 query_timeout` (time) or `422 query_too_expensive` (memory,
 //   groups, rows), never a 500 or a crash; also when ClickHouse hangs and cannot enforce its own
@@ -102,8 +103,8 @@ export class ReadLimits {
   /** Per request key (ticketOf), the first arrival of a read the queue refused, until `expires`. */
   readonly #tickets = new Map<string, { since: number, expires: number }>()
   readonly #load: ReadLoad | null
-  /** Reads of every org holding a slot (running or being stopped). */
-  #holding = 0
+  /** Statements of reads (of every org) running in ClickHouse now. */
+  #statements = 0
   /** The ClickHouse settings of every read query (max_threads: maxThreads; see threads()). */
   readonly settings: Readonly<Record<string, number | string>>
 
@@ -127,12 +128,27 @@ export class ReadLimits {
     return this.#running.get(orgId)?.length ?? 0
   }
 
-  /** max_threads of a read's statement starting now: idleThreads when it is the only read and ingest is idle. */
+  /** max_threads of a read's statement starting now: idleThreads when no other statement runs and ingest is idle. */
   threads (): number {
     const load = this.#load
     const busy = this.#limits.maxThreads
-    if (load === null || load.idleThreads <= busy || this.#holding > 1) return busy
+    if (load === null || load.idleThreads <= busy || this.#statements > 0) return busy
     return load.ingestIdleMs() >= idleAfterMs ? load.idleThreads : busy
+  }
+
+  /** A statement of a read starts: its settings (threads()), and its end, to call once it is over. */
+  #statement (): { settings: Readonly<Record<string, number | string>>, end: () => void } {
+    const threads = this.threads()
+    this.#statements++
+    let ended = false
+    return {
+      settings: threads === this.settings.max_threads ? this.settings : { ...this.settings, max_threads: threads },
+      end: () => {
+        if (ended) return
+        ended = true
+        this.#statements--
+      },
+    }
   }
 
   /** Reads of `orgId` waiting for slots now. */
@@ -165,11 +181,7 @@ export class ReadLimits {
     }
     ctx.res.once('close', onClose)
     try {
-      const settings = (): Readonly<Record<string, number | string>> => {
-        const threads = this.threads()
-        return threads === this.settings.max_threads ? this.settings : { ...this.settings, max_threads: threads }
-      }
-      return await fn(withOptions(clickhouse, { signal: aborter.signal }, settings, queryIds, stop))
+      return await fn(withOptions(clickhouse, { signal: aborter.signal }, () => this.#statement(), queryIds, stop))
     } catch (err) {
       throw readError(err)
     } finally {
@@ -302,12 +314,10 @@ export class ReadLimits {
       : undefined
     try {
       const release = takeSlot(this.#running, orgId, limits.maxConcurrentPerOrg, start, 'Reads of this organization running')
-      this.#holding++
       let released = false
       return () => {
         if (released) return
         released = true
-        this.#holding--
         release()
         releaseScan?.()
         this.#noteHold(orgId, scan ? 'scan' : 'read', this.#now() - start)
@@ -385,17 +395,18 @@ export function readError (err: unknown): unknown {
  * read until the client's idle timeout. Past the deadline the query is aborted, `stop` is called
  * (it KILLs the read's queries) and the read answers query_timeout.
  */
-function withOptions (clickhouse: ClickHouse, options: RequestOptions, settings: () => Readonly<Record<string, number | string>>,
-  queryIds: string, stop: () => void): ClickHouse {
+function withOptions (clickhouse: ClickHouse, options: RequestOptions,
+  statement: () => { settings: Readonly<Record<string, number | string>>, end: () => void }, queryIds: string, stop: () => void): ClickHouse {
   let n = 0
-  const next = (own: RequestOptions | undefined): { options: RequestOptions, deadline: AbortSignal | null } => {
+  const next = (own: RequestOptions | undefined): { options: RequestOptions, deadline: AbortSignal | null, end: () => void } => {
     options.signal?.throwIfAborted()
-    const opts: RequestOptions = { queryId: `${queryIds}${n++}`, ...merged({ ...options, settings: settings() }, own) }
+    const { settings, end } = statement()
+    const opts: RequestOptions = { queryId: `${queryIds}${n++}`, ...merged({ ...options, settings }, own) }
     const seconds = Number(opts.settings?.max_execution_time ?? 0)
-    if (!(seconds > 0)) return { options: opts, deadline: null }
+    if (!(seconds > 0)) return { options: opts, deadline: null, end }
     const deadline = AbortSignal.timeout(seconds * 1000 + deadlineGraceMs)
     deadline.addEventListener('abort', stop, { once: true })
-    return { options: { ...opts, signal: opts.signal === undefined ? deadline : AbortSignal.any([opts.signal, deadline]) }, deadline }
+    return { options: { ...opts, signal: opts.signal === undefined ? deadline : AbortSignal.any([opts.signal, deadline]) }, deadline, end }
   }
   const timedOut = (err: unknown, deadline: AbortSignal | null): unknown =>
     deadline?.aborted === true && options.signal?.aborted !== true
@@ -404,27 +415,28 @@ function withOptions (clickhouse: ClickHouse, options: RequestOptions, settings:
   return {
     ...clickhouse,
     query: async (statement, own) => {
-      const { options: opts, deadline } = next(own)
+      const { options: opts, deadline, end } = next(own)
       try {
         return await clickhouse.query(statement, opts)
       } catch (err) {
         throw timedOut(err, deadline)
       } finally {
+        end()
         deadline?.removeEventListener('abort', stop)
       }
     },
-    queryChunks: (statement, own) => {
-      const { options: opts, deadline } = next(own)
-      return (async function * () {
-        try {
-          yield * clickhouse.queryChunks(statement, opts)
-        } catch (err) {
-          throw timedOut(err, deadline)
-        } finally {
-          deadline?.removeEventListener('abort', stop)
-        }
-      })()
-    },
+    // The statement starts (and counts, ReadLimits.threads) when its rows are first asked for.
+    queryChunks: (statement, own) => (async function * () {
+      const { options: opts, deadline, end } = next(own)
+      try {
+        yield * clickhouse.queryChunks(statement, opts)
+      } catch (err) {
+        throw timedOut(err, deadline)
+      } finally {
+        end()
+        deadline?.removeEventListener('abort', stop)
+      }
+    })(),
   }
 }
 

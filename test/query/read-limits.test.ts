@@ -300,18 +300,24 @@ t.test('a statement of a read takes query.idleThreads while no ingest and no oth
   t.equal(await reads.run(ctx, 'org_1', clickhouse, threadsOf), 1, 'ingest running now: maxThreads')
 
   ingestIdleMs = 5_000
-  // Each statement decides again: a read whose first statement ran alone gets maxThreads for the
-  // next once another read (of any org) holds a slot, and the idle threads again after it ends.
-  const seen = await reads.run(ctx, 'org_1', clickhouse, async (ch) => {
-    const first = await threadsOf(ch)
-    let during = 0
-    await reads.run(ctx, 'org_2', clickhouse, async (other) => {
-      during = await threadsOf(ch)
-      t.equal(await threadsOf(other), 1, 'the second read: maxThreads too')
-    })
-    return [first, during, await threadsOf(ch)]
+  // Each statement decides when it starts: of two side by side (one read's, as /fields runs
+  // them, or two reads'), the first takes the idle threads and the second maxThreads; the next
+  // statement alone takes the idle threads again.
+  const [first, second] = await reads.run(ctx, 'org_1', clickhouse, async (ch) => await Promise.all([threadsOf(ch), threadsOf(ch)]))
+  t.same([first, second], [3, 1], 'one read\'s statements side by side')
+  const [a, b] = await Promise.all([reads.run(ctx, 'org_1', clickhouse, threadsOf), reads.run(ctx, 'org_2', clickhouse, threadsOf)])
+  t.same([a, b].sort(), [1, 3], 'two reads\' statements side by side')
+  t.equal(await reads.run(ctx, 'org_1', clickhouse, threadsOf), 3, 'alone again')
+  // A statement whose rows are streamed counts from its first chunk to its last.
+  const streamed = await reads.run(ctx, 'org_1', clickhouse, async (ch) => {
+    const chunks = ch.queryChunks("SELECT value FROM system.settings WHERE name = 'max_threads'")
+    const iterator = chunks[Symbol.asyncIterator]()
+    const head = await iterator.next()
+    const during = await threadsOf(ch)
+    while (!(await iterator.next()).done) { /* drain */ }
+    return [Number((JSON.parse(Buffer.from(head.value as Uint8Array).toString()) as { value: string }).value), during]
   })
-  t.same(seen, [3, 1, 3])
+  t.same(streamed, [3, 1], 'the streamed statement took the idle threads; one beside it, maxThreads')
 
   const never = new ReadLimits({ maxConcurrentPerOrg: 4, maxScansPerOrg: 2, maxQueueMs: 0, timeoutMs: 20_000, maxMemoryBytes: 1 << 30, maxGroupKeys: 1_000_000, maxThreads: 2, idleThreads: 0 },
     Date.now, undefined, { idleThreads: 1, ingestIdleMs: () => 60_000 })
