@@ -58,6 +58,9 @@ export interface App {
   close (): Promise<void>
 }
 
+/** os_thread_priority of reads where the server has it: the lowest priority (docs/api.md section 7.9). */
+const readNiceness = 19
+
 export interface AppOptions {
   /** Clock (ms) for token expiry; tests move it instead of waiting. */
   now?: () => number
@@ -94,6 +97,7 @@ export async function createApp (config: Config, log: Logger, options: AppOption
     const reads = new ReadLimits(config.query, now, undefined, {
       idleThreads,
       ingestIdleMs: () => Math.min(ingest.admission.idleMs(), ingest.writer.idleMs()),
+      niceness: features.has('threadPriority') ? readNiceness : 0,
     })
     const router = new Router()
     registerRoutes(router, {

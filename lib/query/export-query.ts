@@ -113,7 +113,7 @@ class WindowPlan {
   constructor (clickhouse: ClickHouse, params: ExportParams) {
     this.#clickhouse = clickhouse
     this.#params = params
-    this.#limit = params.windowRows ?? windowRows
+    this.#limit = params.windowRows ?? clickhouse.exportWindowRows ?? windowRows
     this.#dayLo = params.from
     this.#dayHi = params.from
   }

@@ -26,10 +26,13 @@
 //   ingest request, no rows waiting for an insert for idleAfterMs, no other statement of a read
 //   running, the read's own included: /fields and stats run theirs side by side) gets
 //   `query.idleThreads` instead: one core is the ingest's share only when ingest is there to take
-//   it, and a lone read on an idle 2-core machine then takes about half the time. Each statement
+//   it, and a rare attribute's page over 30 M events on an idle 2-core machine took 38% less time
+//   (bench/README.md, "Idle threads"). Each statement
 //   of a read decides again, so a long read falls back to maxThreads for its next statement once
 //   ingest or another statement starts; one statement already running keeps its threads to its end
-//   (at most query.timeoutMs);
+//   (at most query.timeoutMs). Where the server has os_thread_priority (26.x; the embedded
+//   engine, where reads and inserts share Sluice's process), a read's threads run at nice 19:
+//   the OS then gives the cores to the inserts (and, in-process, the parse workers) first;
 // - a query past a limit answers `504 query_timeout` (time) or `422 query_too_expensive` (memory,
 //   groups, rows), never a 500 or a crash; also when ClickHouse hangs and cannot enforce its own
 //   limit: each query has a deadline 2 s past its max_execution_time (withOptions);
@@ -74,6 +77,11 @@ export interface ReadLoad {
   ingestIdleMs: () => number
   /** max_threads of a read's statement on an idle server; at most query.maxThreads: never more. */
   idleThreads: number
+  /**
+   * os_thread_priority (the nice value, 1-19) of the server's threads running a read's
+   * statements, where the server has the setting (server-features.ts `threadPriority`); 0: none.
+   */
+  niceness?: number
 }
 
 /** ms past a query's max_execution_time after which Sluice gives up on an answer (withOptions). */
@@ -120,6 +128,8 @@ export class ReadLimits {
       max_rows_to_group_by: limits.maxGroupKeys,
       group_by_overflow_mode: 'throw',
       max_threads: limits.maxThreads,
+      // Below ingest for the OS scheduler, where the server can say so (ReadLoad.niceness).
+      ...(load?.niceness ? { os_thread_priority: load.niceness } : {}),
     }
   }
 

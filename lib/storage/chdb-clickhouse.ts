@@ -12,8 +12,7 @@
 //   directory, one directory per process) and gives each statement one of its own, as the HTTP
 //   client gives each request a socket. Reads (query ids `sluice-read-*`) have that pool; Sluice's
 //   own statements (metadata, /readyz, DDL, the janitor) have one of `controlSessions` more, so
-//   four exports to slow clients, which hold their sessions while their downloads last, do not
-//   hold up stream creation or readiness. Inserts have one more Session of their own, one insert
+//   four heavy reads do not hold up stream creation or readiness. Inserts have one more Session of their own, one insert
 //   at a time (the batch writer sends one at a time anyway), so that no read, however slow its
 //   client, makes an insert wait for a session. Each running statement holds a libuv thread-pool
 //   thread, which zlib shares: the pools are small (4 + 2 + 1) and lib/main.ts raises the thread
@@ -32,6 +31,16 @@
 //   unknown (and chdb has no query_id to look it up by). Instead the insert's real outcome is
 //   awaited and reported: stored, or failed with ClickHouse's code. Inserts are never ambiguous
 //   here; an insert that runs past the writer's attempt deadline delays its answer instead.
+// - queryChunks (the export's windows) runs the statement to its end and hands out its result
+//   from memory: the session is held for the engine's work only, never for as long as a slow
+//   client downloads. Streamed (queryStream) at the client's pace, one export to a client at
+//   200 KB/s held read sessions for its whole download after a few dropped exports, and every
+//   org's reads waited behind it until they answered 504 (explore18 F1). So an export's windows
+//   are smaller here (exportWindowRows: about 10 MB of JSON each, one window ahead).
+// - cancel() cannot stop a statement, but it returns only once the read's statements (by their
+//   query_id prefix) have ended, so that lib/query/read-limits.ts keeps an abandoned read's
+//   slots until then, as on a server: without it, reads dropped one after another each ran on
+//   beside the next, past the org's one scan at a time, and cut ingest to 30% (explore18 F3).
 // - Errors: ClickHouseError with ClickHouse's numeric code, as over HTTP.
 import { resolve } from 'node:path'
 import type { Readable } from 'node:stream'
@@ -92,6 +101,12 @@ interface PooledSession {
 
 /** Statements of Sluice's own (metadata, readiness, DDL, the janitor) run at once, beside the reads. */
 const controlSessions = 2
+
+/** Rows of an export window on this engine (queryChunks answers from the whole result in memory). */
+const chdbExportWindowRows = 20_000
+
+/** Bytes queryChunks hands out at a time. */
+const chunkBytes = 256 * 1024
 
 /** Reads carry query ids with this prefix (lib/query/read-limits.ts); they have a pool of their own. */
 const readQueryIdPrefix = 'sluice-read-'
@@ -162,8 +177,7 @@ export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHous
   const quotedDatabase = `\`${database.replace(/`/g, '')}\``
   const make = (): ChdbSession => new chdb.Session(directory)
   // Reads (up to `sessions` at once) and Sluice's own statements have pools of their own: four
-  // exports to slow clients hold their sessions for as long as their downloads last, and must not
-  // hold up stream creation, metadata refreshes or /readyz (nor another org's reads past them).
+  // heavy reads must not hold up stream creation, metadata refreshes or /readyz.
   const reads = new SessionPool(make, options.sessions ?? chdbSessions)
   const control = new SessionPool(make, controlSessions)
   const poolFor = (opts: RequestOptions): SessionPool => opts.queryId?.startsWith(readQueryIdPrefix) === true ? reads : control
@@ -171,6 +185,8 @@ export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHous
   // Inserts have a session of their own (see insertRaw), and run one after another on it.
   let insertSession: ChdbSession | undefined
   let insertTail: Promise<void> = Promise.resolve()
+  /** Statements running now by query_id, settled when their native work has (cancel() waits for them). */
+  const running = new Map<string, Promise<unknown>>()
   // The first session starts the engine (about 0.3 s); the pool keeps at least this one.
   try {
     control.warm()
@@ -182,7 +198,8 @@ export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHous
    * Runs `fn` on a session of its own (USEing the database first, unless `inDefault`); the session
    * goes back to the pool when fn's native work has settled, whatever the caller's signal did.
    */
-  async function withSession<T> (pool: SessionPool, sqlText: string, signal: AbortSignal | undefined, fn: (s: ChdbSession) => Promise<T>, inDefault = false): Promise<T> {
+  async function withSession<T> (pool: SessionPool, sqlText: string, signal: AbortSignal | undefined, fn: (s: ChdbSession) => Promise<T>,
+    inDefault = false, queryId?: string): Promise<T> {
     signal?.throwIfAborted()
     const s = await pool.acquire(signal)
     const work = (async () => {
@@ -192,7 +209,11 @@ export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHous
       }
       return await fn(s.session)
     })()
-    work.then(() => pool.release(s), () => pool.release(s))
+    const settled = work.then(() => pool.release(s), () => pool.release(s))
+    if (queryId !== undefined) {
+      running.set(queryId, settled)
+      void settled.then(() => { if (running.get(queryId) === settled) running.delete(queryId) })
+    }
     try {
       if (signal === undefined) return await work
       return await abortable(work, signal)
@@ -213,34 +234,26 @@ export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHous
 
     async query<T> (statement: SqlFragment | string, opts: RequestOptions = {}): Promise<T[]> {
       const text = select(statement, opts)
-      const result = await withSession(poolFor(opts), text, opts.signal, (session) => session.queryAsync(text, { format: 'JSONEachRow' }))
+      const result = await withSession(poolFor(opts), text, opts.signal, (session) => session.queryAsync(text, { format: 'JSONEachRow' }), false, opts.queryId)
       return parseRows<T>(result.bytes())
     },
 
+    exportWindowRows: chdbExportWindowRows,
+
+    // The whole result first, then in slices (the contract above: no session waits on a client).
     async * queryChunks (statement: SqlFragment | string, opts: RequestOptions = {}): AsyncIterable<Uint8Array> {
       const text = select(statement, opts)
-      opts.signal?.throwIfAborted()
-      const pool = poolFor(opts)
-      const s = await pool.acquire(opts.signal)
-      let stream: (AsyncIterable<{ raw (): Uint8Array }> & { cancel (): void }) | undefined
-      try {
-        if (!s.usesDatabase) {
-          await s.session.queryAsync(`USE ${quotedDatabase}`)
-          s.usesDatabase = true
-        }
-        stream = s.session.queryStream(text, { format: 'JSONEachRow', signal: opts.signal })
-        for await (const chunk of stream) yield chunk.raw()
-      } catch (err) {
-        throw wrapError(err, text)
-      } finally {
-        stream?.cancel()
-        pool.release(s)
+      const result = await withSession(poolFor(opts), text, opts.signal, (session) => session.queryAsync(text, { format: 'JSONEachRow' }), false, opts.queryId)
+      const bytes = result.bytes()
+      for (let at = 0; at < bytes.length; at += chunkBytes) {
+        opts.signal?.throwIfAborted()
+        yield bytes.subarray(at, Math.min(bytes.length, at + chunkBytes))
       }
     },
 
     async command (statement: SqlFragment | string, opts: RequestOptions = {}): Promise<void> {
       const text = opts.settings === undefined ? String(statement) : select(statement, { settings: opts.settings })
-      await withSession(poolFor(opts), text, opts.signal, (session) => session.queryAsync(text, { format: 'CSV' }))
+      await withSession(poolFor(opts), text, opts.signal, (session) => session.queryAsync(text, { format: 'CSV' }), false, opts.queryId)
     },
 
     async insertRaw (statement: string, body: Buffer | Readable, _signal?: AbortSignal, settings?: InsertSettings): Promise<void> {
@@ -257,8 +270,7 @@ export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHous
         values = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)
       }
       if (values.length === 0) return
-      // On the insert session, one at a time: reads (a slow export holds its session while its
-      // client reads) never make an insert wait. No signal: see the contract (an insert's
+      // On the insert session, one at a time: reads never make an insert wait. No signal: see the contract (an insert's
       // outcome is awaited, never abandoned).
       if (closed) throw new ClickHouseError('embedded ClickHouse is closed', 0)
       const run = insertTail.then(() => {
@@ -276,9 +288,14 @@ export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHous
       }
     },
 
-    // chdb cannot stop a running statement, and its statements carry no query_id (the contract
-    // above): an abandoned read finishes in the background and holds its session until then.
-    async cancel (): Promise<void> {},
+    // chdb cannot stop a running statement (the contract above): an abandoned read finishes in
+    // the background, and this returns once its statements have (or when the signal aborts).
+    async cancel (queryIdPrefix: string, opts: RequestOptions = {}): Promise<void> {
+      const ends = [...running].filter(([id]) => id.startsWith(queryIdPrefix)).map(([, settled]) => settled)
+      if (ends.length === 0) return
+      const all = Promise.all(ends)
+      await (opts.signal === undefined ? all : abortable(all, opts.signal))
+    },
 
     async ping (opts: RequestOptions = {}): Promise<boolean> {
       try {

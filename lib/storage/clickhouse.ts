@@ -118,6 +118,12 @@ export interface ClickHouse {
    * stops it (the signal, or leaving the loop).
    */
   queryChunks(statement: SqlFragment | string, options?: RequestOptions): AsyncIterable<Uint8Array>
+  /**
+   * Rows an export window should aim at on this engine (lib/query/export-query.ts windowRows when
+   * absent). The embedded engine answers queryChunks from the statement's whole result in memory,
+   * so its windows are smaller.
+   */
+  readonly exportWindowRows?: number
   /** Runs a statement that returns nothing (DDL, ALTER, INSERT ... VALUES). */
   command (statement: SqlFragment | string, options?: RequestOptions): Promise<void>
   /**
@@ -130,7 +136,7 @@ export interface ClickHouse {
    * Stops the running queries whose query_id starts with `queryIdPrefix` and returns when they
    * have stopped (`KILL QUERY ... SYNC`). Aborting a request does not stop its query: 18.16 runs
    * a SELECT whose client went away to its end (up to max_execution_time). The embedded engine
-   * cannot stop a statement: there it returns at once.
+   * cannot stop a statement: there it returns once those statements have ended by themselves.
    */
   cancel (queryIdPrefix: string, options?: RequestOptions): Promise<void>
   /** True when ClickHouse answers /ping; false (never a throw) on any failure or abort. */

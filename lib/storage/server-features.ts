@@ -23,6 +23,8 @@ export const featureMinimums = {
   ttl: [22, 8],
   /** Lightweight `DELETE FROM` (generally available since 23.3 LTS). */
   lightweightDelete: [23, 3],
+  /** The query setting os_thread_priority (since 19.x; 22.8 LTS as the gate): reads at a lower OS priority. */
+  threadPriority: [22, 8],
 } as const satisfies Record<string, readonly [number, number]>
 
 export type ServerFeature = keyof typeof featureMinimums

@@ -323,3 +323,13 @@ t.test('a statement of a read takes query.idleThreads while no ingest and no oth
     Date.now, undefined, { idleThreads: 1, ingestIdleMs: () => 60_000 })
   t.equal(await never.run(ctx, 'org_1', clickhouse, threadsOf), 2, 'idle threads below maxThreads: never fewer than maxThreads')
 })
+
+t.test('where the server has os_thread_priority, a read\'s statements run at the niceness given (below ingest)', { skip: !onChdb && '18.16 has no os_thread_priority (server-features.ts threadPriority)' }, async (t) => {
+  const { clickhouse } = await createTestDatabase(t)
+  const reads = new ReadLimits({ maxConcurrentPerOrg: 4, maxScansPerOrg: 2, maxQueueMs: 0, timeoutMs: 20_000, maxMemoryBytes: 1 << 30, maxGroupKeys: 1_000_000, maxThreads: 1, idleThreads: 0 },
+    Date.now, undefined, { idleThreads: 1, ingestIdleMs: () => 0, niceness: 19 })
+  const ctx = { res: Object.assign(new EventEmitter(), { writableFinished: false }) } as unknown as RequestContext
+  const nice = await reads.run(ctx, 'org_1', clickhouse, async (ch) =>
+    Number((await ch.query<{ value: string }>("SELECT value FROM system.settings WHERE name = 'os_thread_priority'"))[0].value))
+  t.equal(nice, 19)
+})
