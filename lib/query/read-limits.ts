@@ -27,10 +27,9 @@
 //   running, the read's own included: /fields and stats run theirs side by side) gets
 //   `query.idleThreads` instead: one core is the ingest's share only when ingest is there to take
 //   it, and a rare attribute's page over 30 M events on an idle 2-core machine took 38% less time
-//   (bench/README.md, "Idle threads"). Each statement
-//   of a read decides again, so a long read falls back to maxThreads for its next statement once
-//   ingest or another statement starts; one statement already running keeps its threads to its end
-//   (at most query.timeoutMs). Where the server has os_thread_priority (26.x; the embedded
+//   (bench/README.md, "Idle threads"). Each statement of a read decides again, so a long read
+//   falls back to maxThreads for its next statement once ingest or another statement starts; one
+//   statement already running keeps its threads to its end (at most query.timeoutMs). Where the server has os_thread_priority (26.x; the embedded
 //   engine, where reads and inserts share Sluice's process), a read's threads run at nice 19:
 //   the OS then gives the cores to the inserts (and, in-process, the parse workers) first;
 // - a query past a limit answers `504 query_timeout` (time) or `422 query_too_expensive` (memory,

@@ -12,9 +12,9 @@
 //   directory, one directory per process) and gives each statement one of its own, as the HTTP
 //   client gives each request a socket. Reads (query ids `sluice-read-*`) have that pool; Sluice's
 //   own statements (metadata, /readyz, DDL, the janitor) have one of `controlSessions` more, so
-//   four heavy reads do not hold up stream creation or readiness. Inserts have one more Session of their own, one insert
-//   at a time (the batch writer sends one at a time anyway), so that no read, however slow its
-//   client, makes an insert wait for a session. Each running statement holds a libuv thread-pool
+//   four heavy reads do not hold up stream creation or readiness. Inserts have one more Session
+//   of their own, one insert at a time (the batch writer sends one at a time anyway), so that no
+//   read makes an insert wait for a session. Each running statement holds a libuv thread-pool
 //   thread, which zlib shares: the pools are small (4 + 2 + 1) and lib/main.ts raises the thread
 //   pool to 16. A session is released when chdb's native call settles,
 //   not when a caller's signal aborts it (chdb cannot stop a running statement: it finishes in
@@ -270,8 +270,8 @@ export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHous
         values = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)
       }
       if (values.length === 0) return
-      // On the insert session, one at a time: reads never make an insert wait. No signal: see the contract (an insert's
-      // outcome is awaited, never abandoned).
+      // On the insert session, one at a time: reads never make an insert wait. No signal: see the
+      // contract (an insert's outcome is awaited, never abandoned).
       if (closed) throw new ClickHouseError('embedded ClickHouse is closed', 0)
       const run = insertTail.then(() => {
         insertSession ??= new chdb.Session(directory)
