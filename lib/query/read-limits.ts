@@ -29,9 +29,10 @@
 //   it, and a rare attribute's page over 30 M events on an idle 2-core machine took 38% less time
 //   (bench/README.md, "Idle threads"). Each statement of a read decides again, so a long read
 //   falls back to maxThreads for its next statement once ingest or another statement starts; one
-//   statement already running keeps its threads to its end (at most query.timeoutMs). Where the server has os_thread_priority (26.x; the embedded
-//   engine, where reads and inserts share Sluice's process), a read's threads run at nice 19:
-//   the OS then gives the cores to the inserts (and, in-process, the parse workers) first;
+//   statement already running keeps its threads to its end (at most query.timeoutMs). Where the
+//   server has os_thread_priority (26.x; the embedded engine, where reads and inserts share
+//   Sluice's process), a read's threads run at nice 19: the OS then gives the cores to the
+//   inserts (and, in-process, the parse workers) first;
 // - a query past a limit answers `504 query_timeout` (time) or `422 query_too_expensive` (memory,
 //   groups, rows), never a 500 or a crash; also when ClickHouse hangs and cannot enforce its own
 //   limit: each query has a deadline 2 s past its max_execution_time (withOptions);
@@ -112,7 +113,7 @@ export class ReadLimits {
   readonly #load: ReadLoad | null
   /** Statements of reads (of every org) running in ClickHouse now. */
   #statements = 0
-  /** The ClickHouse settings of every read query (max_threads: maxThreads; see threads()). */
+  /** The ClickHouse settings of every read query (max_threads: maxThreads; see #threads()). */
   readonly settings: Readonly<Record<string, number | string>>
 
   constructor (limits: Config['query'], now: () => number = Date.now, setTimer: SetTimer = defaultSetTimer, load: ReadLoad | null = null) {
@@ -138,16 +139,16 @@ export class ReadLimits {
   }
 
   /** max_threads of a read's statement starting now: idleThreads when no other statement runs and ingest is idle. */
-  threads (): number {
+  #threads (): number {
     const load = this.#load
     const busy = this.#limits.maxThreads
     if (load === null || load.idleThreads <= busy || this.#statements > 0) return busy
     return load.ingestIdleMs() >= idleAfterMs ? load.idleThreads : busy
   }
 
-  /** A statement of a read starts: its settings (threads()), and its end, to call once it is over. */
+  /** A statement of a read starts: its settings (#threads()), and its end, to call once it is over. */
   #statement (): { settings: Readonly<Record<string, number | string>>, end: () => void } {
-    const threads = this.threads()
+    const threads = this.#threads()
     this.#statements++
     let ended = false
     return {

@@ -3,7 +3,7 @@
 //
 // Contract
 // - Never blocks the event loop: every statement runs through chdb's async native calls
-//   (Session.queryAsync, queryStream, insert), which execute on libuv's thread pool. Measured with
+//   (Session.queryAsync, insert), which execute on libuv's thread pool. Measured with
 //   monitorEventLoopDelay (10 ms resolution) during a 100 ms full-core query: max delay 12 ms, the
 //   timer's own resolution (docs/architecture.md, "Embedded engine").
 // - Sessions, not one connection: a chdb Session runs one statement at a time (a `SELECT 1` behind

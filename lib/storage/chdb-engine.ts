@@ -56,13 +56,8 @@ export interface ChdbResult {
   text (): string
 }
 
-export interface ChdbStreamChunk {
-  raw (): Uint8Array
-}
-
 export interface ChdbSession {
   queryAsync (sql: string, options?: { format?: string, signal?: AbortSignal }): Promise<ChdbResult>
-  queryStream (sql: string, options?: { format?: string, signal?: AbortSignal }): AsyncIterable<ChdbStreamChunk> & { cancel (): void }
   insert (params: {
     table: string
     columns?: readonly string[]
