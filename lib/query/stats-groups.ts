@@ -22,7 +22,7 @@
 // offset in each point (the golden-ratio sequence), so a pattern that repeats with the step (a
 // cron at :00) is not always in or always out. Each slice is a statement of its own with its ts
 // range in PREWHERE, so ClickHouse finds its granules by the sort key and reads the other columns
-// only for them (slicedCountsSql).
+// only for them (slicedRowsSql).
 import type { ClickHouse } from '../storage/clickhouse.ts'
 import { joinSql, sql, uint64List } from '../storage/sql.ts'
 import type { SqlFragment } from '../storage/sql.ts'
@@ -38,6 +38,8 @@ export interface GroupBy {
    * without q over a day or more reads the groups from it (stats-plan.ts `groupsFromRollup`).
    */
   isLevel?: boolean
+  /** The field is an attribute (not a column): a sampled read sends its points per event (querySampledGroups). */
+  isAttribute?: boolean
 }
 
 export interface StatsGroups {
@@ -150,33 +152,35 @@ export function sliceRanges (plan: StatsPlan, slices: GroupSlices): Array<[numbe
 const maxSliceUnionChars = 100_000
 
 /**
- * The counts per point of the rows in a slice that match `matching`, by `has` (1: the row has the
- * field) and `value` (its text; '' without it). `perSlice` (the default while the SQL stays under
+ * The rows in a slice that match `matching`, as their point (`t`), `has` (1: the row has the
+ * field) and `value` (its text; '' without it), ungrouped: the caller groups them once (with a
+ * GROUP BY in each slice's statement as well, the statement by=user_id over 30 M events took 810
+ * ms against 579, by=region 330 against 315: bench/README.md, "`stats?by=` sampled, grouped
+ * once"). `perSlice` (the default while the SQL stays under
  * maxSliceUnionChars): a UNION ALL of one statement per slice, its ts range in PREWHERE, so
  * ClickHouse finds each slice's granules by the sort key and tests a plain range
  * (bench/README.md, "Find anything": by=user_id over 30 M events read 1.7 M rows for 0.63 s of
  * CPU, where the slice test per row read all 30 M for 0.96 s, and the slices as one OR of ranges
  * 1.8 s); else one statement with the slice test per row in PREWHERE.
  */
-export function slicedCountsSql (plan: StatsPlan, by: GroupBy, matching: SqlFragment, slices: GroupSlices, perSlice = true): SqlFragment {
-  const counts = (inSlice: SqlFragment): SqlFragment => sql`SELECT intDiv(ts, ${plan.stepMs}) * ${plan.stepMs} AS t, toUInt8(${by.present}) AS has,
-      if(has = 1, assumeNotNull(${by.text}), '') AS value, count() AS n
-      FROM events PREWHERE ${inSlice} WHERE ${matching} GROUP BY t, has, value`
+export function slicedRowsSql (plan: StatsPlan, by: GroupBy, matching: SqlFragment, slices: GroupSlices, perSlice = true): SqlFragment {
+  const rows = (inSlice: SqlFragment): SqlFragment => sql`SELECT intDiv(ts, ${plan.stepMs}) * ${plan.stepMs} AS t, toUInt8(${by.present}) AS has,
+      if(has = 1, assumeNotNull(${by.text}), '') AS value
+      FROM events PREWHERE ${inSlice} WHERE ${matching}`
   if (perSlice) {
-    const union = joinSql(sliceRanges(plan, slices).map(([lo, hi]) => counts(sql`ts >= ${lo} AND ts < ${hi}`)), ' UNION ALL ')
+    const union = joinSql(sliceRanges(plan, slices).map(([lo, hi]) => rows(sql`ts >= ${lo} AND ts < ${hi}`)), ' UNION ALL ')
     if (union.text.length <= maxSliceUnionChars) return union
   }
-  return counts(inSliceSql(slices))
+  return rows(inSliceSql(slices))
 }
 
 /** Candidates counted exactly past a sampled read: this many times topN. */
 const candidatesPerValue = 10
 
 /**
- * The slices, in one statement: the counts per point and value of the rows in a slice (at most
- * about `sample` rows, so as many groups; slicedCountsSql), then per value, the most frequent ones
- * with their points, after the row of the events without the field. When they are all the
- * values the slices hold, each point's events in its slice are theirs added up (the ratio
+ * The slices, in one statement: the rows in a slice (at most about `sample`; slicedRowsSql)
+ * grouped by value, the most frequent ones with their events' points, after the row of the
+ * events without the field. When they are all the values the slices hold, each point's events in its slice are theirs added up (the ratio
  * estimate then needs no other read: a second statement counting the slices' events cost e1, e3
  * and e4 100-280 ms more, bench/README.md). The scaling, and the choice of the values listed, is
  * finishSampledGroups'. The plan's pre-filter (plan.prewhere) stays out: in PREWHERE it would read
@@ -185,14 +189,31 @@ const candidatesPerValue = 10
 async function querySampledGroups (clickhouse: ClickHouse, plan: StatsPlan, by: GroupBy, matching: SqlFragment, slices: GroupSlices): Promise<StatsGroups> {
   const where = sql`${matching} AND ${by.present}`
   const limit = plan.topN * candidatesPerValue
-  const rows = await clickhouse.query<{ has: number, value: string, total: number, h: string, points: Array<[number, number]> }>(sql`SELECT has, value,
-      sum(n) AS total, toString(cityHash64(value)) AS h, groupArray((t, n)) AS points
-    FROM (${slicedCountsSql(plan, by, matching, slices)})
+  // Each value's points by their number from the first. An attribute's come one per event, a
+  // column's as a sumMap of counts per point: a sumMap took by=user_id as long as counting in
+  // each slice first did and by=region 20% less, the per-event list 20% and 11% less, but it
+  // sends a few values' lists of about `sample` numbers together, +45 ms of Sluice's CPU for
+  // by=service (bench/README.md, "`stats?by=` sampled, grouped once"). Nearly unique values, the slow case, are
+  // attributes (user and trace ids); the columns are `service`, `level`, `host`...
+  const origin = Math.floor(plan.from / plan.stepMs) * plan.stepMs
+  const pointOf = sql`toUInt32(intDiv(t - ${origin}, ${plan.stepMs}))`
+  const rows = await clickhouse.query<{ has: number, value: string, total: number, h: string, points: number[] | [number[], number[]] }>(sql`SELECT has, value,
+      count() AS total, toString(cityHash64(value)) AS h, ${by.isAttribute === true ? sql`groupArray(${pointOf})` : sql`sumMap([${pointOf}], [toUInt64(1)])`} AS points
+    FROM (${slicedRowsSql(plan, by, matching, slices)})
     GROUP BY has, value ORDER BY has, total DESC, value LIMIT ${limit + 1}`)
   const absent = new Map<number, number>()
   const values: SampledCounts['values'] = []
+  const inPoint = new Uint32Array(Math.ceil((plan.to - origin) / plan.stepMs))
   for (const row of rows) {
-    const points = new Map(row.points.map(([t, n]) => [Number(t), Number(n)]))
+    inPoint.fill(0)
+    if (by.isAttribute === true) {
+      for (const k of row.points as number[]) inPoint[k]++
+    } else {
+      const [ks, ns] = row.points as [number[], number[]]
+      ks.forEach((k, i) => { inPoint[k] = Number(ns[i]) })
+    }
+    const points = new Map<number, number>()
+    for (let k = 0; k < inPoint.length; k++) if (inPoint[k] > 0) points.set(origin + k * plan.stepMs, inPoint[k])
     if (Number(row.has) === 0) for (const [t, n] of points) absent.set(t, n)
     else if (values.length < limit) values.push({ value: row.value, hash: row.h, hits: Number(row.total), points })
   }

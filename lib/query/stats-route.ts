@@ -34,7 +34,7 @@ export function registerStatsRoute (router: Router, deps: ReadDeps): void {
       hiddenBefore: read.hiddenBefore,
       rollupsPurged: deps.accounts.store.rollupsPurged(read.orgId, read.stream.name),
       groupSample: integerParam(read.params, 'sample', 0, maxGroupSampleRows, groupSampleRows),
-      by: by === undefined ? undefined : { text: fieldTextSql(by, read.scope), present: fieldPresentSql(by, read.scope), isLevel },
+      by: by === undefined ? undefined : { text: fieldTextSql(by, read.scope), present: fieldPresentSql(by, read.scope), isLevel, isAttribute: by.kind === 'attribute' },
     }), isScan(read.range.from, read.range.to, rawRows))
     sendSerialized(ctx, 200, serializeStats, result)
   })
