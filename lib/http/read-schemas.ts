@@ -68,7 +68,7 @@ export const statsSchema = {
       properties: { count: integer, error_rate: number, bytes: integer, unique_sources: integer },
     },
     groups: { ...counted('value'), description: 'With `by`: the field\'s top values over the range, count descending' },
-    sampled: { type: 'boolean', description: 'With `by`: true when the groups were counted over slices of the range and scaled up (`sample`); false when exact, also when the slices\' most frequent values were counted again over the whole range' },
+    sampled: { type: 'boolean', description: 'With `by`: true when the values were found over slices of the range (`sample`): their counts scaled up, or counted again exactly over the whole range, and a rare value may be missing; false when every event was counted' },
     top: {
       type: 'object',
       required: ['paths', 'hosts', 'status', 'sources', 'user_agents', 'filenames', 'levels', 'not_found_paths', 'slowest_paths'],

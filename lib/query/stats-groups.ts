@@ -287,15 +287,16 @@ export async function finishSampledGroups (plan: StatsPlan, grouped: StatsGroups
     point[value] = n
     byPoint.set(t, point)
   }
-  // The top values over every point, and the points with those only; `sampled` false when they
-  // were counted exactly (explore15 F5: the dashboard said "counts sampled" of exact counts).
-  const finished = (sampled = true): StatsGroups => {
+  // The top values over every point, and the points with those only. `sampled` stays true when
+  // the candidates were counted exactly: they came from the slices, and a value the slices held
+  // too rarely is missing from the list (explore19; docs/api.md section 7.4).
+  const finished = (): StatsGroups => {
     const totals = new Map<string, number>()
     for (const counts of byPoint.values()) for (const [value, n] of Object.entries(counts)) totals.set(value, (totals.get(value) ?? 0) + n)
     const groups = [...totals].map(([value, count]) => ({ value, count })).sort(byCountThenValue).slice(0, plan.topN)
     const listed = new Set(groups.map((g) => g.value))
     for (const counts of byPoint.values()) for (const value of Object.keys(counts)) if (!listed.has(value)) delete counts[value]
-    return { groups, byPoint, sampled }
+    return { groups, byPoint, sampled: true }
   }
 
   let eventsInRange = 0
@@ -303,7 +304,7 @@ export async function finishSampledGroups (plan: StatsPlan, grouped: StatsGroups
   const listedHits = slices.values.slice(0, plan.topN).map((v) => v.hits)
   if (listedHits.length > 0 && Math.min(...listedHits) < minSampledHits && eventsInRange <= recountEvents * plan.groupSample) {
     for (const row of await slices.recount(slices.values.map((v) => v.hash))) put(Number(row.t), row.value, Number(row.n))
-    return finished(false)
+    return finished()
   }
 
   const empty: Array<[number, number]> = []

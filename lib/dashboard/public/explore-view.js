@@ -323,10 +323,10 @@ export class Explore {
   /** @param {StatsAnswer} stats */
   #showStats (stats) {
     this.#histogram.update(stats, this.#host.state.by)
-    // A sampled grouping's counts are estimates (docs/api.md section 7.4): said beside the legend.
+    // A sampled grouping is an estimate (docs/api.md section 7.4): said beside the legend.
     const grouped = $('x-grouped')
-    grouped.textContent = `by ${this.#host.state.by}${stats.sampled === true ? ' · counts sampled' : ''}`
-    grouped.title = stats.sampled === true ? 'The groups were counted over slices of the range and scaled up (docs/api.md section 7.4)' : ''
+    grouped.textContent = `by ${this.#host.state.by}${stats.sampled === true ? ' · sampled' : ''}`
+    grouped.title = stats.sampled === true ? 'The values were found over slices of the range: their counts are scaled up from the slices, or counted exactly where few, and a rare value may be missing (docs/api.md section 7.4)' : ''
   }
 
   /** The matching events: over the range, plus those the tail brought since (live mode). */
