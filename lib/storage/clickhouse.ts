@@ -184,7 +184,9 @@ export function createClickHouse (options: ClickHouseOptions): ClickHouse {
     max_open_connections: options.maxOpenConnections ?? 16,
     // 18.16 rejects settings it does not know, and the client sends none unless told to.
     log: { level: ClickHouseLogLevel.OFF },
-    keep_alive: { enabled: true },
+    // A socket idle past idle_socket_ttl (2.5 s, under 18.16's keep_alive_timeout of 3 s) is
+    // dropped when next asked for, even if a busy event loop ran its timer late.
+    keep_alive: { enabled: true, eagerly_destroy_stale_sockets: true },
   }
   const client: ClickHouseClient = createClient({ ...common, database: options.database })
   // queryChunks' own client: its sockets may idle while the reader is slow (see queryChunks).
@@ -205,12 +207,25 @@ export function createClickHouse (options: ClickHouseOptions): ClickHouse {
 
     async query<T> (statement: SqlFragment | string, opts: RequestOptions = {}): Promise<T[]> {
       const text = String(statement)
-      return run(text, async () => {
+      const once = async (queryId: string | undefined): Promise<T[]> => {
         const rs = await client.query({
-          query: text, format: 'JSONEachRow', abort_signal: opts.signal, query_id: opts.queryId,
+          query: text, format: 'JSONEachRow', abort_signal: opts.signal, query_id: queryId,
           clickhouse_settings: opts.settings === undefined ? querySettings : { ...querySettings, ...opts.settings } as ClickHouseSettings,
         })
         return await rs.json<T>()
+      }
+      return run(text, async () => {
+        try {
+          return await once(opts.queryId)
+        } catch (err) {
+          // A kept-alive socket the server had closed as the statement went out on it (18.16
+          // closes one after an error answer; a late timer on a busy event loop reuses one past
+          // the server's keep_alive_timeout): the connection resets before any answer. A SELECT
+          // is asked once more, on a new socket (explore19 F1: a dashboard read answered 503
+          // while ClickHouse was fine). Its own query id: the first may still be known there.
+          if ((err as { code?: unknown })?.code !== 'ECONNRESET' || opts.signal?.aborted === true) throw err
+          return await once(opts.queryId === undefined ? undefined : `${opts.queryId}-again`)
+        }
       })
     },
 

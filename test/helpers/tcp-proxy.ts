@@ -4,7 +4,10 @@
 // in both directions while connections stay open, as a SIGSTOPped ClickHouse does (its kernel
 // still accepts connections and buffers what is sent); resume() delivers what was held, in the
 // order it arrived, ends the upstream side of clients that left meanwhile (a stopped server reads
-// their requests, then their end, when it runs again), and forwards as before.
+// their requests, then their end, when it runs again), and forwards as before. dropRequests(n)
+// cuts the connection of each of the next n requests as it arrives, unanswered, as a server
+// that closed a kept-alive connection just as the client sent on it (the client sees "socket
+// hang up", ECONNRESET).
 import { createServer, connect } from 'node:net'
 import type { Socket } from 'node:net'
 import type { AddressInfo } from 'node:net'
@@ -16,6 +19,9 @@ export interface TcpProxy {
   up (): void
   stall (): void
   resume (): void
+  dropRequests (n: number): void
+  /** Requests dropRequests cut so far. */
+  readonly dropped: number
 }
 
 interface Held {
@@ -29,6 +35,8 @@ export async function startTcpProxy (t: Test, targetUrl: string): Promise<TcpPro
   const target = new URL(targetUrl)
   let isUp = true
   let isStalled = false
+  let toDrop = 0
+  let dropped = 0
   const sockets = new Set<Socket>()
   const connections: Array<{ client: Socket, upstream: Socket, held: Held }> = []
   const server = createServer((client) => {
@@ -41,7 +49,15 @@ export async function startTcpProxy (t: Test, targetUrl: string): Promise<TcpPro
       sockets.add(s)
       s.on('error', () => {})
     }
-    client.on('data', (d: Buffer) => { if (isStalled) held.toUpstream.push(d); else upstream.write(d) })
+    client.on('data', (d: Buffer) => {
+      if (toDrop > 0) {
+        toDrop--
+        dropped++
+        client.destroy()
+        upstream.destroy()
+      } else if (isStalled) held.toUpstream.push(d)
+      else upstream.write(d)
+    })
     upstream.on('data', (d: Buffer) => { if (isStalled) held.toClient.push(d); else client.write(d) })
     client.on('end', () => { if (!isStalled) upstream.end() })
     upstream.on('end', () => { if (!isStalled) client.end() })
@@ -76,6 +92,8 @@ export async function startTcpProxy (t: Test, targetUrl: string): Promise<TcpPro
       if (!server.listening) server.listen(port, '127.0.0.1')
     },
     stall () { isStalled = true },
+    dropRequests (n: number) { toDrop = n },
+    get dropped () { return dropped },
     resume () {
       isStalled = false
       for (const { client, upstream, held } of [...connections]) {
