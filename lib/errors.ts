@@ -39,6 +39,7 @@ export const errorCatalogue = {
   request_timeout: { status: 408, message: 'The request took too long to arrive' },
   query_timeout: { status: 504, message: 'The read ran out of time; narrow the range or the query' },
   expectation_failed: { status: 417, message: 'Only Expect: 100-continue is supported' },
+  headers_too_large: { status: 431, message: 'The request line and headers are over 16 KiB' },
 } as const satisfies Record<string, { status: number; message: string }>
 
 export type ErrorCode = keyof typeof errorCatalogue

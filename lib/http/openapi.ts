@@ -378,7 +378,7 @@ const errorCodeEnum = [
   'not_found', 'method_not_allowed', 'conflict', 'payload_too_large', 'validation_failed', 'all_lines_failed', 'idempotency_key_reused',
   'rate_limited', 'too_many_concurrent_requests', 'server_busy', 'too_many_tails', 'internal_error',
   'storage_unavailable', 'storage_outcome_unknown', 'not_ready', 'shutting_down', 'request_timeout',
-  'expectation_failed',
+  'expectation_failed', 'headers_too_large',
   // Reads (issue 22): their limits (lib/query/read-limits.ts).
   'too_many_reads', 'query_too_expensive', 'query_timeout',
   // Protocol inputs (w3-otlp): listed in test/http/openapi.test.ts's `pendingErrorCodes` until merged.

@@ -5,7 +5,7 @@
 // keep-alive sockets meanwhile get 503 shutting_down with `Connection: close`; requests in flight
 // are finished and answered; idle sockets are closed; after shutdownTimeoutMs whatever remains is
 // cut. close() resolves when no request is in flight any more.
-import { createServer } from 'node:http'
+import { createServer, STATUS_CODES } from 'node:http'
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
@@ -139,10 +139,14 @@ export function createHttpServer (options: HttpServerOptions): HttpServer {
       return
     }
     const timedOut = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'ERR_HTTP_REQUEST_HEADERS_TIMEOUT'
-    const e = new SluiceError(timedOut ? 'request_timeout' : 'bad_request', timedOut ? undefined : 'The request is not valid HTTP')
+    // Past Node's 16 KiB of request line and headers (a URL with a q far over its 1,000
+    // characters, explore19 F3): 431, as Node itself answers it, with the API's error body.
+    const e = timedOut
+      ? new SluiceError('request_timeout')
+      : err.code === 'HPE_HEADER_OVERFLOW' ? new SluiceError('headers_too_large') : new SluiceError('bad_request', 'The request is not valid HTTP')
     const requestId = randomUUID()
     const body = JSON.stringify({ error: e.code, message: e.message, request_id: requestId })
-    socket.end(`HTTP/1.1 ${e.status} ${timedOut ? 'Request Timeout' : 'Bad Request'}\r\nConnection: close\r\n` +
+    socket.end(`HTTP/1.1 ${e.status} ${STATUS_CODES[e.status]}\r\nConnection: close\r\n` +
       `Content-Type: application/json; charset=utf-8\r\nX-Request-Id: ${requestId}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
     destroyWhenSent(socket)
   })

@@ -6,6 +6,7 @@ import type { Router } from '../http/router.ts'
 import type { Authenticator } from '../auth/authenticate.ts'
 import type { Accounts } from '../accounts/accounts.ts'
 import { findStream } from '../streams/streams.ts'
+import { textParam } from '../http/query-params.ts'
 import { parseFilter } from '../query/filter-parser.ts'
 import { tailResponseHeaders } from './tail-hub.ts'
 import type { TailHub } from './tail-hub.ts'
@@ -15,7 +16,7 @@ export function registerTailRoute (router: Router, deps: { auth: Authenticator, 
   router.add('GET', '/api/streams/:stream/tail', async (ctx) => {
     const { org } = auth.requirePat(ctx.req, 'data:read')
     const stream = findStream(accounts.store, org.id, ctx.params.stream)
-    const q = (ctx.url.searchParams.get('q') ?? '').trim()
+    const q = (textParam(ctx.url, 'q') ?? '').trim()
     parseFilter(q)
     if (ctx.req.method === 'HEAD') {
       ctx.res.writeHead(200, tailResponseHeaders)

@@ -9,6 +9,7 @@ import type { ClickHouse } from '../storage/clickhouse.ts'
 import type { SqlFragment } from '../storage/sql.ts'
 import type { StreamRecord } from '../storage/metadata-store.ts'
 import { findStream } from '../streams/streams.ts'
+import { textParam } from '../http/query-params.ts'
 import { parseFilter } from './filter-parser.ts'
 import type { FilterNode } from './filter-parser.ts'
 import { filterToSql, valuesPrefilterSql } from './filter-sql.ts'
@@ -58,7 +59,7 @@ export function readRequest (ctx: RequestContext, deps: Pick<ReadDeps, 'auth' | 
   const stream = findStream(deps.accounts.store, org.id, ctx.params.stream)
   const params = ctx.url.searchParams
   const range = parseTimeRange({ from: params.get('from'), to: params.get('to') }, Date.now())
-  const filter = parseFilter(params.get('q') ?? '')
+  const filter = parseFilter(textParam(ctx.url, 'q') ?? '')
   const scope = attrScopeFor(deps.legacyAttrsBefore, range.from)
   return {
     orgId: org.id,

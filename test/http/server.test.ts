@@ -89,7 +89,7 @@ t.test('shutdown: requests in flight finish, new ones get 503 shutting_down with
   t.equal(rows[0].n, 2, 'and its events are stored')
 })
 
-t.test('slow and malformed clients get JSON errors: 408 request_timeout, 400 bad_request', async (t) => {
+t.test('slow and malformed clients get JSON errors: 408 request_timeout, 400 bad_request, 431 headers_too_large', async (t) => {
   const own = await startServer(t, { server: { headersTimeoutMs: 300, requestTimeoutMs: 300 } })
   const talk = (payload: string) => new Promise<string>((resolve) => {
     const socket = connect(Number(new URL(own.url).port), '127.0.0.1')
@@ -104,4 +104,8 @@ t.test('slow and malformed clients get JSON errors: 408 request_timeout, 400 bad
   const bad = await talk('NONSENSE\r\n\r\n')
   t.match(bad, /^HTTP\/1\.1 400 /)
   t.match(bad, /"error":"bad_request"/)
+  // A URL past Node's 16 KiB of request line and headers (a q far over its 1,000 characters).
+  const long = await talk(`GET /api/streams/web/events?q=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`)
+  t.match(long, /^HTTP\/1\.1 431 /)
+  t.match(long, /"error":"headers_too_large"/)
 })

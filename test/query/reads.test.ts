@@ -156,12 +156,14 @@ t.test('by= and same= take a name as q writes it: bare, or in quotes with a spac
   t.equal(context.status, 200)
   t.same([...context.body.before, ...context.body.after].map((e: Event) => e.ts - base), [0, 4], 'neighbours sharing "odd key", "a,b" and host')
   // Every invalid_query names its parameter.
-  for (const [query, parameter] of [['from=x', 'from'], [`from=${base + 10}&to=${base}`, 'from'], ['to=now-', 'to'], [`${range}&step=x`, 'step'], [`${range}&q=(`, 'q'], [`${range}&q=${encodeURIComponent('a:~"(?i)x"')}`, 'q']]) {
+  for (const [query, parameter] of [['from=x', 'from'], [`from=${base + 10}&to=${base}`, 'from'], ['to=now-', 'to'], [`${range}&step=x`, 'step'], [`${range}&q=(`, 'q'], [`${range}&q=${encodeURIComponent('a:~"(?i)x"')}`, 'q'], [`${range}&q=%FF%FE`, 'q'], [`${range}&q=caf%E9`, 'q']]) {
     const r = await s.api('GET', `/api/streams/oddkeys/stats?${query}`)
     t.equal(r.status, 400, query)
     t.equal(r.body.error, 'invalid_query')
     t.equal(r.body.parameter, parameter, `${query}: parameter`)
   }
+  // Percent-escapes that are UTF-8, and a bare % (no escape), are text as URLSearchParams reads it.
+  for (const q of ['caf%C3%A9', '50%', '100%25%20off']) t.equal((await s.api('GET', `/api/streams/oddkeys/stats?${range}&q=${q}`)).status, 200, `q=${q}`)
   // A quote opened and not closed is a bad name, as in q.
   for (const bad of ['"odd key', '"', '"odd" key']) {
     const r = await s.api('GET', `/api/streams/oddkeys/stats?${range}&by=${encodeURIComponent(bad)}`)
