@@ -216,6 +216,28 @@ t.test('Explore in Chromium', { skip }, async (t: Test) => {
     t.equal(await page.locator('#x-table tbody tr.event').count(), big.length, 'a numeric comparison on an attribute')
   })
 
+  await t.test('a new search dims the sidebar and the histogram until their reads answer', async (t) => {
+    // /fields and /stats of the next search held until released: the events page answers first.
+    let release = (): void => {}
+    const held = new Promise<void>((resolve) => { release = resolve })
+    const hold = async (route: import('playwright-core').Route): Promise<void> => { await held; await route.continue() }
+    await page.route(/\/api\/streams\/app\/(fields|stats)\?/, hold)
+    await page.fill('#q', 'order.id:o-8')
+    await page.press('#q', 'Enter')
+    const wanted = logs.filter((l) => l.attributes['order.id'] === 'o-8')
+    await page.waitForFunction((n) => document.querySelectorAll('#x-table tbody tr.event').length === n, wanted.length, { timeout: waitMs })
+    t.equal(await page.getAttribute('.x-sidebar', 'aria-busy'), 'true', 'the sidebar, still the previous search\'s, is marked busy')
+    t.equal(await page.getAttribute('.x-hist-card', 'aria-busy'), 'true', 'the histogram too')
+    const opacity = await page.locator('#x-fields').evaluate((el) => (globalThis as unknown as { getComputedStyle: (e: unknown) => { opacity: string } }).getComputedStyle(el).opacity)
+    t.ok(Number(opacity) < 1, `and dimmed (opacity ${opacity})`)
+    release()
+    await waitReady()
+    await page.unroute(/\/api\/streams\/app\/(fields|stats)\?/, hold)
+    t.equal(await page.getAttribute('.x-sidebar', 'aria-busy'), null, 'no longer busy once answered')
+    t.equal(await page.getAttribute('.x-hist-card', 'aria-busy'), null)
+    t.equal(await page.textContent('#x-hits'), `${wanted.length} hits`)
+  })
+
   await t.test('markup in events is shown as text', async (t) => {
     const hostile: AppLog = { service: 'checkout', host: '<b>web-9</b>', ts: Date.now() - 30_000, level: SeverityNumber.ERROR, body: '<img src=x id=pwned onerror="document.title=1">', attributes: { '<i>key</i>': '<script>alert(1)</script>' } }
     logs.push(hostile)

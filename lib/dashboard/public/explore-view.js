@@ -85,6 +85,19 @@ export function firstPagePath (state) {
  * @property {(count: number) => void} countLive the stream took `count` events in the last second (Live)
  */
 
+/**
+ * Marks a panel (`x-hist`, `x-fields`) as showing an earlier answer while its read runs: its card
+ * gets aria-busy, which app.css dims.
+ * @param {string} id
+ * @param {boolean} on
+ */
+function busy (id, on) {
+  const card = $(id).closest('.card')
+  if (card === null) return
+  if (on) card.setAttribute('aria-busy', 'true')
+  else card.removeAttribute('aria-busy')
+}
+
 export class Explore {
   /** @type {ExploreHost} */
   #host
@@ -175,6 +188,10 @@ export class Explore {
     this.#renderPause()
     this.#showEmpty(null)
     setConn(this.#live ? 'connecting' : 'history', this.#live ? undefined : 'Loading…')
+    // The histogram and the sidebar show the previous search until their reads answer: dimmed
+    // and marked busy meanwhile (explore19 F5: the old counts stood beside the new results).
+    busy('x-hist', true)
+    busy('x-fields', true)
 
     // Each part is drawn as its read answers (the events page first: it is the cheapest read),
     // so a slow /fields or /stats over a long range holds back only its own part.
@@ -192,11 +209,12 @@ export class Explore {
         mark('events')
       }))
     const stats = inTurn(() => api.get(streamPath(state.stream, 'stats', { ...this.#range, q, by: state.by }), { signal })
-      .then((/** @type {StatsAnswer} */ answer) => { if (!signal.aborted) { this.#showStats(answer); mark('histogram') } }))
+      .then((/** @type {StatsAnswer} */ answer) => { if (!signal.aborted) { this.#showStats(answer); busy('x-hist', false); mark('histogram') } }))
     const fields = inTurn(() => api.get(streamPath(state.stream, 'fields', { ...this.#range, q, top: topValues, sample: fieldsSample }), { signal })
       .then((/** @type {FieldsAnswer} */ answer) => {
         if (signal.aborted) return
         this.#sidebar.update(answer, this.#sidebarContext())
+        busy('x-fields', false)
         this.#hits = answer.total
         this.#renderHits()
         mark('fields')
@@ -205,6 +223,8 @@ export class Explore {
     if (signal.aborted) return
     if (statsRead.status === 'rejected') this.#histogram.clear()
     if (fieldsRead.status === 'rejected') this.#sidebar.update(null, this.#sidebarContext())
+    busy('x-hist', false)
+    busy('x-fields', false)
     const failed = [fieldsRead, statsRead, eventsRead].flatMap((r) => (r.status === 'rejected' ? [r.reason] : []))
     if (failed.length > 0) {
       /** @param {unknown} e */
@@ -430,10 +450,13 @@ export class Explore {
     this.#host.writeHash()
     this.#sidebar.refresh(this.#sidebarContext())
     $('x-grouped').textContent = `by ${name}`
+    busy('x-hist', true)
     try {
       this.#showStats(await api.get(streamPath(state.stream, 'stats', { ...this.#range, q: state.q, by: name }), { signal }))
     } catch (err) {
       this.#host.handleFailure(err, () => {})
+    } finally {
+      if (!signal.aborted) busy('x-hist', false)
     }
   }
 
