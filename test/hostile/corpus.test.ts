@@ -324,10 +324,16 @@ function buildCorpus (tokens: Tokens, compressed: Record<string, Buffer>): Case[
     ['a space in the target', 'GET /heal thz HTTP/1.1\r\nHost: x\r\n\r\n'],
     ['a control character in the target', 'GET /heal\x01thz HTTP/1.1\r\nHost: x\r\n\r\n'],
     ['binary junk', '\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03'],
+  ]
+  // Past Node's 16 KiB of request line and headers: 431 headers_too_large (docs/api.md section 1).
+  const oversized: Array<[string, string]> = [
     ['a 20 KiB target', `GET /${'a'.repeat(20 * KiB)} HTTP/1.1\r\nHost: x\r\n\r\n`],
     ['a 20 KiB header', `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'b'.repeat(20 * KiB)}\r\n\r\n`],
     ['3,000 headers', `GET /healthz HTTP/1.1\r\nHost: x\r\n${'X-H: 1\r\n'.repeat(3000)}\r\n`],
   ]
+  for (const [name, raw] of oversized) {
+    for (let i = 0; i < 2; i++) add({ kind: 'http-shapes', name: `${name} #${i}`, payload: Buffer.from(raw, 'latin1'), status: 431, error: 'headers_too_large' })
+  }
   // Ingest requests carry a valid token and type, so that a body framing error is what gets
   // answered, not the auth before it.
   const admitted = `Authorization: Bearer ${tokens.ingest}\r\nContent-Type: application/x-ndjson\r\n`
