@@ -168,6 +168,23 @@ const querySettings = {
   output_format_json_quote_64bit_integers: 0,
 } as const
 
+/**
+ * Sends a SELECT, and once more on a new socket when the first connection resets before any
+ * answer: a kept-alive socket the server had closed as the statement went out on it (18.16
+ * closes one after an error answer; a late timer on a busy event loop reuses one past the
+ * server's keep_alive_timeout). Explore19 F1: a dashboard read answered 503 while ClickHouse
+ * was fine. The second has a query id of its own: the first may still be known to the server.
+ * Never for inserts or commands (their callers decide).
+ */
+async function againOnReset<T> (opts: RequestOptions, send: (queryId: string | undefined) => Promise<T>): Promise<T> {
+  try {
+    return await send(opts.queryId)
+  } catch (err) {
+    if ((err as { code?: unknown })?.code !== 'ECONNRESET' || opts.signal?.aborted === true) throw err
+    return await send(opts.queryId === undefined ? undefined : `${opts.queryId}-again`)
+  }
+}
+
 /** queryChunks' socket idle timeout: a day (its reader decides how long it takes). */
 const streamIdleTimeoutMs = 86_400_000
 
@@ -214,27 +231,15 @@ export function createClickHouse (options: ClickHouseOptions): ClickHouse {
         })
         return await rs.json<T>()
       }
-      return run(text, async () => {
-        try {
-          return await once(opts.queryId)
-        } catch (err) {
-          // A kept-alive socket the server had closed as the statement went out on it (18.16
-          // closes one after an error answer; a late timer on a busy event loop reuses one past
-          // the server's keep_alive_timeout): the connection resets before any answer. A SELECT
-          // is asked once more, on a new socket (explore19 F1: a dashboard read answered 503
-          // while ClickHouse was fine). Its own query id: the first may still be known there.
-          if ((err as { code?: unknown })?.code !== 'ECONNRESET' || opts.signal?.aborted === true) throw err
-          return await once(opts.queryId === undefined ? undefined : `${opts.queryId}-again`)
-        }
-      })
+      return run(text, async () => await againOnReset(opts, once))
     },
 
     async * queryChunks (statement: SqlFragment | string, opts: RequestOptions = {}): AsyncIterable<Uint8Array> {
       const text = String(statement)
-      const res = await run(text, async () => await streamClient.exec({
-        query: `${text}\nFORMAT JSONEachRow`, abort_signal: opts.signal, query_id: opts.queryId,
+      const res = await run(text, async () => await againOnReset(opts, async (queryId) => await streamClient.exec({
+        query: `${text}\nFORMAT JSONEachRow`, abort_signal: opts.signal, query_id: queryId,
         clickhouse_settings: opts.settings === undefined ? querySettings : { ...querySettings, ...opts.settings } as ClickHouseSettings,
-      }))
+      })))
       try {
         for await (const chunk of res.stream) yield chunk as Buffer
       } catch (err) {

@@ -32,6 +32,14 @@ t.test('a SELECT cut before its answer is asked once more; a second cut fails it
   t.ok(await read.then(() => false, () => true), 'an aborted read is not asked again')
   proxy.dropRequests(0)
   t.same(await clickhouse.query('SELECT 5 AS n'), [{ n: 5 }], 'later statements go through')
+
+  // A streamed statement (an export's window), cut before its first chunk.
+  const before = proxy.dropped
+  proxy.dropRequests(1)
+  let text = ''
+  for await (const chunk of clickhouse.queryChunks('SELECT number AS n FROM system.numbers LIMIT 3')) text += Buffer.from(chunk).toString()
+  t.equal(text, '{"n":0}\n{"n":1}\n{"n":2}\n', 'a streamed statement is asked again too')
+  t.equal(proxy.dropped, before + 1)
 })
 
 t.test('an INSERT cut before its answer is not sent again (its caller decides)', { skip: onChdb && 'the embedded engine has no socket' }, async (t) => {
