@@ -170,12 +170,12 @@ const querySettings = {
 
 /**
  * Sends a SELECT, and once more on a new socket when the first connection resets (ECONNRESET)
- * before its answer is whole (queryChunks: before its first chunk), as a kept-alive socket does
- * that the server had closed as the statement went out on it (18.16
- * closes one after an error answer; a late timer on a busy event loop reuses one past the
- * server's keep_alive_timeout). Explore19 F1: a dashboard read answered 503 while ClickHouse
- * was fine. The second has a query id of its own: the first may still be known to the server.
- * Never for inserts or commands (their callers decide).
+ * before its answer is whole (queryChunks: before its first chunk). A kept-alive socket that the
+ * server closed as the statement went out on it does that: 18.16 closes one after an error
+ * answer, and a late timer on a busy event loop can reuse one past the server's
+ * keep_alive_timeout (explore19 F1: a dashboard read answered 503 while ClickHouse was fine).
+ * The second has a query id of its own: the first may still be known to the server. Never for
+ * inserts or commands (their callers decide).
  */
 async function againOnReset<T> (opts: RequestOptions, send: (queryId: string | undefined) => Promise<T>): Promise<T> {
   try {
