@@ -63,8 +63,8 @@ export interface SampledCounts {
   values: Array<{ value: string, hash: string, hits: number, points: Map<number, number> }>
   /** A point's time over its slice's. */
   scale: number
-  /** The counts per point and value of whole points (those whose slice holds none of their events). */
-  readPoints: (points: number[]) => Promise<Array<{ t: number, value: string, n: number }>>
+  /** The counts per point and value (with its cityHash64 as text) of whole points (those whose slice holds none of their events). */
+  readPoints: (points: number[]) => Promise<Array<{ t: number, value: string, n: number, h: string }>>
   /** Exact counts per point of the values of these hashes over the whole range. */
   recount: (hashes: string[]) => Promise<Array<{ t: number, value: string, n: number }>>
 }
@@ -235,7 +235,8 @@ async function querySampledGroups (clickhouse: ClickHouse, plan: StatsPlan, by: 
       scale: plan.stepMs / slices.widthMs,
       // A point's own top values, read whole (its other values would not make the groups).
       readPoints: async (points) => await clickhouse.query(
-        joinSql(points.map((t) => sql`SELECT * FROM (SELECT intDiv(ts, ${plan.stepMs}) * ${plan.stepMs} AS t, assumeNotNull(${by.text}) AS value, count() AS n
+        joinSql(points.map((t) => sql`SELECT * FROM (SELECT intDiv(ts, ${plan.stepMs}) * ${plan.stepMs} AS t, assumeNotNull(${by.text}) AS value, count() AS n,
+          toString(cityHash64(value)) AS h
           FROM events PREWHERE ts >= ${t} AND ts < ${t + plan.stepMs} WHERE ${where} GROUP BY t, value ORDER BY n DESC, value LIMIT ${plan.topN})`), ' UNION ALL ')),
       recount: async (hashes) => await perPoint(sql`cityHash64(${by.text}) IN (${uint64List(hashes)})`),
     },
@@ -275,7 +276,8 @@ export const recountEvents = 10
  * point's by its events over its slice's. A point with events but none in its slice (all of them
  * outside it) is read whole, exactly, the smallest first, up to wholePointsBudget events together.
  * When a listed value was seen fewer than minSampledHits times in the slices and the range holds
- * at most recountEvents x sample events, the candidates are counted exactly instead. Then the top
+ * at most recountEvents x sample events, the candidates (with the top values of the points whose
+ * slice held none of their events) are counted exactly instead. Then the top
  * values are chosen over every point.
  */
 export async function finishSampledGroups (plan: StatsPlan, grouped: StatsGroups, pointEvents: ReadonlyMap<number, number>): Promise<StatsGroups> {
@@ -303,7 +305,15 @@ export async function finishSampledGroups (plan: StatsPlan, grouped: StatsGroups
   for (const n of pointEvents.values()) eventsInRange += n
   const listedHits = slices.values.slice(0, plan.topN).map((v) => v.hits)
   if (listedHits.length > 0 && Math.min(...listedHits) < minSampledHits && eventsInRange <= recountEvents * plan.groupSample) {
-    for (const row of await slices.recount(slices.values.map((v) => v.hash))) put(Number(row.t), row.value, Number(row.n))
+    // The points whose slice held none of their events add their own top values to the
+    // candidates: a burst between two slices would otherwise be missing from the list (a run of
+    // test/query/reads.test.ts listed a lonely event of 1 and not the burst of 2,000 beside it).
+    const candidates = new Set(slices.values.map((v) => v.hash))
+    if (slices.events !== null) {
+      const missed = wholePoints(plan, [...pointEvents].filter(([t, n]) => n > 0 && (slices.events!.get(t) ?? 0) === 0))
+      if (missed.length > 0) for (const row of await slices.readPoints(missed)) candidates.add(row.h)
+    }
+    for (const row of await slices.recount([...candidates])) put(Number(row.t), row.value, Number(row.n))
     return finished()
   }
 
@@ -333,16 +343,22 @@ export async function finishSampledGroups (plan: StatsPlan, grouped: StatsGroups
       here.forEach((v, i) => { if (scaled[i] > 0) put(t, v.value, scaled[i]) })
     }
   }
-  empty.sort((a, b) => a[1] - b[1])
+  const whole = wholePoints(plan, empty)
+  if (whole.length > 0) for (const row of await slices.readPoints(whole)) put(Number(row.t), row.value, Number(row.n))
+  return finished()
+}
+
+/** Of points [t, events], the ones read whole: the smallest first, up to wholePointsBudget events together. */
+function wholePoints (plan: StatsPlan, points: Array<[number, number]>): number[] {
+  points.sort((a, b) => a[1] - b[1])
   let budget = wholePointsBudget(plan)
   const whole: number[] = []
-  for (const [t, events] of empty) {
+  for (const [t, events] of points) {
     if (events > budget) break
     whole.push(t)
     budget -= events
   }
-  if (whole.length > 0) for (const row of await slices.readPoints(whole)) put(Number(row.t), row.value, Number(row.n))
-  return finished()
+  return whole
 }
 
 /**

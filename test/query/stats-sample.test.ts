@@ -120,3 +120,27 @@ t.test('a sampled by=: each point scaled by its events, so a field every event h
   t.equal(users5.body.sampled, true, 'and the answer says the list came from a sample (a value the slices missed would be missing)')
   t.same(users5.body.series, exact.body.series, 'the points too')
 })
+
+t.test('a burst between two slices still makes the list when the slices\' few values are counted again', async (t) => {
+  const s = await startServer(t)
+  const tgt = await createIngestTarget(s, 'gap')
+  // An hour at 30 s points, sample 1,000 of 2,001 events: each slice about 15 s of its point.
+  const plan = planStats({ orgId: 'o', stream: 'gap', from: base, to: base + hour, stepMs: 30_000 })
+  const slices = groupSlices(plan, 2001, 1000)!
+  const ranges = sliceRanges(plan, slices)
+  // 2,000 events within 5 s outside their point's slice, and one lonely event inside another
+  // point's slice: the slices see the lonely one only.
+  const burstPoint = ranges.findIndex(([lo], k) => lo - (base + k * 30_000) >= 6000)
+  const burstAt = base + burstPoint * 30_000
+  const lonelyPoint = burstPoint + 20
+  const lonelyAt = ranges[lonelyPoint][0] + 1
+  const lines = Array.from({ length: 2000 }, (_, i) => JSON.stringify({ ts: burstAt + Math.floor(i * 2.5), service: 'api' }))
+  lines.push(JSON.stringify({ ts: lonelyAt, service: 'cron' }))
+  t.equal((await postIngest(tgt, lines.join('\n'))).body.ingested, 2001)
+  const r = await s.api('GET', `/api/streams/gap/stats?from=${base}&to=${base + hour}&step=30s&by=service&sample=1000`)
+  t.equal(r.status, 200)
+  t.same(r.body.groups, [{ value: 'api', count: 2000 }, { value: 'cron', count: 1 }], 'the burst counted, exactly, beside the lonely event')
+  t.equal(r.body.sampled, true)
+  const burst = (r.body.series as Array<{ t: number, groups: Record<string, number> }>).find((p) => p.t === burstAt)
+  t.same(burst?.groups, { api: 2000 })
+})
