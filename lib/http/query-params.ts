@@ -13,34 +13,20 @@ export function integerParam (params: URLSearchParams, name: string, min: number
   return n
 }
 
-const utf8 = new TextDecoder('utf-8', { fatal: true })
-
 /**
  * A text parameter (`q`) as URLSearchParams decodes it, or null when absent; 400 invalid_query when
  * its percent-escapes are not UTF-8, which URLSearchParams would turn into U+FFFD and search for
- * (explore19 F4: `q=%FF%FE` answered 200 with nothing found).
+ * (explore19 F4: `q=%FF%FE` answered 200 with nothing found). A `%` not followed by two hex digits
+ * is a literal `%`, as URLSearchParams reads it; decodeURIComponent then checks the escapes.
  */
 export function textParam (url: URL, name: string): string | null {
   const value = url.searchParams.get(name)
   if (value === null || !url.search.includes('%')) return value
   for (const pair of url.search.slice(1).split('&')) {
     const eq = pair.indexOf('=')
-    const key = eq === -1 ? pair : pair.slice(0, eq)
-    if (eq === -1 || new URLSearchParams(`${key}=`).keys().next().value !== name) continue
-    const raw = pair.slice(eq + 1)
-    if (!raw.includes('%')) continue
-    const bytes: number[] = []
-    for (let i = 0; i < raw.length; i++) {
-      const hex = raw.slice(i + 1, i + 3)
-      if (raw[i] === '%' && /^[0-9a-fA-F]{2}$/.test(hex)) {
-        bytes.push(parseInt(hex, 16))
-        i += 2
-      } else {
-        bytes.push(...Buffer.from(raw[i], 'utf8'))
-      }
-    }
+    if (eq === -1 || new URLSearchParams(`${pair.slice(0, eq)}=`).keys().next().value !== name) continue
     try {
-      utf8.decode(Uint8Array.from(bytes))
+      decodeURIComponent(pair.slice(eq + 1).replace(/%(?![0-9a-fA-F]{2})/g, '%25'))
     } catch {
       throw new SluiceError('invalid_query', `${name} is not UTF-8: percent-encode its text as UTF-8 bytes`, { details: { parameter: name } })
     }

@@ -156,9 +156,9 @@ const maxSliceUnionChars = 100_000
  * field) and `value` (its text; '' without it), ungrouped: the caller groups them once (with a
  * GROUP BY in each slice's statement as well, the statement by=user_id over 30 M events took 810
  * ms against 579, by=region 330 against 315: bench/README.md, "`stats?by=` sampled, grouped
- * once"). `perSlice` (the default while the SQL stays under
- * maxSliceUnionChars): a UNION ALL of one statement per slice, its ts range in PREWHERE, so
- * ClickHouse finds each slice's granules by the sort key and tests a plain range
+ * once"). `perSlice` (the default while the SQL stays under maxSliceUnionChars): a UNION ALL
+ * of one statement per slice, its ts range in PREWHERE, so ClickHouse finds each slice's granules
+ * by the sort key and tests a plain range
  * (bench/README.md, "Find anything": by=user_id over 30 M events read 1.7 M rows for 0.63 s of
  * CPU, where the slice test per row read all 30 M for 0.96 s, and the slices as one OR of ranges
  * 1.8 s); else one statement with the slice test per row in PREWHERE.
@@ -180,8 +180,8 @@ const candidatesPerValue = 10
 /**
  * The slices, in one statement: the rows in a slice (at most about `sample`; slicedRowsSql)
  * grouped by value, the most frequent ones with their events' points, after the row of the
- * events without the field. When they are all the values the slices hold, each point's events in its slice are theirs added up (the ratio
- * estimate then needs no other read: a second statement counting the slices' events cost e1, e3
+ * events without the field. When they are all the values the slices hold, each point's events
+ * in its slice are theirs added up (the ratio estimate then needs no other read: a second statement counting the slices' events cost e1, e3
  * and e4 100-280 ms more, bench/README.md). The scaling, and the choice of the values listed, is
  * finishSampledGroups'. The plan's pre-filter (plan.prewhere) stays out: in PREWHERE it would read
  * its column for every row of the range, where the slices read a few granules.
@@ -193,8 +193,8 @@ async function querySampledGroups (clickhouse: ClickHouse, plan: StatsPlan, by: 
   // column's as a sumMap of counts per point: a sumMap took by=user_id as long as counting in
   // each slice first did and by=region 20% less, the per-event list 20% and 11% less, but it
   // sends a few values' lists of about `sample` numbers together, +45 ms of Sluice's CPU for
-  // by=service (bench/README.md, "`stats?by=` sampled, grouped once"). Nearly unique values, the slow case, are
-  // attributes (user and trace ids); the columns are `service`, `level`, `host`...
+  // by=service (bench/README.md, "`stats?by=` sampled, grouped once"). Nearly unique values,
+  // the slow case, are attributes (user and trace ids); columns are `service`, `level`, `host`...
   const origin = Math.floor(plan.from / plan.stepMs) * plan.stepMs
   const pointOf = sql`toUInt32(intDiv(t - ${origin}, ${plan.stepMs}))`
   const rows = await clickhouse.query<{ has: number, value: string, total: number, h: string, points: number[] | [number[], number[]] }>(sql`SELECT has, value,
@@ -277,8 +277,8 @@ export const recountEvents = 10
  * outside it) is read whole, exactly, the smallest first, up to wholePointsBudget events together.
  * When a listed value was seen fewer than minSampledHits times in the slices and the range holds
  * at most recountEvents x sample events, the candidates (with the top values of the points whose
- * slice held none of their events) are counted exactly instead. Then the top
- * values are chosen over every point.
+ * slice held none of their events) are counted exactly instead. Then the top values are chosen
+ * over every point.
  */
 export async function finishSampledGroups (plan: StatsPlan, grouped: StatsGroups, pointEvents: ReadonlyMap<number, number>): Promise<StatsGroups> {
   const slices = grouped.slices
