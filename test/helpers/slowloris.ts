@@ -114,13 +114,18 @@ export interface NormalTrafficResult {
   latenciesMs: number[]
 }
 
-/** `concurrency` loops posting `body` for `durationMs`; its own connection pool, closed at the end. */
-export async function runNormalTraffic (target: IngestEndpoint, options: { concurrency: number, durationMs: number, body: string }): Promise<NormalTrafficResult> {
+/**
+ * `concurrency` loops posting `body` for `durationMs`, or until `untilOk` answers were 200 if that
+ * comes first; its own connection pool, closed at the end.
+ */
+export async function runNormalTraffic (target: IngestEndpoint,
+  options: { concurrency: number, durationMs: number, body: string, untilOk?: number }): Promise<NormalTrafficResult> {
   const agent = new Agent({ connections: options.concurrency })
   const result: NormalTrafficResult = { statuses: new Map(), errors: new Map(), latenciesMs: [] }
   const until = performance.now() + options.durationMs
+  const done = (): boolean => performance.now() >= until || (result.statuses.get(200) ?? 0) >= (options.untilOk ?? Infinity)
   async function loop (): Promise<void> {
-    while (performance.now() < until) {
+    while (!done()) {
       const started = performance.now()
       const res = await request(`${target.url}/api/ingest/${target.stream}`, {
         method: 'POST', body: options.body, dispatcher: agent,
