@@ -151,6 +151,26 @@ class SessionPool {
     })
   }
 
+  /**
+   * Puts a new session in the place of `s`, then closes `s`: a session whose statement failed keeps
+   * the rows that statement had written before its error and hands them out with the next
+   * statement's (chdb 26.7: after a TIMEOUT_EXCEEDED mid-output, the next SELECT on the session
+   * answered 2.7 M stale rows before its own; explore20 F3). The new one is made first: the engine
+   * stays up while a session is open.
+   */
+  replace (s: PooledSession): void {
+    if (this.#closed) { s.session.close(); return }
+    let fresh: PooledSession | undefined
+    try {
+      fresh = { session: this.#make(), usesDatabase: false }
+    } catch {
+      // The engine refuses sessions: one fewer is open, and the next acquire tries again.
+    }
+    s.session.close()
+    if (fresh !== undefined) this.release(fresh)
+    else this.#open--
+  }
+
   release (s: PooledSession): void {
     if (this.#closed) { s.session.close(); return }
     const next = this.#waiters.shift()
@@ -209,7 +229,7 @@ export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHous
       }
       return await fn(s.session)
     })()
-    const settled = work.then(() => pool.release(s), () => pool.release(s))
+    const settled = work.then(() => pool.release(s), () => pool.replace(s))
     if (queryId !== undefined) {
       running.set(queryId, settled)
       void settled.then(() => { if (running.get(queryId) === settled) running.delete(queryId) })
