@@ -43,6 +43,7 @@ const readErrors: Json = {
   429: retryAfterResponse('too_many_reads: the org\'s read slots (query.maxConcurrentPerOrg, query.maxScansPerOrg) stayed taken for query.maxQueueMs, or its queue is full'),
   503: retryAfterResponse('storage_unavailable'),
   504: errorResponse('query_timeout: the read ran past query.timeoutMs'),
+  431: errorResponse('headers_too_large: the request line and headers passed 16 KiB (a `q` that long)'),
 }
 
 const pat = [{ bearerAuth: [] }]
@@ -217,7 +218,7 @@ const managementPaths: Json = {
     get: {
       operationId: 'tail', tags: ['read'], security: pat, summary: 'Live events and stats as Server-Sent Events (PAT data:read; docs/api.md section 7.5)',
       parameters: [stream, queryParam('q', 'Filter (docs/api.md section 7.2)')],
-      responses: { 200: { description: 'An event stream', content: { 'text/event-stream': { schema: { type: 'string' } } } }, ...pick(400, 401, 403, 404, 429) },
+      responses: { 200: { description: 'An event stream', content: { 'text/event-stream': { schema: { type: 'string' } } } }, ...pick(400, 401, 403, 404, 429), 431: readErrors[431] },
     },
   },
   '/api/audit': {
