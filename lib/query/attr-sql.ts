@@ -11,7 +11,8 @@
 // with visitParamExtractRaw (ClickHouse 18.16 has no other JSON functions): the key spelt with its
 // dots first, then the path through nested objects, a JSON string's text unescaped. Those functions
 // find a key's first occurrence at any depth of the text, so for old rows a key that also occurs
-// nested elsewhere may read the other value: the rule is documented as best effort for old rows.
+// nested elsewhere may read the other value: the rule is documented as best effort for old rows,
+// with what it leaves out (docs/api.md section 7.2).
 // The legacy branch is only compiled into a read whose range can hold such rows (AttrScope), so a
 // database created since pays nothing for it.
 import { joinSql, rawSql, sql } from '../storage/sql.ts'
@@ -105,10 +106,15 @@ export function attrPresentSql (path: string, scope: AttrScope = noLegacyRows): 
  * whose stored keys are its leaves' dotted paths), as UInt8: `q`'s `name:*` (docs/api.md 7.2).
  */
 export function attrPresentUnderSql (path: string, scope: AttrScope = noLegacyRows): SqlFragment {
-  return presentSql(path, sql`(${indexSql(path)} > 0 OR arrayExists(k -> startsWith(k, ${path + '.'}), attr_keys))`, scope)
+  const present = sql`(${indexSql(path)} > 0 OR arrayExists(k -> startsWith(k, ${path + '.'}), attr_keys))`
+  if (scope.before === 0) return present
+  // Rows from before migration 11: the key with any value, an object included, or a key spelt
+  // with the path and a dot (`"order.total"` for `order:*`; explore20 F4).
+  const legacy = sql`(${legacyRawSql(path)} != '' OR position(attrs, ${'"' + path + '.'}) > 0)`
+  return sql`if(received_at <= ${scope.before} AND empty(attr_keys), ${legacy}, ${present})`
 }
 
-/** `present` over the arrays; rows from before migration 11 (in `scope`) by their attrs text (an object's raw JSON counts). */
+/** `present` over the arrays; rows from before migration 11 (in `scope`) when their attrs text holds a value (not an object) under the path. */
 function presentSql (path: string, present: SqlFragment, scope: AttrScope): SqlFragment {
   if (scope.before === 0) return present
   return sql`if(received_at <= ${scope.before} AND empty(attr_keys), isNotNull(${legacyValueSql(path)}), ${present})`
