@@ -76,6 +76,15 @@ const promotedColumns: ReadonlyMap<string, readonly string[]> = new Map(
   eventFields.filter((f) => f.name === 'service' || f.name === 'trace_id' || f.name === 'span_id')
     .map((f) => [f.column, [f.key, ...f.aliases]]))
 
+/** The keys a row from before migration 11 holds service, trace_id and span_id under (they are read as those columns). */
+export const promotedKeys: ReadonlySet<string> = new Set([...promotedColumns.values()].flat())
+
+/** The condition that a row is from before migration 11 and has attributes (in `scope`, whose before is not 0). */
+export function legacyRowSql (scope: AttrScope): SqlFragment {
+  // The ts bound first: ts is the sort key, so ClickHouse reads only the granules that can hold one.
+  return sql`ts <= ${scope.before + maxFutureMs} AND received_at <= ${scope.before} AND empty(attr_keys) AND attrs NOT IN ('', '{}')`
+}
+
 /**
  * A column of the field table as a read sees it: the column itself, or for service, trace_id and
  * span_id over a range that can hold rows from before migration 11, the value those rows hold in

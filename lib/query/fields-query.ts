@@ -3,7 +3,8 @@
 // have it, and its top values with counts, for a field sidebar and for suggestions as one types.
 //
 // Contract and why:
-// - Columns come from the field table (lib/events/fields.ts), attributes from attr_keys; an
+// - Columns come from the field table (lib/events/fields.ts), attributes from attr_keys (rows from
+//   before migration 11: their attrs text, flattened in Sluice, legacyAttributes); an
 //   attribute's type is `number` when every value seen is a number as `q`'s comparisons read one
 //   (filter-number.ts: so `name:>10` can hold for each), `boolean` for true/false, else `string`.
 //   An attribute a column's name shadows is listed as `attrs.<path>`, the name `q` reads it by. Columns are listed first in the table's order, then attributes by
@@ -25,7 +26,9 @@ import type { ClickHouse } from '../storage/clickhouse.ts'
 import { joinSql, rawSql, sql, uint64List } from '../storage/sql.ts'
 import type { SqlFragment } from '../storage/sql.ts'
 import { eventFields, isStringField } from '../events/fields.ts'
-import { columnSql } from './attr-sql.ts'
+import { columnSql, legacyRowSql, promotedKeys } from './attr-sql.ts'
+import { flattenAttrsText } from '../events/attr-flatten.ts'
+import { readNumber } from './filter-number.ts'
 import type { AttrScope } from './attr-sql.ts'
 import { isNumberSql, numberTextRe2 } from './filter-sql.ts'
 import { attributeFieldName, byCountThenValue } from './field-ref.ts'
@@ -219,6 +222,7 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
     return [row, await columnTopValues(clickhouse, rows, top, params.scope, present, seenOnce,
       scale === 1 ? null : listedColumns.map((c, i) => present[i] && !c.numeric ? row[`top_${i}`] as string[] : []))]
   }
+  let legacySampled = false
   const attributesChain = async (): Promise<[KeyRow[], Map<string, Array<{ value: string, count: number }>>]> => {
     // Counts and types per key in one pass, then each listed key's top values, grouped exactly
     // (over the sample, when sampled: one GROUP BY of every pair, about as fast as topK's
@@ -241,8 +245,9 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
       for (const r of withExponents) if (notNumbers.has(r.key)) r.numbers = 0
     }
     const topByKey = new Map<string, Array<{ value: string, count: number }>>()
-    if (keyRows.length === 0) return [keyRows, topByKey]
-    const valueRows = await clickhouse.query<{ key: string, value: string, n: number }>(sql`
+    const legacy = params.scope.before === 0 ? null : await legacyAttributes(clickhouse, rows, params.scope)
+    if (keyRows.length === 0 && legacy === null) return [keyRows, topByKey]
+    const valueRows = keyRows.length === 0 ? [] : await clickhouse.query<{ key: string, value: string, n: number }>(sql`
       SELECT key, value, count() AS n
       FROM events ${pairsJoin}
       ${rows} AND ${firstOfPath} AND cityHash64(key) IN (${uint64List(keyRows.map((r) => r.key_hash))})
@@ -251,6 +256,10 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
       const list = topByKey.get(r.key) ?? []
       list.push({ value: r.value, count: Number(r.n) })
       topByKey.set(r.key, list)
+    }
+    if (legacy !== null) {
+      legacySampled = legacy.sampled
+      return mergeLegacyAttributes(keyRows, topByKey, legacy, top)
     }
     for (const list of topByKey.values()) list.sort(byCountThenValue)
     return [keyRows, topByKey]
@@ -269,7 +278,71 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
     const type = r.numbers === r.n ? 'number' : r.booleans === r.n ? 'boolean' : 'string'
     fields.push({ name: attributeFieldName(r.key), kind: 'attribute', type, count: Math.round(r.n * scale), top: scaled(topByKey.get(r.key) ?? []) })
   }
-  return { fields, sampled: scale !== 1, total }
+  return { fields, sampled: scale !== 1 || legacySampled, total }
+}
+
+/** Rows from before migration 11 whose attrs text /fields reads at most (a sample past that). */
+const legacySampleRows = 5000
+
+/** The attributes of the rows from before migration 11 among `rows`, counted in Sluice. */
+interface LegacyAttributes {
+  keys: Map<string, { n: number, numbers: number, booleans: number, values: Map<string, number> }>
+  /** The rows' count over the rows read: their counts are multiplied by it. */
+  scale: number
+  sampled: boolean
+}
+
+/**
+ * Rows from before migration 11 have no attribute arrays (attr-sql.ts): /fields reads their attrs
+ * text, at most legacySampleRows of them, and flattens it as ingest does (attr-flatten.ts), so
+ * their attributes are listed with the paths and values q finds them by (explore20 F2: the list
+ * had none of them). The keys ingest now stores as the service, trace_id and span_id columns are
+ * left out: those columns list them.
+ */
+async function legacyAttributes (clickhouse: ClickHouse, rows: SqlFragment, scope: AttrScope): Promise<LegacyAttributes | null> {
+  const [row] = await clickhouse.query<{ n: number, texts: string[] }>(sql`SELECT count() AS n, groupArray(${legacySampleRows})(attrs) AS texts
+    FROM events ${rows} AND ${legacyRowSql(scope)}`)
+  const n = Number(row?.n ?? 0)
+  if (n === 0 || row.texts.length === 0) return null
+  const keys: LegacyAttributes['keys'] = new Map()
+  for (const text of row.texts) {
+    const pairs = flattenAttrsText(text)
+    const seen = new Set<string>()
+    pairs.keys.forEach((key, i) => {
+      // The first value of a path, as every read takes it; no empty key (no q can name it).
+      if (key === '' || seen.has(key) || promotedKeys.has(key)) return
+      seen.add(key)
+      const value = pairs.values[i]
+      const k = keys.get(key) ?? { n: 0, numbers: 0, booleans: 0, values: new Map<string, number>() }
+      k.n++
+      if (readNumber(value) !== null) k.numbers++
+      if (value === 'true' || value === 'false') k.booleans++
+      k.values.set(value, (k.values.get(value) ?? 0) + 1)
+      keys.set(key, k)
+    })
+  }
+  return { keys, scale: n / row.texts.length, sampled: row.texts.length < n }
+}
+
+/** The attributes of the arrays and of the older rows together: counts added, top values merged. */
+function mergeLegacyAttributes (keyRows: KeyRow[], topByKey: Map<string, Array<{ value: string, count: number }>>,
+  legacy: LegacyAttributes, top: number): [KeyRow[], Map<string, Array<{ value: string, count: number }>>] {
+  const byKey = new Map(keyRows.map((r) => [r.key, { ...r, n: Number(r.n), numbers: Number(r.numbers), booleans: Number(r.booleans) }]))
+  const up = (x: number): number => Math.round(x * legacy.scale)
+  for (const [key, k] of legacy.keys) {
+    const r = byKey.get(key) ?? { key, key_hash: '', n: 0, numbers: 0, exponents: 0, booleans: 0 }
+    r.n += up(k.n)
+    r.numbers += up(k.numbers)
+    r.booleans += up(k.booleans)
+    byKey.set(key, r)
+    const values = new Map((topByKey.get(key) ?? []).map((v) => [v.value, v.count]))
+    // A value seen once among sampled old rows says nothing of its frequency (as HAVING n >= 2).
+    for (const [value, count] of k.values) if (!legacy.sampled || count >= 2) values.set(value, (values.get(value) ?? 0) + up(count))
+    topByKey.set(key, [...values].map(([value, count]) => ({ value, count })))
+  }
+  for (const [key, list] of topByKey) topByKey.set(key, list.sort(byCountThenValue).slice(0, top))
+  const merged = [...byKey.values()].sort((a, b) => b.n - a.n || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)).slice(0, maxAttributes)
+  return [merged, topByKey]
 }
 
 /**

@@ -94,6 +94,13 @@ t.test('events stored before migration 11 are found by their attributes after it
   t.same(byService.body.groups, [{ value: 'legacy', count: 20 }], 'stats?by=service counts old rows')
   const fields = await s.api('GET', `/api/streams/app/fields?${range}`)
   t.match((fields.body.fields as Array<{ name: string }>).find((f) => f.name === 'service'), { kind: 'column', count: 20, top: [{ value: 'legacy', count: 20 }] }, '/fields')
+  // Their attributes too, read from their attrs text (explore20 F2), with the new event's.
+  const attributes = (fields.body.fields as Array<{ name: string, kind: string, type: string, count: number, top: unknown[] }>).filter((f) => f.kind === 'attribute')
+  t.match(attributes.find((f) => f.name === 'user_id'), { type: 'number', count: 21, top: [{ value: '1', count: 6 }, { value: '0', count: 5 }, { value: '2', count: 5 }] }, '/fields lists old rows\' attributes')
+  t.match(attributes.find((f) => f.name === 'order.total'), { type: 'number', count: 21 })
+  t.match(attributes.find((f) => f.name === 'order.note'), { type: 'string', count: 20, top: [{ value: 'a "quoted" one', count: 20 }] })
+  t.same(attributes.filter((f) => ['service.name', 'attrs.service.name', 'trace_id', 'attrs.trace_id'].includes(f.name)), [],
+    'not the keys read as the service and trace_id columns')
   const anchor = (await s.api('GET', `/api/streams/app/events?${range}&q=${encodeURIComponent('trace_id:t-4')}`)).body.events[0]
   const context = await s.api('GET', `/api/streams/app/events/${encodeURIComponent(anchor.id)}/context?before=2&after=2`)
   t.same([...context.body.before, ...context.body.after].map((e: { message: string }) => e.message), ['old event 0', 'old event 2', 'old event 6', 'old event 8'],
