@@ -93,9 +93,14 @@ export function legacyRowSql (scope: AttrScope): SqlFragment {
 export function columnSql (column: string, scope: AttrScope = noLegacyRows): SqlFragment {
   const keys = promotedColumns.get(column)
   if (keys === undefined || scope.before === 0) return rawSql(column)
-  const legacy = keys.length === 1 ? legacyStringSql(keys[0]) : sql`coalesce(${joinSql(keys.map(legacyStringSql), ', ')})`
+  let legacy = keys.length === 1 ? legacyStringSql(keys[0]) : sql`coalesce(${joinSql(keys.map(legacyStringSql), ', ')})`
+  // A trace or span id in hex, in lowercase as ingest now stores it (fields.ts `hexId`): one trace
+  // sent before and after the upgrade is one group, and q's lowercased id finds both (explore20).
+  if (hexIdColumns.has(column)) legacy = sql`if(match(${legacy}, '^[0-9A-Fa-f]+$'), lower(${legacy}), ${legacy})`
   return sql`if(received_at <= ${scope.before} AND empty(attr_keys), ${legacy}, ${rawSql(column)})`
 }
+
+const hexIdColumns: ReadonlySet<string> = new Set(eventFields.filter((f) => f.hexId === true).map((f) => f.column))
 
 /** Attribute `path`'s value as Nullable(String): NULL when the event has none. */
 export function attrValueSql (path: string, scope: AttrScope = noLegacyRows): SqlFragment {

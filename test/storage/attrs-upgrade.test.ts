@@ -55,6 +55,7 @@ t.test('events stored before migration 11 are found by their attributes after it
     { service: { name: 'nested' }, traceId: 'tr-a', spanId: 's-a' },
     { service: 'plain', 'trace.id': 'tr-b', span_id: 's-b' },
     { service_name: 'loki', service: 7, trace: { id: 'tr-c' } },
+    { traceId: '9E37A1B2C3D4E5F60718293A4B5C6D7E', spanId: 'ABCDEF0123456789' },
   ].map((attrs, i) => tsv({ org_id: org.id, stream: 'other', received_at: receivedAt, ts: base + i * 1000, host: 'h', message: `other ${i}`, seq: 2000 + i, size: 10, attrs: JSON.stringify(attrs) }))
   await db.clickhouse.insertRaw(`INSERT INTO events (${oldColumns.join(', ')}) FORMAT TabSeparated`, Buffer.from([...oldRows, ...otherRows].join('\n') + '\n'))
 
@@ -113,5 +114,9 @@ t.test('events stored before migration 11 are found by their attributes after it
   t.same(await other('service:nested trace_id:tr-a span_id:s-a'), ['other 0'], 'nested service.name, traceId, spanId')
   t.same(await other('service:plain trace_id:tr-b span_id:s-b'), ['other 1'], 'service, trace.id spelt with its dot, span_id')
   t.same(await other('service:loki trace_id:tr-c'), ['other 2'], 'service_name when service is no string; nested trace.id')
-  t.same(await other('span_id:*'), ['other 0', 'other 1'])
+  t.same(await other('span_id:*'), ['other 0', 'other 1', 'other 3'])
+  // A hex id stored in capitals before the upgrade reads in lowercase, as ingest stores one now.
+  t.same(await other('trace_id:9e37a1b2c3d4e5f60718293a4b5c6d7e span_id:ABCDEF0123456789'), ['other 3'], 'a hex id in any case (explore20)')
+  const byTrace = await s.api('GET', `/api/streams/other/stats?${range}&by=trace_id`)
+  t.match(byTrace.body.groups, [{ value: '9e37a1b2c3d4e5f60718293a4b5c6d7e', count: 1 }], 'grouped by its lowercase text')
 })
