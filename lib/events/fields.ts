@@ -124,6 +124,8 @@ export const fTraceId = fieldNumber('trace_id')
 
 /** Per field, whether it is a trace or span id (`hexId`). */
 export const isHexIdField: readonly boolean[] = eventFields.map((f) => f.hexId === true)
+/** The columns of the trace and span ids (`hexId`). */
+export const hexIdColumns: ReadonlySet<string> = new Set(eventFields.filter((f) => f.hexId === true).map((f) => f.column))
 
 /** Per field, whether its value is a string (a byte span in a row): a level is stored as its name. */
 export const isStringField: readonly boolean[] = eventFields.map((f) => f.rule === 'string' || f.rule === 'level')

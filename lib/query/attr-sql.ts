@@ -17,7 +17,7 @@
 // database created since pays nothing for it.
 import { joinSql, rawSql, sql } from '../storage/sql.ts'
 import type { SqlFragment } from '../storage/sql.ts'
-import { eventFields } from '../events/fields.ts'
+import { eventFields, hexIdColumns } from '../events/fields.ts'
 
 /**
  * Where a read's attribute expressions must cover rows from before migration 11: `before` is the
@@ -99,8 +99,6 @@ export function columnSql (column: string, scope: AttrScope = noLegacyRows): Sql
   if (hexIdColumns.has(column)) legacy = sql`if(match(${legacy}, '^[0-9A-Fa-f]+$'), lower(${legacy}), ${legacy})`
   return sql`if(received_at <= ${scope.before} AND empty(attr_keys), ${legacy}, ${rawSql(column)})`
 }
-
-const hexIdColumns: ReadonlySet<string> = new Set(eventFields.filter((f) => f.hexId === true).map((f) => f.column))
 
 /** Attribute `path`'s value as Nullable(String): NULL when the event has none. */
 export function attrValueSql (path: string, scope: AttrScope = noLegacyRows): SqlFragment {

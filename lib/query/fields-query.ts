@@ -222,8 +222,10 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
     return [row, await columnTopValues(clickhouse, rows, top, params.scope, present, seenOnce,
       scale === 1 ? null : listedColumns.map((c, i) => present[i] && !c.numeric ? row[`top_${i}`] as string[] : []))]
   }
-  let legacySampled = false
-  const attributesChain = async (): Promise<[KeyRow[], Map<string, Array<{ value: string, count: number }>>]> => {
+  const attributesChain = async (): Promise<[KeyRow[], Map<string, Array<{ value: string, count: number }>>, boolean]> => {
+    // Rows from before migration 11 (their attrs text) are read beside the arrays' keys.
+    const legacyRead = params.scope.before === 0 ? Promise.resolve(null) : legacyAttributes(clickhouse, rows, params.scope)
+    legacyRead.catch(() => {}) // awaited below; handled should the keys' statement fail first
     // Counts and types per key in one pass, then each listed key's top values, grouped exactly
     // (over the sample, when sampled: one GROUP BY of every pair, about as fast as topK's
     // candidates counted again, and right for a field of mostly unique values).
@@ -245,8 +247,8 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
       for (const r of withExponents) if (notNumbers.has(r.key)) r.numbers = 0
     }
     const topByKey = new Map<string, Array<{ value: string, count: number }>>()
-    const legacy = params.scope.before === 0 ? null : await legacyAttributes(clickhouse, rows, params.scope)
-    if (keyRows.length === 0 && legacy === null) return [keyRows, topByKey]
+    const legacy = await legacyRead
+    if (keyRows.length === 0 && legacy === null) return [keyRows, topByKey, false]
     const valueRows = keyRows.length === 0 ? [] : await clickhouse.query<{ key: string, value: string, n: number }>(sql`
       SELECT key, value, count() AS n
       FROM events ${pairsJoin}
@@ -257,14 +259,11 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
       list.push({ value: r.value, count: Number(r.n) })
       topByKey.set(r.key, list)
     }
-    if (legacy !== null) {
-      legacySampled = legacy.sampled
-      return mergeLegacyAttributes(keyRows, topByKey, legacy, top)
-    }
+    if (legacy !== null) return [...mergeLegacyAttributes(keyRows, topByKey, legacy, top), legacy.sampled]
     for (const list of topByKey.values()) list.sort(byCountThenValue)
-    return [keyRows, topByKey]
+    return [keyRows, topByKey, false]
   }
-  const [[columnRow, columnTops], [keyRows, topByKey]] = await Promise.all([columnsChain(), attributesChain()])
+  const [[columnRow, columnTops], [keyRows, topByKey, legacySampled]] = await Promise.all([columnsChain(), attributesChain()])
   const scaled = (list: Array<{ value: string, count: number }>): Array<{ value: string, count: number }> =>
     list.map((v) => ({ value: v.value, count: Math.round(v.count * scale) }))
   const fields: FieldInfo[] = []
@@ -341,7 +340,8 @@ function mergeLegacyAttributes (keyRows: KeyRow[], topByKey: Map<string, Array<{
     topByKey.set(key, [...values].map(([value, count]) => ({ value, count })))
   }
   for (const [key, list] of topByKey) topByKey.set(key, list.sort(byCountThenValue).slice(0, top))
-  const merged = [...byKey.values()].sort((a, b) => b.n - a.n || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)).slice(0, maxAttributes)
+  // Count descending, ties by key as the keys' statement orders them.
+  const merged = [...byKey.values()].sort((a, b) => byCountThenValue({ value: a.key, count: a.n }, { value: b.key, count: b.n })).slice(0, maxAttributes)
   return [merged, topByKey]
 }
 

@@ -40,7 +40,7 @@
 // Errors are SluiceError('invalid_query') with details.position.
 import { SluiceError } from '../errors.ts'
 import { toWellFormed } from './case-fold.ts'
-import { eventFields } from '../events/fields.ts'
+import { eventFields, hexIdColumns } from '../events/fields.ts'
 import type { FieldRule } from '../events/fields.ts'
 import { levelNames, levelOfName } from '../events/level.ts'
 import { maxNumberDigits, readNumber } from './filter-number.ts'
@@ -355,13 +355,12 @@ class FilterParser {
       return { kind: 'prefix', position, field, prefix: value }
     }
     // Trace and span ids in hex are stored in lowercase (fields.ts `hexId`): so are they read.
-    if (field.kind === 'column' && hexIdColumns.has(field.name) && hexDigits.test(value)) value = value.toLowerCase()
+    if (field.kind === 'column' && hexIdColumns.has(field.column) && hexDigits.test(value)) value = value.toLowerCase()
     return isPrefix ? { kind: 'prefix', position, field, prefix: value } : { kind: 'equals', position, field, value }
   }
 }
 
 const hexDigits = /^[0-9A-Fa-f]+$/
-const hexIdColumns: ReadonlySet<string> = new Set(eventFields.filter((f) => f.hexId === true).map((f) => f.name))
 
 /** A name's field by field-ref.ts's rule (shared with stats?by= and context?same=), with q's position on an error. */
 function resolveField (name: string, position: number): FieldRef {
