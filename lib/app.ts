@@ -104,7 +104,9 @@ export async function createApp (config: Config, log: Logger, options: AppOption
       config, clickhouse, store, accounts, auth, audit, ingest, live, metrics, reads,
       idempotency: new IdempotencyCache(undefined, undefined, undefined, sharedKeys),
       // Bodies recognised as shippers' retries: at most 10,000 answers in memory, the rest in ClickHouse.
-      retries: new IdempotencyCache(undefined, 10_000, undefined, sharedKeys),
+      // Their lookup comes after the body is parsed, inside the writer's budget: through an outage
+      // it keeps trying as the writer would (docs/api.md section 6.7, "Retries without a key").
+      retries: new IdempotencyCache(undefined, 10_000, undefined, sharedKeys, config.writer.retryTimeoutMs),
       legacyAttrsBefore: await legacyAttrsBefore(clickhouse),
       // docs/schema-versions.md: the skip indexes' pre-filters, and how this server folds text.
       indexes: features.has('skipIndexes'), fold: await detectFold(clickhouse),

@@ -78,7 +78,7 @@ export function isSluiceError (err: unknown): err is SluiceError {
 }
 
 /** Seconds a client waits after 503 storage_unavailable before retrying. */
-const storageRetryAfterS = 5
+export const storageRetryAfterS = 5
 
 /**
  * Translates any error that reaches the HTTP layer into a SluiceError: our own pass through,

@@ -20,7 +20,7 @@
 // once() is the whole protocol for a caller: claim the key, run the attempt or wait for the one
 // running, keep its final answer (a success, or a client error in the one error shape of
 // lib/http/reply.ts sendError), and run again when the attempt it waited for ended retryable.
-import { SluiceError } from '../errors.ts'
+import { SluiceError, storageRetryAfterS } from '../errors.ts'
 import type { KeyRecord, PendingRows } from '../storage/idempotency-store.ts'
 import type { Presence } from '../storage/outcome-check.ts'
 
@@ -49,8 +49,11 @@ export interface RequestPrint {
 
 /** Answers shared beyond this node's memory, as opaque text (lib/storage/idempotency-store.ts). */
 export interface SharedKeyStore {
-  /** The latest record for (scope, key) not expired at `now`, or null; throws when the store does not answer. */
-  find (scope: string, key: string, now: number): Promise<KeyRecord | null>
+  /**
+   * The latest record for (scope, key) not expired at `now`, or null; tried again while the store
+   * does not answer, for at most waitMs; throws when it never did.
+   */
+  find (scope: string, key: string, now: number, waitMs?: number): Promise<KeyRecord | null>
   /** Records an answer; returns at once (the store writes it soon after). */
   record (scope: string, key: string, answer: string, fingerprint: string, createdAt: number, expiresAt: number): void
   /** Records a pending attempt; resolves once a retry anywhere can find it. */
@@ -99,16 +102,19 @@ export class IdempotencyCache {
   #maxEntries: number
   #now: () => number
   #shared: SharedKeyStore | null
+  #lookupWaitMs: number
 
   /**
    * windowMs: how long an answer is replayed (10 min); maxEntries bounds memory; shared: the
-   * store every node reads (none: this node's memory only).
+   * store every node reads (none: this node's memory only); lookupWaitMs: how long a lookup in
+   * it keeps trying while the store does not answer, before the request is refused (503).
    */
-  constructor (windowMs = 600_000, maxEntries = 100_000, now: () => number = Date.now, shared: SharedKeyStore | null = null) {
+  constructor (windowMs = 600_000, maxEntries = 100_000, now: () => number = Date.now, shared: SharedKeyStore | null = null, lookupWaitMs = 0) {
     this.#windowMs = windowMs
     this.#maxEntries = maxEntries
     this.#now = now
     this.#shared = shared
+    this.#lookupWaitMs = lookupWaitMs
   }
 
   static validateKey (key: string): void {
@@ -152,7 +158,7 @@ export class IdempotencyCache {
           try {
             await store.recordPending(scope, key, print.fingerprint(), { ...rows, answer: encodeAnswer(rows.answer) }, claim.claimedAt, claim.expiresAt)
           } catch (err) {
-            throw new SluiceError('storage_unavailable', 'The Idempotency-Key could not be recorded in storage; nothing was stored', { retryAfter: 1, cause: err })
+            throw new SluiceError('storage_unavailable', 'The Idempotency-Key could not be recorded in storage; nothing was stored', { retryAfter: storageRetryAfterS, cause: err })
           }
           pendingRecorded = true
         },
@@ -206,11 +212,11 @@ export class IdempotencyCache {
   async #findShared (shared: SharedKeyStore, scope: string, key: string, claim: { settle (kept: Kept | null): void }): Promise<{ kept: Kept, expiresAt: number } | 'settled' | null> {
     const unavailable = (cause?: unknown): SluiceError => {
       claim.settle(null)
-      return new SluiceError('storage_unavailable', 'Storage is unavailable: Sluice could not look this Idempotency-Key up (an earlier attempt under it may exist); this request stored nothing', { retryAfter: 1, cause })
+      return new SluiceError('storage_unavailable', 'Storage is unavailable: Sluice could not tell whether an earlier attempt of this request is stored; this request stored nothing', { retryAfter: storageRetryAfterS, cause })
     }
     let found: KeyRecord | null
     try {
-      found = await shared.find(scope, key, this.#now())
+      found = await shared.find(scope, key, this.#now(), this.#lookupWaitMs)
     } catch (err) {
       throw unavailable(err)
     }

@@ -3,10 +3,12 @@
 // the answers in memory and asks this store on a miss; the answer is opaque text here.
 //
 // Contract:
-// - find(scope, key, now) answers the key's latest record (by recorded_at) whose expiry is after
-//   `now`, or null. It throws when ClickHouse does not answer within lookupTimeoutMs: the caller
-//   cannot know whether an attempt under the key may be stored, so the request must not run
-//   (503 storage_unavailable).
+// - find(scope, key, now, waitMs) answers the key's latest record (by recorded_at) whose expiry is
+//   after `now`, or null. Each try gets lookupTimeoutMs; a try that fails (ClickHouse down, hung,
+//   or refusing) is made again lookupRetryGapMs later for as long as waitMs allows (0: one try), as
+//   the writer keeps trying an insert through an outage. It throws when no try was answered: the
+//   caller cannot know whether an attempt under the key may be stored, so the request must not
+//   run (503 storage_unavailable).
 // - record() queues a final answer and returns at once: the answer is not held back by it. Queued
 //   rows go to ClickHouse in one INSERT per flush, at most one insert at a time and one every
 //   minFlushSpacingMs, so a node makes at most 1000 / minFlushSpacingMs inserts per second
@@ -61,8 +63,10 @@ export interface IdempotencyStoreOptions {
   minFlushSpacingMs?: number
   /** ms between the starts of two inserts when a pending row waits in the queue (default 50). */
   pendingFlushSpacingMs?: number
-  /** ms a lookup may take before the request is refused with 503 (default 1000). */
+  /** ms one try of a lookup may take (default 1000); find()'s waitMs says how long it keeps trying. */
   lookupTimeoutMs?: number
+  /** ms between a failed try of a lookup and the next (default 500). */
+  lookupRetryGapMs?: number
   /** ms an insert holding pending rows may take before their attempts are refused with 503 (default 1000). */
   pendingTimeoutMs?: number
   /** Rows queued at most while ClickHouse refuses them (default 10000). */
@@ -149,6 +153,7 @@ export class IdempotencyStore {
   #spacingMs: number
   #pendingSpacingMs: number
   #lookupTimeoutMs: number
+  #lookupRetryGapMs: number
   #pendingTimeoutMs: number
   #maxPending: number
   #holdMs: number
@@ -176,6 +181,7 @@ export class IdempotencyStore {
     // Both bounded so that a keyed request's lookup, pending row and writer budget stay within
     // the 10 s clients wait (README "Guarantees").
     this.#lookupTimeoutMs = options.lookupTimeoutMs ?? 1000
+    this.#lookupRetryGapMs = options.lookupRetryGapMs ?? 500
     this.#pendingTimeoutMs = options.pendingTimeoutMs ?? 1000
     this.#maxPending = options.maxPending ?? 10_000
     this.#holdMs = options.holdMs ?? 16_000
@@ -195,7 +201,28 @@ export class IdempotencyStore {
     return new Promise((resolve) => { this.#setTimer(resolve, Math.max(0, ms)) })
   }
 
-  async find (scope: string, key: string, now: number): Promise<KeyRecord | null> {
+  /**
+   * The key's latest record at `now`, or null; tried again while ClickHouse does not answer, for
+   * at most waitMs after the first try (see the contract).
+   */
+  async find (scope: string, key: string, now: number, waitMs = 0): Promise<KeyRecord | null> {
+    const until = this.#now() + waitMs
+    for (let tries = 1; ; tries++) {
+      try {
+        return await this.#findOnce(scope, key, now)
+      } catch (err) {
+        const gap = Math.min(this.#lookupRetryGapMs, until - this.#now())
+        if (this.#closed || gap <= 0) {
+          this.#log.warn('idempotency key lookup failed', { err, tries })
+          this.#onFailure()
+          throw err
+        }
+        await this.#sleep(gap)
+      }
+    }
+  }
+
+  async #findOnce (scope: string, key: string, now: number): Promise<KeyRecord | null> {
     const controller = new AbortController()
     const cancel = this.#setTimer(() => { controller.abort(new Error(`idempotency key lookup took over ${this.#lookupTimeoutMs} ms`)) }, this.#lookupTimeoutMs)
     try {
@@ -211,10 +238,6 @@ export class IdempotencyStore {
         orgId: String(r.org_id), stream: String(r.stream), seqBase: Number(r.seq_base), rows: Number(r.rows),
         node: String(r.node), recordedAt: Number(r.recorded_at),
       }
-    } catch (err) {
-      this.#log.warn('idempotency key lookup failed', { err })
-      this.#onFailure()
-      throw err
     } finally {
       cancel()
     }

@@ -46,7 +46,9 @@ export interface ShipperRig {
  * syslog-ng's test once saw it (as test/cli/send.test.ts reasons); the default 5 s did the same
  * once to rsyslog's test, run beside other test files on a machine at load 8.
  */
-export async function startShipperRig (t: Test, stream: string): Promise<ShipperRig> {
+/** writer: the writer's budget (default a short hold, 1 s + 30 s; the defaults are 10 s + 5 s). */
+export async function startShipperRig (t: Test, stream: string,
+  writer: { retryTimeoutMs: number, attemptTimeoutMs: number } = { retryTimeoutMs: 1_000, attemptTimeoutMs: 30_000 }): Promise<ShipperRig> {
   const storage = await startTcpProxy(t, clickhouseUrl())
   const server = await startServer(t, {
     clickhouse: { url: storage.url },
@@ -54,7 +56,7 @@ export async function startShipperRig (t: Test, stream: string): Promise<Shipper
     // The held request's body stays silent until the shipper was refused, however long the
     // shipper's process takes to start (more than the minimum body rate's 5 s grace under load).
     ingest: { minBytesPerSecond: 0 },
-    writer: { retryTimeoutMs: 1_000, attemptTimeoutMs: 30_000 },
+    writer,
   })
   const target = await createIngestTarget(server, stream)
   const front = await startTcpProxy(t, server.url)

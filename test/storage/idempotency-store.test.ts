@@ -10,6 +10,7 @@ import { IdempotencyCache } from '../../lib/ingest/idempotency.ts'
 import type { StoredAnswer } from '../../lib/ingest/idempotency.ts'
 import { SluiceError } from '../../lib/errors.ts'
 import { createLogger } from '../../lib/logger.ts'
+import { realTimer } from '../../lib/storage/pending-write.ts'
 
 const log = createLogger({ level: 'silent' })
 const ok = (n: number): StoredAnswer => ({ status: 200, body: { ingested: n, request_id: `req-${n}` } })
@@ -85,9 +86,44 @@ t.test('a ClickHouse that fails the lookup: 503 storage_unavailable, the attempt
   const store = new IdempotencyStore({ clickhouse: missing, log })
   const cache = new IdempotencyCache(600_000, 100, Date.now, store)
   let runs = 0
-  await t.rejects(cache.once('s', 'k', 'req-1', async () => { runs++; return ok(1) }), { code: 'storage_unavailable' })
+  await t.rejects(cache.once('s', 'k', 'req-1', async () => { runs++; return ok(1) }), { code: 'storage_unavailable', retryAfter: 5 })
   t.equal(runs, 0)
   await store.close()
+})
+
+t.test('a lookup given time keeps trying through an outage: answered once storage is back, refused (503, Retry-After 5) when it is not back in time', async (t) => {
+  // The outage: a database whose idempotency_keys table does not exist yet (ClickHouse answers
+  // each try with an error, as a restarting server's connection refusals would), made while the
+  // store waits before its third try. The store's clock and its sleeps are the test's: a sleep
+  // advances the clock and returns at once (the tries' own 1 s timeouts stay real).
+  const { clickhouse } = await createTestDatabase(t)
+  const lookupTimeoutMs = 1000
+  const sleeps: number[] = []
+  let now = 50_000_000
+  let onSleep = async (): Promise<void> => {}
+  const setTimer = (fn: () => void, ms: number): (() => void) => {
+    if (ms === lookupTimeoutMs) return realTimer(fn, ms)
+    sleeps.push(ms)
+    now += ms
+    void onSleep().then(fn)
+    return () => {}
+  }
+  const store = storeFor(t, { clickhouse, log, now: () => now, setTimer, lookupTimeoutMs, lookupRetryGapMs: 500 })
+
+  // Not back within the wait: 4,000 ms of sleeps in gaps of 500, then 503 with storage's Retry-After.
+  const waiting = new IdempotencyCache(600_000, 100, () => now, store, 4_000)
+  let runs = 0
+  await t.rejects(waiting.once('s', 'k', 'req-1', async () => { runs++; return ok(1) }), { code: 'storage_unavailable', retryAfter: 5 })
+  t.strictSame(sleeps, Array(8).fill(500), 'tried every 500 ms until the wait was spent')
+  t.equal(runs, 0, 'the attempt did not run')
+
+  // Back before the third try: the lookup is answered (no earlier attempt), and the attempt runs.
+  sleeps.length = 0
+  onSleep = async () => { if (sleeps.length === 2) await migrate(clickhouse, log) }
+  const answer = await waiting.once('s', 'k2', 'req-2', async () => { runs++; return ok(2) })
+  t.strictSame(answer, { answer: ok(2), replayed: false })
+  t.strictSame(sleeps, [500, 500], 'answered at the third try')
+  t.equal(runs, 1)
 })
 
 t.test('a pending key: settled by counting its rows; stored, the answer is replayed; absent, the retry runs', async (t) => {
