@@ -251,9 +251,13 @@ function isNothingStored (err: unknown): boolean {
   return err instanceof SluiceError && err.code !== 'storage_outcome_unknown' && err.code !== 'internal_error'
 }
 
-/** A client error is a final answer, kept for replay; a retryable one (429, 5xx) is not. */
+/**
+ * A client error is a final answer, kept for replay; a retryable one (429, 5xx) is not, nor a
+ * 408: a body that stopped arriving (a client that gave up while its retry was held, explore26 F1)
+ * stored nothing, and its retry sends it whole.
+ */
 export function finalErrorAnswer (err: unknown, requestId: string): StoredAnswer | null {
-  if (!(err instanceof SluiceError) || err.status >= 500 || err.status === 429) return null
+  if (!(err instanceof SluiceError) || err.status >= 500 || err.status === 429 || err.status === 408) return null
   return { status: err.status, body: { error: err.code, message: err.message, ...err.details, request_id: requestId } }
 }
 

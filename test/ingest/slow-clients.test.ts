@@ -17,7 +17,7 @@ function connections (s: TestServer): Promise<number> {
 }
 
 /** A raw client that keeps its side open after the server's FIN (allowHalfOpen), as an attacker would. */
-function openUpload (tgt: IngestTarget, contentLength: number) {
+function openUpload (tgt: IngestTarget, contentLength: number, headers = '') {
   const socket: Socket = connect({ port: Number(new URL(tgt.server.url).port), host: '127.0.0.1', allowHalfOpen: true })
   let got = ''
   let ended = false
@@ -25,7 +25,7 @@ function openUpload (tgt: IngestTarget, contentLength: number) {
   socket.on('end', () => { ended = true })
   socket.on('error', () => {})
   socket.write(`POST /api/ingest/${tgt.stream} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${tgt.token}\r\n` +
-    `Content-Type: application/x-ndjson\r\nContent-Length: ${contentLength}\r\n\r\n`)
+    `Content-Type: application/x-ndjson\r\nContent-Length: ${contentLength}\r\n${headers}\r\n`)
   return { socket, answer: () => got, ended: () => ended }
 }
 
@@ -53,6 +53,24 @@ t.test('a body slower than the minimum rate gets 408 and is destroyed; nothing i
   await ok.body.dump()
   t.equal(await countEvents(tgt), 1, 'only the normal request is stored')
   up.socket.destroy()
+})
+
+t.test('a keyed body cut with 408 is not its key\'s answer: the retry under the key runs and stores the body once (explore26 F1)', async (t) => {
+  const s = await startServer(t, { ingest: { minBytesPerSecond: 1000, minRateGraceMs: 300 } })
+  const tgt = await createIngestTarget(s, 'slowkeyed')
+  const body = line.repeat(10)
+  const up = openUpload(tgt, body.length, 'Idempotency-Key: slow-1\r\n')
+  up.socket.write(body.slice(0, 20))
+  await waitFor(() => up.answer().length > 0, { what: 'the answer' })
+  t.match(up.answer(), /^HTTP\/1\.1 408 /)
+  up.socket.destroy()
+  const retry = await postIngest(tgt, body, { 'idempotency-key': 'slow-1' })
+  t.equal(retry.status, 200, 'the retry runs')
+  t.equal(retry.headers['idempotent-replayed'], undefined, 'not a replay of the 408')
+  t.equal(retry.body.ingested, 10)
+  const again = await postIngest(tgt, body, { 'idempotency-key': 'slow-1' })
+  t.equal(again.headers['idempotent-replayed'], 'true', 'the 200 is the key\'s answer from then on')
+  t.equal(await countEvents(tgt), 10, 'stored once')
 })
 
 t.test("node's request timeout mid-body: 408, the half-open peer's connection destroyed, nothing stored", async (t) => {
