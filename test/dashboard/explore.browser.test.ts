@@ -203,6 +203,11 @@ t.test('Explore in Chromium', { skip }, async (t: Test) => {
     await page.locator('#q-suggest li').first().click()
     t.match(await page.inputValue('#q'), /^order\.id:o-\d+ $/, 'a value taken with a click')
     t.ok(await page.locator('#q-suggest').isHidden(), 'and the list closed')
+    await page.keyboard.type('regi')
+    await page.locator('#q-suggest li', { hasText: 'region' }).waitFor({ timeout: waitMs })
+    await page.keyboard.press('Tab')
+    t.match(await page.inputValue('#q'), /^order\.id:o-\d+ region:$/, 'Tab takes the first suggestion when none is chosen')
+    t.equal(await page.evaluate(() => document.querySelector(':focus')?.id), 'q', 'and the focus stays in the search box')
   })
 
   await t.test('search by an attribute', async (t) => {
@@ -495,6 +500,30 @@ t.test('Explore in Chromium', { skip }, async (t: Test) => {
     const cut = await page.locator('#x-table tbody td.c-ts').evaluateAll((tds) => tds.filter((td) => td.scrollWidth > td.clientWidth).length)
     t.equal(cut, 0, 'no time cell is cut short')
     t.match(await page.locator('#x-table tbody td.c-ts').first().textContent(), /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d/)
+  })
+
+  await t.test('a range dragged on the histogram snaps to its buckets: the hits and the histogram count the same events', async (t) => {
+    await search('')
+    await page.click('[data-range="1h"]')
+    await waitReady()
+    const box = (await page.locator('#x-hist .u-over').boundingBox())!
+    await page.mouse.move(box.x + box.width * 0.31, box.y + box.height / 2)
+    await page.mouse.down()
+    await page.mouse.move(box.x + box.width * 0.5, box.y + box.height / 2, { steps: 5 })
+    await page.mouse.move(box.x + box.width * 0.67, box.y + box.height / 2, { steps: 5 })
+    await page.mouse.up()
+    await page.mouse.move(0, 0) // off the plot: the legend shows the totals
+    await page.waitForURL(/range=custom/, { timeout: waitMs })
+    await waitReady()
+    const hash = hashOf()
+    const from = Number(hash.get('from'))
+    const to = Number(hash.get('to'))
+    const before = 30_000 // the hour's step (chooseStep: 36 s is nearest 30 s)
+    t.ok(from % before === 0 && to % before === 0, `the range ${new Date(from).toISOString()} - ${new Date(to).toISOString()} is whole buckets of the hour's histogram`)
+    const inRange = logs.filter((l) => l.ts >= from && l.ts < to).length
+    t.equal(await page.textContent('#x-hits'), `${inRange} hits`, 'the hits are the events in the range')
+    const legend = await page.locator('#x-hist .u-legend .u-series:not(:first-child) .u-value').allTextContents()
+    t.equal(legend.reduce((sum, v) => sum + Number(v.replace(/\D/g, '')), 0), inRange, `and the histogram's series add up to them (${legend.join(' + ')})`)
   })
 
   await t.test('screenshot', async (t) => {

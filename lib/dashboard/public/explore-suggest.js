@@ -1,8 +1,8 @@
 // @ts-check
 // Suggestions under the search box as you type: field names (from the last /fields answer) while
 // a word has no colon, that field's top values after `name:`. Arrow keys move, Enter or Tab takes
-// one, Esc closes; a click takes one too. Enter with no suggestion chosen submits the search as
-// before. A combobox in ARIA terms (the input owns the list).
+// one (Tab the first when none is chosen), Esc closes; a click takes one too. Enter with no
+// suggestion chosen submits the search as before. A combobox in ARIA terms (the input owns the list).
 import { el, replaceChildren, show } from './dom.js'
 import { formatCount } from './format.js'
 import { quoteField, quoteValue, wordAt } from './explore-query.js'
@@ -66,9 +66,11 @@ export class SearchSuggestions {
       const n = this.#items.length
       this.#active = e.key === 'ArrowDown' ? (this.#active + 1) % n : (this.#active - 1 + n) % n
       this.#render()
-    } else if ((e.key === 'Enter' || e.key === 'Tab') && this.#active !== -1) {
+    } else if ((e.key === 'Enter' && this.#active !== -1) || e.key === 'Tab') {
+      // Tab completes with the chosen suggestion, or the first (explore26 F4); Enter without one
+      // chosen submits the search.
       e.preventDefault()
-      this.#take(this.#active)
+      this.#take(this.#active === -1 ? 0 : this.#active)
     } else if (e.key === 'Escape') {
       e.preventDefault()
       e.stopPropagation()
