@@ -208,6 +208,16 @@ t.test('Explore in Chromium', { skip }, async (t: Test) => {
     await page.keyboard.press('Tab')
     t.match(await page.inputValue('#q'), /^order\.id:o-\d+ region:$/, 'Tab takes the first suggestion when none is chosen')
     t.equal(await page.evaluate(() => document.querySelector(':focus')?.id), 'q', 'and the focus stays in the search box')
+    // After a search that matches nothing, the stream's fields are still suggested.
+    await search('nosuchwordanywhere')
+    t.equal(await page.textContent('#x-hits'), '0 hits')
+    await page.fill('#q', '')
+    await page.click('#q')
+    await page.keyboard.type('servi')
+    await page.locator('#q-suggest li', { hasText: 'service' }).waitFor({ timeout: waitMs })
+    t.pass('a field suggested after a search with no hits')
+    await page.keyboard.press('Escape')
+    await search('')
   })
 
   await t.test('search by an attribute', async (t) => {

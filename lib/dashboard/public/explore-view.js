@@ -32,6 +32,7 @@ import { readsInTurn, streamPath } from './view-common.js'
 /** @typedef {import('./types.js').EventsAnswer} EventsAnswer */
 /** @typedef {import('./types.js').FieldsAnswer} FieldsAnswer */
 /** @typedef {import('./types.js').ContextAnswer} ContextAnswer */
+/** @typedef {import('./types.js').FieldInfo} FieldInfo */
 
 /** Events per /events page. */
 const pageSize = 100
@@ -120,6 +121,13 @@ export class Explore {
   #hits = 0
   /** Live mode: the sidebar's next read, once events arrived (at most one per liveFieldsMs). */
   #fieldsTimer = 0
+  /**
+   * Every field the stream's /fields answers named this session (the latest answer's entry of
+   * each), so that the search box suggests a field the current search does not match, also after
+   * a search with no hits (explore26 F3).
+   * @type {{ stream: string, byName: Map<string, FieldInfo> }}
+   */
+  #knownFields = { stream: '', byName: new Map() }
   /** Live mode's events (null in a range). @type {LiveFeed | null} */
   #feed = null
 
@@ -146,7 +154,7 @@ export class Explore {
       onFilter: (name, value, exclude) => { this.#context.close(); this.#filter(name, value, exclude, true) },
     })
     // Suggestions come from Explore's last /fields answer: in the panels there is none to offer.
-    this.#suggestions = new SearchSuggestions($('q', HTMLInputElement), $('q-suggest'), () => ($('explore-view').hidden ? [] : this.#sidebar.fields))
+    this.#suggestions = new SearchSuggestions($('q', HTMLInputElement), $('q-suggest'), () => ($('explore-view').hidden ? [] : this.#suggestable()))
     $('x-load-more').addEventListener('click', () => void this.loadMore())
     $('x-pause').addEventListener('click', () => this.togglePause())
     $('x-export').addEventListener('click', () => void this.export())
@@ -213,6 +221,7 @@ export class Explore {
     const fields = inTurn(() => api.get(streamPath(state.stream, 'fields', { ...this.#range, q, top: topValues, sample: fieldsSample }), { signal })
       .then((/** @type {FieldsAnswer} */ answer) => {
         if (signal.aborted) return
+        this.#remember(answer)
         this.#sidebar.update(answer, this.#sidebarContext())
         busy('x-fields', false)
         this.#hits = answer.total
@@ -369,9 +378,28 @@ export class Explore {
       this.#fieldsTimer = 0
       if (signal.aborted) return
       api.get(streamPath(state.stream, 'fields', { ...readRange(state), q: state.q, top: topValues, sample: fieldsSample }), { signal })
-        .then((/** @type {FieldsAnswer} */ answer) => { if (!signal.aborted) this.#sidebar.update(answer, this.#sidebarContext()) })
+        .then((/** @type {FieldsAnswer} */ answer) => {
+          if (signal.aborted) return
+          this.#remember(answer)
+          this.#sidebar.update(answer, this.#sidebarContext())
+        })
         .catch(() => {}) // the next arrival tries again; the tail goes on either way
     }, liveFieldsMs)
+  }
+
+  /** @param {FieldsAnswer} answer a /fields answer of the current stream */
+  #remember (answer) {
+    const stream = this.#host.state.stream ?? ''
+    if (this.#knownFields.stream !== stream) this.#knownFields = { stream, byName: new Map() }
+    for (const f of answer.fields) this.#knownFields.byName.set(f.name, f)
+  }
+
+  /** The fields the search box suggests: the current search's, then the stream's others known. */
+  #suggestable () {
+    const current = this.#sidebar.fields
+    if (this.#knownFields.stream !== (this.#host.state.stream ?? '')) return current
+    const names = new Set(current.map((f) => f.name))
+    return [...current, ...[...this.#knownFields.byName.values()].filter((f) => !names.has(f.name))]
   }
 
   /** @param {string | null} cursor */
