@@ -106,6 +106,16 @@ export class Authenticator {
     return { kind: 'ingest', token: tok, org }
   }
 
+  /**
+   * Whether a PAT that authenticated a request earlier still would: not revoked (on this node at
+   * once, on others after their metadata refresh), not expired, its org and user still there.
+   * For what stays open after the check (a live tail).
+   */
+  stillLive (principal: PatPrincipal): boolean {
+    const pat = this.#store.patByHash(principal.pat.tokenHash)
+    return pat !== undefined && isLive(pat, this.#now()) && this.#store.org(pat.orgId) !== undefined && this.#store.user(pat.userId) !== undefined
+  }
+
   /** A PAT holding `ability`, or the 401/403 of docs/api.md section 4. */
   requirePat (req: IncomingMessage, ability: Ability): PatPrincipal {
     const principal = this.#resolve(req, 'pat', this.#now()) as PatPrincipal

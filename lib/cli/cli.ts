@@ -101,6 +101,7 @@ async function run (argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
         baseUrl, token: patFromEnv(env), stream: positionals[0], q: values.q ?? '', json: values.json ?? false, out, err,
       })
       if (ended === 'closed') throw new CliError('connection_lost', 'the tail ended: Sluice closed the connection (stopped or restarting)')
+      if (ended === 'token_invalid') throw new CliError('invalid_token', 'the tail ended: the token was revoked or has expired', 403)
       err(`sluice: stream_deleted: ${positionals[0]} was deleted; the tail ended`)
       return 3
     }

@@ -1,8 +1,8 @@
 // `sluice tail STREAM [--q FILTER] [--json]`: follows a stream's live tail and prints one line per
 // event (`ts host method status path rt`) or, with --json, the event JSON. Stats and heartbeats
-// are skipped; dropped counts go to stderr. It runs until the tail ends: 'deleted' when the server
-// said the stream was deleted (event: end), 'closed' when the connection ended without that (the
-// server stopped or restarted).
+// are skipped; dropped counts go to stderr. It runs until the tail ends: with the reason of the
+// server's `event: end` ('stream_deleted', 'token_invalid'), or 'closed' when the connection
+// ended without one (the server stopped or restarted).
 import { request } from 'undici'
 import { CliError } from './api-client.ts'
 import { SseParser } from '../live/sse-parser.ts'
@@ -23,7 +23,7 @@ function formatEvent (e: Record<string, unknown>): string {
   return `${ts} ${fields.join(' ')}${e.message ? ' ' + String(e.message) : ''}`
 }
 
-export async function tailCommand (options: TailOptions): Promise<'deleted' | 'closed'> {
+export async function tailCommand (options: TailOptions): Promise<string> {
   const url = `${options.baseUrl.replace(/\/+$/, '')}/api/streams/${encodeURIComponent(options.stream)}/tail?q=${encodeURIComponent(options.q)}`
   let res
   try {
@@ -35,17 +35,17 @@ export async function tailCommand (options: TailOptions): Promise<'deleted' | 'c
     const body = await res.body.json().catch(() => ({})) as { error?: string, message?: string }
     throw new CliError(body.error ?? 'http_error', body.message ?? `HTTP ${res.statusCode}`, res.statusCode)
   }
-  let deleted = false
+  let ended: string | null = null
   // The parser decodes the bytes itself, so a character split across two chunks stays whole.
   const parser = new SseParser((event, data) => {
     if (event === 'event') options.out(options.json ? data : formatEvent(JSON.parse(data)))
     else if (event === 'dropped') options.err(`(${JSON.parse(data).count} events dropped)`)
-    else if (event === 'end') deleted = true
+    else if (event === 'end') ended = String((JSON.parse(data) as { reason?: unknown }).reason ?? 'ended')
   })
   try {
     for await (const chunk of res.body) parser.push(chunk as Buffer)
   } catch (err) {
-    if (!deleted) throw new CliError('connection_lost', `the tail's connection failed: ${(err as Error).message}`)
+    if (ended === null) throw new CliError('connection_lost', `the tail's connection failed: ${(err as Error).message}`)
   }
-  return deleted ? 'deleted' : 'closed'
+  return ended ?? 'closed'
 }

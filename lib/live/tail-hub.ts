@@ -14,10 +14,12 @@
 //   tail-allowance.ts), so a busy stream costs them little.
 // - Stats ticks, heartbeats and allowances run on the injected LiveClock (wall time by default).
 // - At most `maxTailsPerOrg` clients per org (429 too_many_tails). close() ends every stream.
-// - A client whose stream is gone (its `current` check false: deleted here or, after a metadata
-//   refresh, on another node; or deleted and made again under the same name) gets `event: end`
-//   at the next stats tick and its response ends, so no tail outlives its stream or shows a new
-//   stream's events under the old one's name (docs/api.md section 7.5).
+// - A client that may no longer read (its `current` check gives a reason: its stream gone,
+//   deleted here or, after a metadata refresh, on another node, or deleted and made again under
+//   the same name; or its token revoked or expired) gets `event: end` with that reason, before
+//   any further event and at the latest at the next stats tick, and its response ends: no tail
+//   outlives its stream or its token, or shows a new stream's events under the old one's name
+//   (docs/api.md section 7.5).
 // - Cluster mode (optional `peers`, lib/live/cluster-live.ts): the filters other nodes' clients
 //   have open on a stream join the workers' request even without a local client, and every
 //   committed request's output is also handed to peers.forward(). What a peer forwards here comes
@@ -67,14 +69,17 @@ export interface TailPeers {
 /** One filter's frames forwarded by a peer (an output of that one filter: every mask is bit 0). */
 export interface ForwardedPart { q: string, output: LiveOutput }
 
+/** Why a tail ends before its client leaves: the `reason` of its `event: end`. */
+export type TailEndReason = 'stream_deleted' | 'token_invalid'
+
 /** A stream and the distinct filters of its clients on this node. */
 export interface OpenTail { org: string, stream: string, q: string[] }
 
 interface TailClient {
   orgId: string
   q: string
-  /** False once the stream this client opened is gone. */
-  current: () => boolean
+  /** Why this client may no longer read (its stream gone, its token revoked), or null. */
+  current: () => TailEndReason | null
   res: ServerResponse
   /** Events dropped for this client and not yet reported. */
   dropped: number
@@ -137,14 +142,12 @@ export class TailHub {
 
   /**
    * Starts an SSE response for a client of (org, stream); 429 past the org's limit. `current`
-   * tells whether the stream the client opened still exists (checked at each stats tick).
+   * tells why the client may no longer read, or null (checked at each stats tick and before
+   * each delivery).
    */
-  open (res: ServerResponse, orgId: string, stream: string, q: string, current: () => boolean = () => true): void {
-    if (this.#closed) throw new SluiceError('shutting_down', undefined, { retryAfter: 1 })
+  open (res: ServerResponse, orgId: string, stream: string, q: string, current: () => TailEndReason | null = () => null): void {
+    this.checkRoom(orgId)
     const inOrg = this.#perOrg.get(orgId) ?? 0
-    if (inOrg >= this.#maxTailsPerOrg) {
-      throw new SluiceError('too_many_tails', `At most ${this.#maxTailsPerOrg} live tails per org; close one first`, { retryAfter: 5 })
-    }
     const key = orgId + '/' + stream
     let tail = this.#streams.get(key)
     if (!tail) {
@@ -174,6 +177,14 @@ export class TailHub {
       this.#clientCount--
       this.#onTailsChange()
     })
+  }
+
+  /** Throws what open() would refuse a new client of the org with (shutting down, 429 too_many_tails). */
+  checkRoom (orgId: string): void {
+    if (this.#closed) throw new SluiceError('shutting_down', undefined, { retryAfter: 1 })
+    if ((this.#perOrg.get(orgId) ?? 0) >= this.#maxTailsPerOrg) {
+      throw new SluiceError('too_many_tails', `At most ${this.#maxTailsPerOrg} live tails per org; close one first`, { retryAfter: 5 })
+    }
   }
 
   /** What ingest asks the workers for this stream, or null when nobody watches it. */
@@ -233,6 +244,7 @@ export class TailHub {
     for (const client of tail.clients) {
       const bit = filters.indexOf(client.q)
       if (bit < 0) continue // joined after the request started: from the next one on
+      if (endIfNotCurrent(client)) continue
       let frames = framesByBit.get(bit)
       if (frames === undefined) {
         frames = framesFor(outputs, bit)
@@ -278,18 +290,23 @@ export class TailHub {
     for (const tail of this.#streams.values()) {
       const text = sseEvent('stats', JSON.stringify(tail.stats.snapshot(t)))
       tail.stats = new LiveStats()
-      for (const client of tail.clients) {
-        if (client.current()) {
-          client.res.write(text)
-        } else {
-          // Its 'close' handler takes it out of tail.clients (a Set: iterating on is safe).
-          client.res.end(sseEvent('end', '{"reason":"stream_deleted"}'))
-        }
-      }
+      for (const client of tail.clients) if (!endIfNotCurrent(client)) client.res.write(text)
     }
   }
 
   #broadcast (text: string): void {
     for (const tail of this.#streams.values()) for (const client of tail.clients) client.res.write(text)
   }
+}
+
+/**
+ * Ends the client's response with `event: end` when it may no longer read; true then. Its
+ * 'close' handler takes it out of its tail's clients (a Set: iterating on is safe).
+ */
+function endIfNotCurrent (client: TailClient): boolean {
+  if (client.res.writableEnded) return true
+  const reason = client.current()
+  if (reason === null) return false
+  client.res.end(sseEvent('end', JSON.stringify({ reason })))
+  return true
 }

@@ -152,6 +152,45 @@ t.test('a tail ends when its stream is deleted; a change to the stream does not 
   t.equal((await s.api('GET', '/api/streams/doomed/tail')).status, 404, 'a reconnect finds no stream')
 })
 
+t.test('a tail ends when the PAT that opened it is revoked or expires: no event after that (explore26)', async (t) => {
+  let clock = Date.now()
+  const own = await startServer(t, { writer: { flushIntervalMs: 20, minInsertIntervalMs: 0 } }, { now: () => clock })
+  const target = await createIngestTarget(own, 'guarded')
+  const reader = (await own.api('POST', '/api/tokens', { body: { name: 'reader', abilities: ['data:read'] } })).body
+  const short = (await own.api('POST', '/api/tokens', { body: { name: 'short', abilities: ['data:read'], ttl: 60 } })).body
+  const byReader = await openSse(own.url, '/api/streams/guarded/tail', reader.token)
+  const byShort = await openSse(own.url, '/api/streams/guarded/tail', short.token)
+  t.teardown(() => { byReader.close(); byShort.close() })
+  t.equal(byReader.status, 200)
+  await postIngest(target, JSON.stringify({ path: '/while-valid' }))
+  t.equal(JSON.parse((await byReader.next((f) => f.event === 'event')).data).path, '/while-valid')
+  t.equal(JSON.parse((await byShort.next((f) => f.event === 'event')).data).path, '/while-valid')
+
+  // Revoked: ended before the next event reaches it.
+  t.equal((await own.api('DELETE', `/api/tokens/${reader.id}`)).status, 204)
+  // Expired: the tokens' clock passes its 60 s.
+  clock += 61_000
+  await postIngest(target, JSON.stringify({ path: '/after' }))
+  for (const [name, tail] of [['revoked', byReader], ['expired', byShort]] as const) {
+    const end = await tail.next((f) => f.event === 'end', 3000)
+    t.same(JSON.parse(end.data), { reason: 'token_invalid' }, `${name}: event: end`)
+    t.same(tail.frames.filter((f) => f.event === 'event').map((f) => JSON.parse(f.data).path), [], `${name}: no event after`)
+  }
+  await waitFor(() => own.app.tailHub.clientCount === 0, { what: 'both tails to end' })
+  t.equal((await own.api('GET', '/api/streams/guarded/tail', { token: reader.token })).status, 403, 'a reconnect is refused')
+})
+
+t.test('HEAD of a tail answers what a GET would: 429 when the org has its tails open', async (t) => {
+  const own = await startServer(t, { tail: { maxPerOrg: 1 } })
+  await own.api('POST', '/api/streams', { body: { name: 'h' } })
+  t.equal((await own.api('HEAD', '/api/streams/h/tail')).status, 200)
+  const tail = await openSse(own.url, '/api/streams/h/tail', own.adminToken)
+  t.teardown(() => tail.close())
+  const head = await own.api('HEAD', '/api/streams/h/tail')
+  t.equal(head.status, 429)
+  t.ok(Number(head.headers['retry-after']) >= 1)
+})
+
 t.test('shutdown ends the tails', async (t) => {
   const own = await startServer(t)
   await own.api('POST', '/api/streams', { body: { name: 'x' } })
