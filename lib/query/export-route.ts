@@ -3,7 +3,8 @@
 // next chunk is read from ClickHouse only once the client took the last, so memory stays flat
 // however large the range. The read holds one of the org's read slots until it ends; a client
 // that goes away aborts it. A failure after the first bytes cuts the response (the download is
-// then incomplete, which a client sees as a connection closed before the end of the chunked body).
+// then incomplete, which a client sees as a connection closed before the end of the chunked body),
+// and so does the stream's deletion while it ran.
 import { once } from 'node:events'
 import type { ServerResponse } from 'node:http'
 import type { Router } from '../http/router.ts'
@@ -47,6 +48,14 @@ export function registerExportRoute (router: Router, deps: ReadDeps): void {
           if (res.destroyed) break
           if (!res.write(chunk)) await drained(res)
         }
+      }
+      // A stream deleted (or deleted and made again) while it was exported: the statement may
+      // have read part of it before the delete and nothing after (the embedded engine's
+      // lightweight DELETE hid 40-60% of 100,000 events from a running export, explore26c).
+      // Not every matching event was sent, so the download is cut, not completed.
+      if (deps.accounts.store.stream(read.orgId, read.stream.name)?.createdAt !== read.stream.createdAt) {
+        res.destroy()
+        return
       }
       res.end()
     }, isScan(read.range.from, read.range.to, true))

@@ -337,6 +337,23 @@ t.test('export: every matching event as NDJSON, oldest first, as a download', as
   t.equal(new Set(events.map((e) => e.id)).size, 150, 'each once')
 })
 
+t.test('export of a stream deleted while it runs: the download is cut, never complete (explore26)', async (t) => {
+  const target = await createIngestTarget(s, 'doomed-export')
+  const now = Date.now()
+  const line = (i: number): string => JSON.stringify({ ts: now - 60_000 + (i % 50_000), message: `event ${i} ${'x'.repeat(300)}` })
+  const body = Array.from({ length: 30_000 }, (_, i) => line(i)).join('\n')
+  t.equal((await postIngest(target, body)).body.ingested, 30_000)
+  const { request } = await import('undici')
+  const r = await request(`${s.url}/api/streams/doomed-export/export?from=${now - 120_000}&to=${now + 60_000}`, { headers: { authorization: `Bearer ${s.adminToken}` } })
+  t.equal(r.statusCode, 200)
+  const reader = r.body[Symbol.asyncIterator]()
+  let bytes = (await reader.next()).value.length as number // the export has begun; the client reads no more for now
+  t.equal((await s.api('DELETE', '/api/streams/doomed-export')).status, 204)
+  const rest = (async () => { for (;;) { const c = await reader.next(); if (c.done === true) return 'complete'; bytes += c.value.length } })()
+  const outcome = await rest.then((v) => v, (err: { code?: string }) => err.code ?? 'error')
+  t.not(outcome, 'complete', `the download ended incomplete (${outcome}) after ${bytes} bytes`)
+})
+
 t.test('reads past a limit: 429 too_many_reads with Retry-After; a bad by is 400', async (t) => {
   const org = s.app.store.orgByName('default')!
   // The org's two read slots taken (as two long reads would hold them).
