@@ -34,6 +34,7 @@
 import { SluiceError } from '../errors.ts'
 import type { Config, OrgLimits } from '../config.ts'
 import { RateLimiter } from '../limits/rate-limiter.ts'
+import type { RateDecision } from '../limits/rate-limiter.ts'
 import { ConcurrencyLimiter } from '../limits/concurrency-limiter.ts'
 
 export type RejectReason = 'rate_limited' | 'too_many_concurrent_requests' | 'server_busy'
@@ -208,20 +209,27 @@ export class Admission {
   admit (orgId: string, orgName: string, declaredBytes = 0): AdmissionTicket {
     const limits = this.limitsFor(orgName)
     const rate = this.#rate.take(orgId, limits.requestsPerMinute)
-    const headers = {
-      'x-ratelimit-limit': String(rate.limit),
-      'x-ratelimit-remaining': String(rate.remaining),
-      'x-ratelimit-reset': String(rate.resetS),
-    }
+    const headersOf = (r: RateDecision): Record<string, string> => ({
+      'x-ratelimit-limit': String(r.limit),
+      'x-ratelimit-remaining': String(r.remaining),
+      'x-ratelimit-reset': String(r.resetS),
+    })
+    const headers = headersOf(rate)
     if (!rate.allowed) {
       throw this.#reject('rate_limited', `More than ${limits.requestsPerMinute} ingest requests per minute for this org`, rate.retryAfterS, headers)
     }
+    // Refused past the rate check, a request gives its token back: it stored nothing, and a
+    // burst of senders over the org's concurrency would otherwise spend the minute's requests on
+    // refusals and be rate limited with the concurrency free again (explore26c: 48 senders stored
+    // 198 requests, then got rate_limited for the rest of the minute).
     if (!this.#concurrency.tryAcquire(orgId, limits.concurrentRequests)) {
-      throw this.#reject('too_many_concurrent_requests', `More than ${limits.concurrentRequests} ingest requests at once for this org`, busyRetryAfterS, headers)
+      throw this.#reject('too_many_concurrent_requests', `More than ${limits.concurrentRequests} ingest requests at once for this org`, busyRetryAfterS,
+        headersOf(this.#rate.refund(orgId, rate)))
     }
     if (this.#options.writerNeedsDrain() || !this.#bytesFit(orgId, declaredBytes)) {
       this.#concurrency.release(orgId)
-      throw this.#reject('server_busy', 'The server has too much data waiting to be stored; retry shortly', busyRetryAfterS, headers)
+      throw this.#reject('server_busy', 'The server has too much data waiting to be stored; retry shortly', busyRetryAfterS,
+        headersOf(this.#rate.refund(orgId, rate)))
     }
     const org = this.#org(orgId)
     org.tickets++

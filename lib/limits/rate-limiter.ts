@@ -52,6 +52,19 @@ export class RateLimiter {
     }
   }
 
+  /**
+   * Gives back the token of a request take() allowed that was then refused for another reason
+   * (the org's concurrency, the server's bytes): it stored nothing. Returns the decision as it
+   * stands after the refund, for the refusal's headers.
+   */
+  refund (key: string, decision: RateDecision): RateDecision {
+    const b = this.#buckets.get(key)
+    if (b === undefined || !decision.allowed) return decision
+    b.tokens = Math.min(b.limit, b.tokens + 1)
+    const perMs = b.limit / 60_000
+    return { ...decision, remaining: Math.floor(b.tokens), resetS: Math.ceil((b.limit - b.tokens) / perMs / 1000) }
+  }
+
   #sweep (now: number): void {
     if (now - this.#lastSweep < idleBucketMs) return
     this.#lastSweep = now

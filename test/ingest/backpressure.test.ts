@@ -69,6 +69,23 @@ t.test('too_many_concurrent_requests: past the org\'s requests in progress', asy
   t.equal(await countEvents(tgt), 2)
 })
 
+t.test('a request refused for concurrency gives its rate token back: refusals do not spend the minute (explore26)', async (t) => {
+  const s = await startServer(t, { limits: { concurrentRequests: 1, requestsPerMinute: 3 }, ingest: heldBodies })
+  const tgt = await createIngestTarget(s, 'refund')
+  const held = await openRequest(tgt, '{"path":"/held"}\n')
+  await waitFor(() => s.app.http.inFlight === 1, { what: 'the first request' })
+  for (let i = 0; i < 5; i++) {
+    const r = await postIngest(tgt, `{"path":"/refused-${i}"}\n`)
+    t.equal(r.body.error, 'too_many_concurrent_requests', `refusal ${i}`)
+    t.equal(r.headers['x-ratelimit-remaining'], '2', 'the token is back')
+  }
+  t.equal((await held.finish()).status, 200)
+  const statuses = []
+  for (let i = 0; i < 2; i++) statuses.push((await postIngest(tgt, `{"path":"/after-${i}"}\n`)).status)
+  t.same(statuses, [200, 200], 'the minute\'s other two requests are left')
+  t.equal(await countEvents(tgt), 3)
+})
+
 t.test('server_busy: past the server\'s uncommitted bytes', async (t) => {
   // The budget at its smallest (ingest.maxRawBytes, config.ts), and a body that fills it.
   const s = await startServer(t, { limits: { maxUncommittedBytes: 1300 }, ingest: { ...heldBodies, maxRawBytes: 1300 } })
