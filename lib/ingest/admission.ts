@@ -91,6 +91,11 @@ export interface AdmissionOptions {
   liveNodes?: () => number
 }
 
+/** The X-RateLimit headers of a rate decision (README "Limits"). */
+function rateHeaders (r: RateDecision): Record<string, string> {
+  return { 'x-ratelimit-limit': String(r.limit), 'x-ratelimit-remaining': String(r.remaining), 'x-ratelimit-reset': String(r.resetS) }
+}
+
 /** Seconds a client waits after too_many_concurrent_requests or server_busy: requests finish fast. */
 const busyRetryAfterS = 1
 
@@ -209,12 +214,7 @@ export class Admission {
   admit (orgId: string, orgName: string, declaredBytes = 0): AdmissionTicket {
     const limits = this.limitsFor(orgName)
     const rate = this.#rate.take(orgId, limits.requestsPerMinute)
-    const headersOf = (r: RateDecision): Record<string, string> => ({
-      'x-ratelimit-limit': String(r.limit),
-      'x-ratelimit-remaining': String(r.remaining),
-      'x-ratelimit-reset': String(r.resetS),
-    })
-    const headers = headersOf(rate)
+    const headers = rateHeaders(rate)
     if (!rate.allowed) {
       throw this.#reject('rate_limited', `More than ${limits.requestsPerMinute} ingest requests per minute for this org`, rate.retryAfterS, headers)
     }
@@ -224,12 +224,12 @@ export class Admission {
     // 198 requests, then got rate_limited for the rest of the minute).
     if (!this.#concurrency.tryAcquire(orgId, limits.concurrentRequests)) {
       throw this.#reject('too_many_concurrent_requests', `More than ${limits.concurrentRequests} ingest requests at once for this org`, busyRetryAfterS,
-        headersOf(this.#rate.refund(orgId, rate)))
+        rateHeaders(this.#rate.refund(orgId, rate)))
     }
     if (this.#options.writerNeedsDrain() || !this.#bytesFit(orgId, declaredBytes)) {
       this.#concurrency.release(orgId)
       throw this.#reject('server_busy', 'The server has too much data waiting to be stored; retry shortly', busyRetryAfterS,
-        headersOf(this.#rate.refund(orgId, rate)))
+        rateHeaders(this.#rate.refund(orgId, rate)))
     }
     const org = this.#org(orgId)
     org.tickets++

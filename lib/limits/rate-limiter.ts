@@ -38,18 +38,11 @@ export class RateLimiter {
       b = { tokens: perMinute, updatedAt: now, limit: perMinute }
       this.#buckets.set(key, b)
     }
-    const perMs = perMinute / 60_000
-    b.tokens = Math.min(perMinute, b.tokens + (now - b.updatedAt) * perMs)
+    b.tokens = Math.min(perMinute, b.tokens + (now - b.updatedAt) * perMinute / 60_000)
     b.updatedAt = now
     const allowed = b.tokens >= 1
     if (allowed) b.tokens -= 1
-    return {
-      allowed,
-      limit: perMinute,
-      remaining: Math.floor(b.tokens),
-      resetS: Math.ceil((perMinute - b.tokens) / perMs / 1000),
-      retryAfterS: allowed ? 0 : Math.max(1, Math.ceil((1 - b.tokens) / perMs / 1000)),
-    }
+    return decisionOf(b, allowed)
   }
 
   /**
@@ -61,13 +54,24 @@ export class RateLimiter {
     const b = this.#buckets.get(key)
     if (b === undefined || !decision.allowed) return decision
     b.tokens = Math.min(b.limit, b.tokens + 1)
-    const perMs = b.limit / 60_000
-    return { ...decision, remaining: Math.floor(b.tokens), resetS: Math.ceil((b.limit - b.tokens) / perMs / 1000) }
+    return decisionOf(b, true)
   }
 
   #sweep (now: number): void {
     if (now - this.#lastSweep < idleBucketMs) return
     this.#lastSweep = now
     for (const [key, b] of this.#buckets) if (now - b.updatedAt > idleBucketMs) this.#buckets.delete(key)
+  }
+}
+
+/** A bucket's state as a decision (`allowed`: whether the request that took from it may run). */
+function decisionOf (b: Bucket, allowed: boolean): RateDecision {
+  const perMs = b.limit / 60_000
+  return {
+    allowed,
+    limit: b.limit,
+    remaining: Math.floor(b.tokens),
+    resetS: Math.ceil((b.limit - b.tokens) / perMs / 1000),
+    retryAfterS: allowed ? 0 : Math.max(1, Math.ceil((1 - b.tokens) / perMs / 1000)),
   }
 }

@@ -1,11 +1,12 @@
 // GET /api/streams/{stream}/tail?q=: the live tail as Server-Sent Events (see tail-hub.ts).
 // The filter is checked before the stream starts, so a bad `q` is a plain 400 invalid_query.
 // HEAD (which the router sends to GET routes) passes the same checks (the org's tail limit too)
-// and gets the headers of a tail alone, then the response ends: a HEAD has no body, so there is nothing to hold open for.
+// and gets the headers of a tail alone, then the response ends: a HEAD has no body, so there is
+// nothing to hold open for.
 import type { Router } from '../http/router.ts'
 import type { Authenticator } from '../auth/authenticate.ts'
 import type { Accounts } from '../accounts/accounts.ts'
-import { findStream } from '../streams/streams.ts'
+import { findStream, isCurrentStream } from '../streams/streams.ts'
 import { textParam } from '../http/query-params.ts'
 import { parseFilter } from '../query/filter-parser.ts'
 import { tailResponseHeaders } from './tail-hub.ts'
@@ -25,12 +26,11 @@ export function registerTailRoute (router: Router, deps: { auth: Authenticator, 
       ctx.res.end()
       return
     }
-    // The stream is current while the store holds it with the same creation time: deleted, or
-    // deleted and made again under its name, it is not. (A refresh or a PATCH replaces the record.)
-    // The token is checked as long as the tail is open: revoked or expired, the tail ends (a
-    // leaked PAT reads no more live data than a new request with it could, explore26 F1c).
+    // The stream and the token are checked as long as the tail is open: the stream deleted (or
+    // made again under its name), or the token revoked or expired, the tail ends (a leaked PAT
+    // reads no more live data than a new request with it could, explore26c).
     hub.open(ctx.res, org.id, stream.name, q, () => {
-      if (accounts.store.stream(org.id, stream.name)?.createdAt !== stream.createdAt) return 'stream_deleted'
+      if (!isCurrentStream(accounts.store, stream)) return 'stream_deleted'
       return auth.stillLive(principal) ? null : 'token_invalid'
     })
     // The request stays in flight until the client goes away or the hub ends it.

@@ -12,6 +12,7 @@ import { readRequest } from './read-request.ts'
 import type { ReadDeps } from './read-request.ts'
 import { exportEvents } from './export-query.ts'
 import { isScan } from './read-limits.ts'
+import { isCurrentStream } from '../streams/streams.ts'
 
 export function registerExportRoute (router: Router, deps: ReadDeps): void {
   const { clickhouse, reads } = deps
@@ -53,7 +54,7 @@ export function registerExportRoute (router: Router, deps: ReadDeps): void {
       // have read part of it before the delete and nothing after (the embedded engine's
       // lightweight DELETE hid 40-60% of 100,000 events from a running export, explore26c).
       // Not every matching event was sent, so the download is cut, not completed.
-      if (deps.accounts.store.stream(read.orgId, read.stream.name)?.createdAt !== read.stream.createdAt) {
+      if (!isCurrentStream(deps.accounts.store, read.stream)) {
         res.destroy()
         return
       }

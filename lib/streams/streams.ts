@@ -9,3 +9,12 @@ export function findStream (store: MetadataStore, orgId: string, name: string | 
   if (!stream) throw new SluiceError('not_found', `No stream named ${JSON.stringify(name)} in this org`)
   return stream
 }
+
+/**
+ * Whether a stream found earlier is still the one the store holds under its name: false once it
+ * is deleted, or deleted and made again (a refresh or a PATCH replaces the record, with the same
+ * creation time). For what runs on after the lookup: a tail, an export.
+ */
+export function isCurrentStream (store: MetadataStore, stream: StreamRecord): boolean {
+  return store.stream(stream.orgId, stream.name)?.createdAt === stream.createdAt
+}
