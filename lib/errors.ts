@@ -81,9 +81,20 @@ export function isSluiceError (err: unknown): err is SluiceError {
 export const storageRetryAfterS = 5
 
 /**
+ * ClickHouse's codes for a statement it cannot run whatever its state (THERE_IS_NO_COLUMN,
+ * NOT_FOUND_COLUMN_IN_BLOCK, BAD_ARGUMENTS, NUMBER_OF_ARGUMENTS_DOESNT_MATCH,
+ * ILLEGAL_TYPE_OF_ARGUMENT, UNKNOWN_FUNCTION, NOT_IMPLEMENTED, TYPE_MISMATCH, SYNTAX_ERROR,
+ * UNKNOWN_SETTING, ILLEGAL_AGGREGATION, NOT_AN_AGGREGATE, AMBIGUOUS_COLUMN_NAME, NO_COMMON_TYPE):
+ * answered 500, not 503, so that a client does not retry a bug forever. An unknown table or
+ * column (60, 16, 47) stays 503: in cluster mode a host can lag a schema change for a while.
+ */
+const wrongStatementCodes: ReadonlySet<number> = new Set([8, 10, 36, 42, 43, 46, 48, 53, 62, 115, 184, 215, 352, 386])
+
+/**
  * Translates any error that reaches the HTTP layer into a SluiceError: our own pass through,
  * zlib's corrupt-data errors become malformed_body, ClickHouse and socket failures become
- * storage_unavailable, anything else internal_error (its cause kept for the log).
+ * storage_unavailable (but a statement ClickHouse cannot run: internal_error), anything else
+ * internal_error (its cause kept for the log).
  */
 export function toHttpError (err: unknown): SluiceError {
   if (err instanceof SluiceError) return err
@@ -101,6 +112,8 @@ export function toHttpError (err: unknown): SluiceError {
     }
   }
   if ((err as { name?: unknown } | null)?.name === 'ClickHouseError') {
+    // ClickHouse refused the statement itself: a bug of Sluice's that no retry gets past.
+    if (wrongStatementCodes.has((err as { chCode?: unknown }).chCode as number)) return new SluiceError('internal_error', undefined, { cause: err })
     return new SluiceError('storage_unavailable', undefined, { cause: err, retryAfter: storageRetryAfterS })
   }
   return new SluiceError('internal_error', undefined, { cause: err })

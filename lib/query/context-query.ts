@@ -54,7 +54,7 @@ function streamIs (params: ContextParams): SqlFragment {
  * 'after' starts at the anchor itself (its first row is the anchor): the anchor's row is read
  * with its neighbours instead of by a statement of its own before them.
  */
-async function side (clickhouse: ClickHouse, params: ContextParams, anchor: { ts: number, seq: number }, sameSql: SqlFragment,
+async function side (clickhouse: ClickHouse, params: ContextParams, anchor: { ts: number, seq: number }, sameSql: SqlFragment | null,
   direction: 'before' | 'after', limit: number): Promise<EventRowOut[]> {
   const rows: EventRowOut[] = []
   if (limit === 0) return rows
@@ -75,7 +75,7 @@ async function side (clickhouse: ClickHouse, params: ContextParams, anchor: { ts
     // The shared fields in PREWHERE: ClickHouse reads the other columns only where they match
     // (a rare host and service in a busy stream: 3.1 M rows read for a side without it).
     const got = await clickhouse.query<EventRowOut>(sql`SELECT ${eventSelectList} FROM events
-      PREWHERE ${sameSql}
+      ${sameSql === null ? sql`` : sql`PREWHERE ${sameSql}`}
       WHERE ${streamIs(params)} AND ${span} AND ${beyond}
       ORDER BY ${order} LIMIT ${limit - rows.length}`)
     for (const row of got) rows.push(row)
@@ -98,7 +98,9 @@ export async function queryContextJson (clickhouse: ClickHouse, params: ContextP
   const sameValues = params.same.map((ref) => ({ ref, value: fieldTextSql(ref, params.scope) }))
   // Only the anchor's `same` values first: its whole row comes with the 'after' side, read
   // beside the 'before' side (each row read costs a compressed block of every column).
-  const [found] = await clickhouse.query<Record<string, string | null>>(sql`SELECT 1 AS found
+  // `seq AS found`, not a constant: 18.16 fails a Distributed table's SELECT of constants only
+  // (cluster mode; "Cannot find column" when `same` is empty).
+  const [found] = await clickhouse.query<Record<string, string | null>>(sql`SELECT seq AS found
     ${joinSql(sameValues.map((s, i) => sql`, ${s.value} AS same_${rawSql(String(i))}`), '')}
     FROM events WHERE ${streamIs(params)} AND ts = ${anchor.ts} AND seq = ${anchor.seq} LIMIT 1`)
   if (found === undefined) throw notFound(params.id)
@@ -106,7 +108,7 @@ export async function queryContextJson (clickhouse: ClickHouse, params: ContextP
     const value = found[`same_${i}`]
     return value === null ? sql`isNull(${s.value})` : sql`ifNull(${s.value} = ${value}, 0)`
   })
-  const sameSql = conditions.length === 0 ? rawSql('1') : joinSql(conditions, ' AND ')
+  const sameSql = conditions.length === 0 ? null : joinSql(conditions, ' AND ')
   const [before, withAnchor] = await Promise.all([
     side(clickhouse, params, anchor, sameSql, 'before', params.before),
     side(clickhouse, params, anchor, sameSql, 'after', params.after + 1),

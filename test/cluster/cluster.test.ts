@@ -145,6 +145,11 @@ t.test('reads of any field on either node see every shard: q on attributes, stat
     t.equal(ctx.status, 200)
     t.same([...ctx.body.before, ctx.body.event, ...ctx.body.after].map((e: { trace_id: string }) => e.trace_id),
       ['tr-491', 'tr-494', 'tr-497', 'tr-500', 'tr-503', 'tr-506', 'tr-509'], `${name}: context of one service across shards`)
+    // same= empty: any neighbour (the anchor's statement then selects no field of its own).
+    const any = await api(node.url, admin, 'GET', `/api/streams/apps/events/${encodeURIComponent(hit.body.events[0].id)}/context?before=2&after=2&same=`)
+    t.equal(any.status, 200)
+    t.same([...any.body.before, any.body.event, ...any.body.after].map((e: { trace_id: string }) => e.trace_id),
+      ['tr-498', 'tr-499', 'tr-500', 'tr-501', 'tr-502'], `${name}: context of any neighbour across shards`)
 
     const exported = await api(node.url, admin, 'GET', `/api/streams/apps/export?${q('service:cart')}`)
     t.equal(exported.status, 200)
