@@ -128,6 +128,14 @@ export class ReadLimits {
       max_rows_to_group_by: limits.maxGroupKeys,
       group_by_overflow_mode: 'throw',
       max_threads: limits.maxThreads,
+      // A q within its limits (1,000 characters, 20 terms) is repeated in each statement of a
+      // /fields UNION ALL and of a sampled stats?by=, with up to 500 matches' times, and on 26.x
+      // each word with its fold tables: past ClickHouse's defaults of 256 KiB and 50,000 AST
+      // elements, a valid q was a 503 (explore27b). The statements Sluice writes are bounded
+      // by these limits of q, so the parser's limits are raised for reads, not removed.
+      max_query_size: 16 * 1024 * 1024,
+      max_ast_elements: 2_000_000,
+      max_expanded_ast_elements: 2_000_000,
       // Below ingest for the OS scheduler, where the server can say so (ReadLoad.niceness).
       ...(load?.niceness ? { os_thread_priority: load.niceness } : {}),
     }

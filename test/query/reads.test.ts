@@ -228,6 +228,32 @@ t.test('/fields sampled over long values: their candidates are matched by hash, 
   t.ok(keys.every((f) => f.top.length === 50), 'each with its 50 top values')
 })
 
+t.test('a q at its limits (20 terms) in every read: /fields and sampled stats?by= too, not a statement past max_query_size (explore27b)', async (t) => {
+  const tgt = await createIngestTarget(s, 'wideq')
+  // Every column present, so /fields runs a statement per column, each with the filter and the
+  // matches' times; 490 matches (read by their times, at most 500).
+  const lines = Array.from({ length: 490 }, (_, i) => JSON.stringify({
+    ts: base + i * 6000, message: 'request timeout', host: 'h', path: '/p', status: 200, rt: 0.1, bytes: 1, method: 'GET', src: '1.2.3.4',
+    user_agent: 'ua', level: 'info', service: 's', trace_id: 'ab', span_id: 'cd', filename: '/f', user: { id: i % 5 },
+  }))
+  t.equal((await postIngest(tgt, lines.join('\n'))).body.ingested, 490)
+  const wideRange = `from=${base}&to=${base + 3_000_000}`
+  const numeric = [...Array.from({ length: 19 }, (_, k) => `user.id:>=${1000 + k}`), 'user.id:<=4'].join(' OR ')
+  const words = Array.from({ length: 20 }, (_, k) => k === 19 ? 'timeout' : `absent${k}`).join(' OR ')
+  for (const q of [numeric, words, 'timeout']) {
+    const e = await s.api('GET', `/api/streams/wideq/events?${wideRange}&limit=1000&q=${encodeURIComponent(q)}`)
+    t.equal(e.status, 200)
+    t.equal(e.body.events.length, 490, `${q.slice(0, 30)}: events`)
+    const f = await s.api('GET', `/api/streams/wideq/fields?${wideRange}&q=${encodeURIComponent(q)}`)
+    t.equal(f.status, 200, `${q.slice(0, 30)}: /fields`)
+    t.equal(f.body.fields.find((x: { name: string }) => x.name === 'user.id')?.count, 490)
+    const g = await s.api('GET', `/api/streams/wideq/stats?${wideRange}&by=host&sample=100&q=${encodeURIComponent(q)}`)
+    t.equal(g.status, 200, `${q.slice(0, 30)}: stats?by= sampled`)
+    t.equal(g.body.sampled, true)
+    t.equal(g.body.totals.count, 490)
+  }
+})
+
 t.test('/fields sampled over events bunched in time: the slices go where the events are', async (t) => {
   const tgt = await createIngestTarget(s, 'burst')
   // 2,000 events within 10 s five minutes into an hour, one more 25 minutes later.
