@@ -385,6 +385,10 @@ function parseStatus (field: ColumnRef, value: string, isPrefix: boolean, positi
     if (cls) return { kind: 'statusClass', position, digit: Number(cls[1]) }
     const cmp = statusComparison.exec(value)
     if (cmp) return { kind: 'compare', position, field, operator: (cmp[1] ?? '=') as CompareOperator, value: readNumber(cmp[2]) as FilterNumber }
+    // With an operator, any number is a bound, as on the other numeric columns (status:<600, status:>=1e2).
+    const bound = comparison.exec(value)
+    const n = bound === null ? null : readNumber(bound[2])
+    if (n !== null) return { kind: 'compare', position, field, operator: bound![1] as CompareOperator, value: n }
   }
   const shown = isPrefix ? value + '*' : value
   return fail(`status:${shown} is not a status`, valueStart, 'use 404, 5xx, >=500 or 40*')

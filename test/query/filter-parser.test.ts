@@ -54,6 +54,10 @@ t.test('terms, operators and negation', async (t) => {
     ['status:=404', { kind: 'compare', position: 0, field: col('status'), operator: '=', value: num(404) }],
     ['status:>=500', { kind: 'compare', position: 0, field: col('status'), operator: '>=', value: num(500) }],
     ['status:<300', { kind: 'compare', position: 0, field: col('status'), operator: '<', value: num(300) }],
+    // With an operator any number bounds a status, as on the other numeric columns (explore27b F3).
+    ['status:<600', { kind: 'compare', position: 0, field: col('status'), operator: '<', value: num(600) }],
+    ['status:>=0', { kind: 'compare', position: 0, field: col('status'), operator: '>=', value: num(0) }],
+    ['status:>=1e2', { kind: 'compare', position: 0, field: col('status'), operator: '>=', value: num(100) }],
     ['status:5xx', { kind: 'statusClass', position: 0, digit: 5 }],
     ['status:4XX', { kind: 'statusClass', position: 0, digit: 4 }],
     ['status:40*', { kind: 'prefix', position: 0, field: col('status'), prefix: '40' }],

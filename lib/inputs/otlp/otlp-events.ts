@@ -8,7 +8,7 @@
 // Per LogRecord, one event:
 //   body (string, or any other AnyValue as JSON text)      -> message
 //   timeUnixNano, or observedTimeUnixNano when 0 or unset  -> ts (ms; unset both: receive time)
-//   severityNumber 1-24, else severityText                 -> level (trace..fatal; an unknown text as sent)
+//   severityNumber 1-24, else severityText                 -> level (trace..fatal; an unknown text stays in attrs.level)
 //   traceId, spanId                                        -> trace_id, span_id (lowercase hex)
 //   service.name (record attribute, else resource attribute) -> service (the field table's alias)
 //   eventName                                              -> attrs event_name
