@@ -12,6 +12,7 @@ import type { Logger } from '../logger.ts'
 import type { InsertTarget, ShardSet } from './shard-set.ts'
 import { classifyInsertError, isAmbiguousFailure } from './insert-errors.ts'
 import type { FailureKind } from './insert-errors.ts'
+import { presenceOf } from './outcome-check.ts'
 import type { OutcomeCheck } from './outcome-check.ts'
 import { settle, sumRows } from './pending-write.ts'
 import type { PendingWrite, SetTimer } from './pending-write.ts'
@@ -132,6 +133,15 @@ export class InsertRetries {
         for (const w of pending) await this.store([w])
         return
       }
+      if (target === undefined && result.err instanceof ClickHouseError && result.err.chCode !== 0 && !result.ambiguous) {
+        // An error answer after the rows were stored: ClickHouse writes the table's part before
+        // its materialized views, so a rollup's failed insert (its disk full, its directory not
+        // writable) fails the statement with the events stored (explore27c F1: a 503, then the
+        // client's retry stored them twice). So the rows are counted before the error is believed.
+        const absent = await this.#storedDespite(pending, result.err, fields)
+        if (absent.length === 0) return
+        pending = absent
+      }
       if (result.kind === 'refused') {
         o.log.error('ClickHouse refused the insert; not retried', fields)
         for (const w of pending) settle(w, giveUp(result.err))
@@ -170,6 +180,39 @@ export class InsertRetries {
       o.log.warn('ClickHouse insert failed; retrying', { table: o.table, rows: sumRows(pending), attempt, delayMs: Math.round(delayMs), err: result.err })
       await this.#sleep(delayMs)
     }
+  }
+
+  /**
+   * After an error answer: settles the writes whose rows are stored anyway (200: the events are
+   * committed; the rollups may lack them, which the log says) and those the count could not tell
+   * (storage_outcome_unknown); returns the rest, absent, for the error's own course. A write
+   * without an identity (no seq range to count by) is taken as absent, as the error says.
+   */
+  async #storedDespite (pending: readonly PendingWrite[], err: unknown, fields: Record<string, unknown>): Promise<PendingWrite[]> {
+    const o = this.#o
+    const identified = pending.filter((w) => w.identity !== undefined)
+    if (identified.length === 0) return [...pending]
+    let counts: number[]
+    try {
+      counts = await o.check.countRows(identified.map((w) => w.identity!))
+    } catch (countErr) {
+      o.log.error('ClickHouse insert failed and its rows could not be counted; outcome unknown', { ...fields, countErr })
+      for (const w of identified) settle(w, this.outcomeUnknown(err))
+      return pending.filter((w) => w.identity === undefined)
+    }
+    const absent = pending.filter((w) => w.identity === undefined)
+    let stored = 0
+    identified.forEach((w, i) => {
+      const presence = presenceOf(counts[i], w.rows)
+      if (presence === 'stored') { stored++; settle(w) } else if (presence === 'absent') absent.push(w)
+      else settle(w, this.outcomeUnknown(err))
+    })
+    if (absent.length < pending.length) {
+      o.log.error('ClickHouse answered an insert with an error after storing its rows (a materialized view failed?): answered as stored; the rollups may lack them', {
+        ...fields, stored, unknown: pending.length - absent.length - stored,
+      })
+    }
+    return absent
   }
 
   /** One insert of `writes` named `queryId`, aborted at `abortAt` (now() time). */
