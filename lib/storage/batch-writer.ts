@@ -56,7 +56,10 @@
 //   whole) are retried; other server answers are not: a malformed batch (parse error, a
 //   serializer bug) is logged as an error and each of its writes is retried alone, so only the
 //   guilty one fails (internal_error); a configuration error (unknown table, auth, readonly)
-//   fails the batch at once with storage_unavailable.
+//   fails the batch at once with storage_unavailable. An error answer is believed only once
+//   each write's rows are counted as the outcome check counts them (insert-retries.ts): a
+//   rollup view that fails after the events' part was written fails the statement with the
+//   rows stored (explore27c F1); those writes resolve. Not in cluster mode (below).
 // - Unknown outcome: an attempt that timed out or lost its connection after the request went out
 //   may have been committed (ClickHouse SIGSTOPped with the body in its socket buffer commits it
 //   when it resumes). Its writes are neither answered 503 nor blindly retried: each attempt has

@@ -32,8 +32,9 @@ export function classifyInsertError (err: unknown): FailureKind {
 
 /**
  * True when a failed insert may nevertheless have been committed: no answer from ClickHouse
- * (timeout, abort, reset) once the connection was made. A server error answer and a refused
- * connection are not ambiguous: nothing was stored.
+ * (timeout, abort, reset) once the connection was made. A refused connection is not ambiguous:
+ * nothing was stored. Nor is a server error answer here, but one may come after the table's
+ * part was written (a materialized view failed): insert-retries.ts counts the rows then.
  */
 export function isAmbiguousFailure (err: unknown): boolean {
   if (err instanceof ClickHouseError && err.chCode === c.UNKNOWN_STATUS_OF_INSERT) return true
