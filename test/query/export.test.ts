@@ -64,6 +64,37 @@ t.test('an export over many windows: every event once, ascending, filtered, with
   t.ok(filtered.every((e) => e.host === 'a'))
 })
 
+t.test('an export of bursts (each minute\'s events in one millisecond) keeps its windows to the minutes\' shares', async (t) => {
+  const { clickhouse } = await createTestDatabase(t)
+  await migrate(clickhouse, createLogger({ level: 'warn', fd: 2 }))
+  const base = 1_700_000_000_000 - (1_700_000_000_000 % minute)
+  const rows: string[] = []
+  // 10 minutes of 1,000 events each, all of a minute's in one millisecond (a request's events,
+  // stamped at arrival), at a different second of each minute.
+  for (let i = 0; i < 10_000; i++) {
+    const m = Math.floor(i / 1_000)
+    const ts = base + m * minute + ((m * 7_919) % 60) * 1000
+    rows.push(JSON.stringify({ org_id: 'o', stream: 's', ts, received_at: ts, attrs: '{}', seq: i + 1, size: 10 }))
+  }
+  await clickhouse.insertRaw('INSERT INTO events (org_id, stream, ts, received_at, attrs, seq, size) FORMAT JSONEachRow', Buffer.from(rows.join('\n')))
+  let windows = 0
+  const counting = new Proxy(clickhouse, {
+    get (target, prop) {
+      if (prop === 'queryChunks') return (...args: Parameters<typeof target.queryChunks>) => { windows++; return target.queryChunks(...args) }
+      const value = Reflect.get(target, prop) as unknown
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value
+    },
+  })
+  let lines = 0
+  for await (const chunk of exportEvents(counting, { orgId: 'o', stream: 's', from: base, to: base + 10 * minute, hiddenBefore: 0, windowRows: 100 })) {
+    for (const byte of chunk) if (byte === 10) lines++
+  }
+  t.equal(lines, 10_000, 'every event')
+  // Each minute is cut in ten (1,000 / 100); before, each burst shrank the windows of the next
+  // minutes until they were 1-ms windows of at most one event's share: thousands of queries.
+  t.ok(windows <= 110, `${windows} window queries`)
+})
+
 t.test('an exported line holds the same JSON as the event in /events, whatever its strings', async (t) => {
   const { clickhouse } = await createTestDatabase(t)
   await migrate(clickhouse, createLogger({ level: 'warn', fd: 2 }))
