@@ -108,20 +108,26 @@ async function eventsInRange (clickhouse: ClickHouse, plan: StatsPlan): Promise<
   return Number(n)
 }
 
-export async function queryGroups (clickhouse: ClickHouse, plan: StatsPlan, by: GroupBy): Promise<StatsGroups> {
-  if (plan.groupsFromRollup) return await queryLevelRollup(clickhouse, plan)
+/** `sent` is called once the read's main statement (the one that reads raw events) has been sent. */
+export async function queryGroups (clickhouse: ClickHouse, plan: StatsPlan, by: GroupBy, sent: () => void = () => {}): Promise<StatsGroups> {
+  if (plan.groupsFromRollup) {
+    sent()
+    return await queryLevelRollup(clickhouse, plan)
+  }
   const hidden = plan.hiddenBefore > 0 ? sql` AND received_at > ${plan.hiddenBefore}` : sql``
   const filter = plan.filter === null ? sql`` : sql` AND (${plan.filter})`
   const matching = sql`org_id = ${plan.orgId} AND stream = ${plan.stream}${hidden} AND ts >= ${plan.from} AND ts < ${plan.to}${filter}`
   const where = sql`${matching} AND ${by.present}`
   const slices = plan.groupSample === 0 ? null : groupSlices(plan, await eventsInRange(clickhouse, plan), plan.groupSample)
-  if (slices !== null) return await querySampledGroups(clickhouse, plan, by, matching, slices)
+  if (slices !== null) return await querySampledGroups(clickhouse, plan, by, matching, slices, sent)
   // The top values come back with their cityHash64 (decimal text), and the points pick them by it:
   // the values themselves as SQL literals (stack traces, payloads of 100 KB) passed ClickHouse's
   // max_query_size of 256 KiB (a 503).
-  const top = await clickhouse.query<{ value: string, n: number, h: string }>(sql`SELECT assumeNotNull(${by.text}) AS value, count() AS n,
+  const topRead = clickhouse.query<{ value: string, n: number, h: string }>(sql`SELECT assumeNotNull(${by.text}) AS value, count() AS n,
       toString(cityHash64(value)) AS h
     FROM events${plan.prewhere} WHERE ${where} GROUP BY value ORDER BY n DESC, value LIMIT ${plan.topN}`)
+  sent()
+  const top = await topRead
   const byPoint = new Map<number, Record<string, number>>()
   if (top.length > 0) {
     const hashes = uint64List(top.map((g) => g.h))
@@ -186,7 +192,7 @@ const candidatesPerValue = 10
  * finishSampledGroups'. The plan's pre-filter (plan.prewhere) stays out: in PREWHERE it would read
  * its column for every row of the range, where the slices read a few granules.
  */
-async function querySampledGroups (clickhouse: ClickHouse, plan: StatsPlan, by: GroupBy, matching: SqlFragment, slices: GroupSlices): Promise<StatsGroups> {
+async function querySampledGroups (clickhouse: ClickHouse, plan: StatsPlan, by: GroupBy, matching: SqlFragment, slices: GroupSlices, sent: () => void): Promise<StatsGroups> {
   const where = sql`${matching} AND ${by.present}`
   const limit = plan.topN * candidatesPerValue
   // Each value's points by their number from the first. An attribute's come one per event, a
@@ -197,10 +203,12 @@ async function querySampledGroups (clickhouse: ClickHouse, plan: StatsPlan, by: 
   // the slow case, are attributes (user and trace ids); columns are `service`, `level`, `host`...
   const origin = Math.floor(plan.from / plan.stepMs) * plan.stepMs
   const pointOf = sql`toUInt32(intDiv(t - ${origin}, ${plan.stepMs}))`
-  const rows = await clickhouse.query<{ has: number, value: string, total: number, h: string, points: number[] | [number[], number[]] }>(sql`SELECT has, value,
+  const read = clickhouse.query<{ has: number, value: string, total: number, h: string, points: number[] | [number[], number[]] }>(sql`SELECT has, value,
       count() AS total, toString(cityHash64(value)) AS h, ${by.isAttribute === true ? sql`groupArray(${pointOf})` : sql`sumMap([${pointOf}], [toUInt64(1)])`} AS points
     FROM (${slicedRowsSql(plan, by, matching, slices)})
     GROUP BY has, value ORDER BY has, total DESC, value LIMIT ${limit + 1}`)
+  sent()
+  const rows = await read
   const absent = new Map<number, number>()
   const values: SampledCounts['values'] = []
   const inPoint = new Uint32Array(Math.ceil((plan.to - origin) / plan.stepMs))
