@@ -434,13 +434,15 @@ export class MetadataStore {
       VALUES (${s.orgId}, ${s.name}, ${s.description}, ${s.retentionDays}, ${s.createdAt}, 1, ${this.#version()})`)
     this.#local(() => this.#streams.delete(key))
     // Mutations apply to the parts that exist now, so a stream created again under the same name
-    // keeps its new events.
-    for (const table of streamDataTables) {
+    // keeps its new events. The tables at once: one after another, a cluster's DELETE took 8.5 s
+    // with every host up and 22.5 s with a replica stopped (each statement waiting its
+    // ddlWaitSeconds for it; explore27a).
+    await Promise.all(streamDataTables.map(async (table) => {
       // Cluster mode: a host late to take its DDL queue runs the delete later; the purge waits for
       // it (#mutationsDone).
       const statement = deleteRowsStatement(table, sql`org_id = ${s.orgId} AND stream = ${s.name}`, this.#cluster, this.#lightweightDelete)
       this.#late(await commandOnCluster(this.#ch, statement, this.#ddlWaitSeconds, this.#cluster !== null), statement, table)
-    }
+    }))
     this.#watchPurge(s.orgId, s.name)
     await this.#syncTtl(true)
   }
