@@ -528,7 +528,7 @@ function buildCorpus (tokens: Tokens, compressed: Record<string, Buffer>): Case[
   const query = (path: string, params: Record<string, string>): Buffer =>
     request({ target: `/api/streams/corpus/${path}?${new URLSearchParams(params).toString()}`, headers: [bearer(tokens.admin)] })
   const badQ = ['"unclosed', 'status:abc', 'status:>=x', 'status:600', 'status:6xx', 'foo:>bar', 'a"b', '-', 'host:', 'q'.repeat(1001),
-    Array.from({ length: 21 }, (_, k) => `w${k}`).join(' '), 'status:>', 'status:>=5000', 'status:0', 'a OR', ':x', 'path:"a', 'status:*x',
+    Array.from({ length: 21 }, (_, k) => `w${k}`).join(' '), 'status:>', 'status:>=5x', 'status:0', 'a OR', ':x', 'path:"a', 'status:*x',
     '(a', 'a)', 'NOT', 'x:~"(?=a)"', 'x:~"(a)\\1"', 'x:~"a**"', 'x:>99999999999999999999', 'rt:~"1"']
   const badTimes = ['yesterday', '2025-13-01T00:00:00Z', '2025-02-30T00:00:00Z', 'now-', 'now-5y', 'now+', '-1', '1e12', '', ' ', 'now-99999999999d',
     '2025-11-21T25:00:00Z', '2025-11-21T10:00:00', '0x10', '99999999999999999', '1969-12-31T23:59:59Z', 'NaN', 'now - 1h']
