@@ -38,7 +38,7 @@ export function createParsePool (config: Config, rowFormat: EventInsertFormat): 
   return new Piscina({
     // NDJSON tasks and the protocol inputs' whole-body tasks (lib/parse-worker-entry.ts).
     filename: new URL('../parse-worker-entry.ts', import.meta.url).href,
-    workerData: { maxDecodedBytes: config.ingest.maxDecodedBytes, rowFormat } satisfies ParseWorkerData,
+    workerData: { maxDecodedBytes: config.ingest.maxDecodedBytes, maxRecordBytes: config.ingest.maxLineBytes, rowFormat } satisfies ParseWorkerData,
     minThreads: config.ingest.workers,
     maxThreads: config.ingest.workers,
     // No maxQueue: a full queue would reject tasks (500s). The queue is bounded instead by

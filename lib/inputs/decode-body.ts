@@ -38,11 +38,21 @@ function decodeProto<T> (decode: () => T, what: string): { value: T } | BodyErro
   }
 }
 
-/** maxDecodedBytes: ingest.maxDecodedBytes, the bound on what a snappy block may expand to. */
-export function decodeBody (task: ParseTask, store: RecordSink, maxDecodedBytes: number): BodyError | null {
+/**
+ * maxDecodedBytes: ingest.maxDecodedBytes, the bound on what a snappy block may expand to.
+ * maxRecordBytes: ingest.maxLineBytes, the most one record may take (its event's JSON size, as the
+ * adapters count it): a larger one fails alone with line_too_long, as an NDJSON line does. Without
+ * it, a 61 KB gzip OTLP body stored a 30 MiB attribute, and a page of 8 events answered 252 MB
+ * (explore27d H2).
+ */
+export function decodeBody (task: ParseTask, store: RecordSink, maxDecodedBytes: number, maxRecordBytes = Infinity): BodyError | null {
   const bounds = { receivedAt: task.receivedAt, minTs: Math.max(task.minTs, 0), maxTs: task.maxTs }
   const sink: RecordSink = {
     add (event, record, size) {
+      if (size > maxRecordBytes) {
+        store.fail(record, 'line_too_long', `The record is ${size} bytes; at most ${maxRecordBytes} (ingest.maxLineBytes)`)
+        return
+      }
       const value = referenceEvent(event, bounds)
       if (value instanceof EventRejection) store.fail(record, value.code, value.message)
       else store.add(value, record, size)
