@@ -125,7 +125,7 @@ const isSpace = (ch: string | undefined): boolean => ch === ' ' || ch === '\t' |
 const endsBare = (ch: string | undefined): boolean => ch === undefined || isSpace(ch) || ch === ')'
 const nameChars = /[\p{L}\p{N}_.@/-]+/uy
 const statusClass = /^([1-5])xx$/i
-const statusComparison = /^(>=|<=|>|<|=)?([1-5]\d\d)$/
+const status = /^[1-5]\d\d$/
 const statusPrefix = /^[1-5]\d{0,2}$/
 const comparison = /^(>=|<=|>|<|=)([^]*)$/
 const levelComparison = /^(>=|<=|>|<|=)?(.+)$/
@@ -383,8 +383,7 @@ function parseStatus (field: ColumnRef, value: string, isPrefix: boolean, positi
   } else {
     const cls = statusClass.exec(value)
     if (cls) return { kind: 'statusClass', position, digit: Number(cls[1]) }
-    const cmp = statusComparison.exec(value)
-    if (cmp) return { kind: 'compare', position, field, operator: (cmp[1] ?? '=') as CompareOperator, value: readNumber(cmp[2]) as FilterNumber }
+    if (status.test(value)) return { kind: 'compare', position, field, operator: '=', value: readNumber(value) as FilterNumber }
     // With an operator, any number is a bound, as on the other numeric columns (status:<600, status:>=1e2).
     const bound = comparison.exec(value)
     const n = bound === null ? null : readNumber(bound[2])

@@ -13,7 +13,7 @@ import type { InsertTarget, ShardSet } from './shard-set.ts'
 import { classifyInsertError, isAmbiguousFailure } from './insert-errors.ts'
 import type { FailureKind } from './insert-errors.ts'
 import { presenceOf } from './outcome-check.ts'
-import type { OutcomeCheck } from './outcome-check.ts'
+import type { OutcomeCheck, Presence } from './outcome-check.ts'
 import { settle, sumRows } from './pending-write.ts'
 import type { PendingWrite, SetTimer } from './pending-write.ts'
 
@@ -154,14 +154,7 @@ export class InsertRetries {
         if (result.ambiguous) maybeStored = true
         target = maybeStored ? o.shards.sameShard(target) : o.shards.pick()
       } else if (result.ambiguous) {
-        const presence = await o.check.checkStored(pending, queryId, oldest.answerBy)
-        const absent: PendingWrite[] = []
-        let stored = 0
-        let unknown = 0
-        for (let i = 0; i < pending.length; i++) {
-          if (presence[i] === 'stored') { stored++; settle(pending[i]) } else if (presence[i] === 'absent') absent.push(pending[i])
-          else { unknown++; settle(pending[i], this.outcomeUnknown(result.err)) }
-        }
+        const { absent, stored, unknown } = this.#settleByPresence(pending, await o.check.checkStored(pending, queryId, oldest.answerBy), result.err)
         o.log[unknown > 0 ? 'error' : 'warn']('ClickHouse insert ended without an answer; checked what it stored', {
           ...fields, stored, absent: absent.length, unknown,
         })
@@ -183,36 +176,41 @@ export class InsertRetries {
   }
 
   /**
-   * After an error answer: settles the writes whose rows are stored anyway (200: the events are
-   * committed; the rollups may lack them, which the log says) and those the count could not tell
-   * (storage_outcome_unknown); returns the rest, absent, for the error's own course. A write
-   * without an identity (no seq range to count by) is taken as absent, as the error says.
+   * After an error answer: the writes' rows counted by their identities, as the outcome check
+   * counts them; a write without one (no seq range to count by) is taken as absent, as the error
+   * says, and a count that fails leaves the others unknown. Settles what is stored or unknown
+   * (settleByPresence) and returns the rest, absent, for the error's own course.
    */
   async #storedDespite (pending: readonly PendingWrite[], err: unknown, fields: Record<string, unknown>): Promise<PendingWrite[]> {
     const o = this.#o
     const identified = pending.filter((w) => w.identity !== undefined)
     if (identified.length === 0) return [...pending]
-    let counts: number[]
+    let counts: number[] | null = null
     try {
       counts = await o.check.countRows(identified.map((w) => w.identity!))
     } catch (countErr) {
       o.log.error('ClickHouse insert failed and its rows could not be counted; outcome unknown', { ...fields, countErr })
-      for (const w of identified) settle(w, this.outcomeUnknown(err))
-      return pending.filter((w) => w.identity === undefined)
     }
-    const absent = pending.filter((w) => w.identity === undefined)
-    let stored = 0
-    identified.forEach((w, i) => {
-      const presence = presenceOf(counts[i], w.rows)
-      if (presence === 'stored') { stored++; settle(w) } else if (presence === 'absent') absent.push(w)
-      else settle(w, this.outcomeUnknown(err))
-    })
-    if (absent.length < pending.length) {
+    const byWrite = new Map(identified.map((w, i) => [w, counts === null ? 'unknown' as const : presenceOf(counts[i], w.rows)]))
+    const { absent, stored, unknown } = this.#settleByPresence(pending, pending.map((w) => byWrite.get(w) ?? 'absent'), err)
+    if (stored > 0) {
       o.log.error('ClickHouse answered an insert with an error after storing its rows (a materialized view failed?): answered as stored; the rollups may lack them', {
-        ...fields, stored, unknown: pending.length - absent.length - stored,
+        ...fields, stored, unknown,
       })
     }
     return absent
+  }
+
+  /** Settles each write by its presence: stored resolves, unknown rejects storage_outcome_unknown; returns the absent ones. */
+  #settleByPresence (pending: readonly PendingWrite[], presence: readonly Presence[], err: unknown): { absent: PendingWrite[], stored: number, unknown: number } {
+    const absent: PendingWrite[] = []
+    let stored = 0
+    let unknown = 0
+    for (let i = 0; i < pending.length; i++) {
+      if (presence[i] === 'stored') { stored++; settle(pending[i]) } else if (presence[i] === 'absent') absent.push(pending[i])
+      else { unknown++; settle(pending[i], this.outcomeUnknown(err)) }
+    }
+    return { absent, stored, unknown }
   }
 
   /** One insert of `writes` named `queryId`, aborted at `abortAt` (now() time). */
