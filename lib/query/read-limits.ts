@@ -430,32 +430,73 @@ function withOptions (clickhouse: ClickHouse, options: RequestOptions,
     deadline?.aborted === true && options.signal?.aborted !== true
       ? new SluiceError('query_timeout', 'ClickHouse did not answer within the read\'s time limit', { cause: err })
       : err
+  const query = async <T>(statement: Parameters<ClickHouse['query']>[0], own: RequestOptions | undefined): Promise<T[]> => {
+    const { options: opts, deadline, end } = next(own)
+    try {
+      return await clickhouse.query<T>(statement, opts)
+    } catch (err) {
+      throw timedOut(err, deadline)
+    } finally {
+      end()
+      deadline?.removeEventListener('abort', stop)
+    }
+  }
   return {
     ...clickhouse,
     query: async (statement, own) => {
-      const { options: opts, deadline, end } = next(own)
       try {
-        return await clickhouse.query(statement, opts)
+        return await query(statement, own)
       } catch (err) {
-        throw timedOut(err, deadline)
-      } finally {
-        end()
-        deadline?.removeEventListener('abort', stop)
+        if (!narrowsMemory(err, own)) throw err
+        return await query(statement, narrowBlocks(own))
       }
     },
     // The statement starts (and counts, ReadLimits.threads) when its rows are first asked for.
     queryChunks: (statement, own) => (async function * () {
-      const { options: opts, deadline, end } = next(own)
-      try {
-        yield * clickhouse.queryChunks(statement, opts)
-      } catch (err) {
-        throw timedOut(err, deadline)
-      } finally {
-        end()
-        deadline?.removeEventListener('abort', stop)
+      let yielded = false
+      for (const attempt of [own, narrowBlocks(own)]) {
+        const { options: opts, deadline, end } = next(attempt)
+        try {
+          for await (const chunk of clickhouse.queryChunks(statement, opts)) {
+            yielded = true
+            yield chunk
+          }
+          return
+        } catch (err) {
+          // Once rows have gone to the caller a second run would repeat them.
+          if (yielded || attempt !== own || !narrowsMemory(err, own)) throw timedOut(err, deadline)
+        } finally {
+          end()
+          deadline?.removeEventListener('abort', stop)
+        }
       }
     })(),
   }
+}
+
+/**
+ * Rows per block of a read's second run after it ran out of memory (narrowsMemory). A read takes
+ * blocks of up to 65,536 rows (max_block_size), which 18.16 cuts at no smaller bound than a
+ * granule (8,192 rows): the columns a statement returns are read for every row of such a block,
+ * and thrown away for the rows its filter drops. Another org's wide events stored next to a few
+ * small ones (5,000 attributes, 84 KB a line) made a read of the small ones need over 1 GiB, and
+ * it answered 422 (explore27d H1). max_block_size caps each read of a part inside a granule too:
+ * 1,024 such rows take ~200 MB. Not the default: it made the scans of the 30 M-event benchmark
+ * 15-40% slower (128 rows: 2.3-4.3 times; bench/README.md, "Wide events and small blocks"). 26.x
+ * sizes its granules by bytes (index_granularity_bytes) and rarely needs it.
+ */
+export const narrowBlockRows = 1024
+
+/** Whether `err` is a read past max_memory_usage that a run with narrowBlockRows may not be. */
+function narrowsMemory (err: unknown, own: RequestOptions | undefined): boolean {
+  if (!(err instanceof ClickHouseError) || err.chCode !== clickhouseCodes.MEMORY_LIMIT_EXCEEDED) return false
+  const rows = Number(own?.settings?.max_block_size ?? Infinity)
+  return rows > narrowBlockRows
+}
+
+/** `own` with blocks of narrowBlockRows rows. */
+function narrowBlocks (own: RequestOptions | undefined): RequestOptions {
+  return { ...own, settings: { ...own?.settings, max_block_size: narrowBlockRows } }
 }
 
 /** A query's own options over the read's: its settings over the read's settings, one by one. */
