@@ -70,6 +70,7 @@ export async function startIngest ({ config, log, clickhouse, registry, metrics 
     limits: config.limits,
     writerPendingBytes: () => writer.pendingBytes,
     writerNeedsDrain: () => writer.needsDrain,
+    writerStalled: () => writer.stalled,
     onReject: (reason) => metrics.rejected.inc({ reason }),
     liveNodes: registry === undefined ? undefined : () => registry.liveNodes,
   })

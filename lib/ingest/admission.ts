@@ -21,9 +21,15 @@
 //   body starts to lag) instead of after its grace period.
 // - Uncommitted bytes: a request is refused server_busy when the server's uncommitted bytes plus
 //   its reservation pass `maxUncommittedBytes`, unless its org, counting that reservation, stays
-//   within its share (maxUncommittedBytes / orgs with requests in progress) and the total fits
-//   once the bytes other orgs hold beyond their shares are left out. The total can so pass the
-//   limit by at most what other orgs held beyond their shares: less than the limit again.
+//   within its share (maxUncommittedBytes / orgs with requests in progress). An org's bytes are
+//   those of its requests not yet answered, in their bodies or with the batch writer: an org
+//   whose rows fill the writer holds them until they are committed. Orgs within their shares hold
+//   at most the limit between them, so the total passes the limit by at most what the others
+//   were admitted with before it was reached: about the limit again.
+// - The writer's backlog (writerNeedsDrain: rows held for want of room, or its oldest write past
+//   a third of its time) refuses new requests and keeps bodies from being read, except those of
+//   an org within its share while the writer is not stalled (#passesDrain): one org's flood then
+//   does not refuse the others (explore27d M2).
 // - Reading bytes: the decoded bytes of the bodies being read, server-wide, stay within
 //   `maxReadingBytes`: a request whose next chunk does not fit waits for room with its socket
 //   paused (addBytes returns a promise), first come first served, except that the request
@@ -79,6 +85,11 @@ export interface AdmissionOptions {
   writerPendingBytes: () => number
   /** The writer refuses more for now. */
   writerNeedsDrain: () => boolean
+  /**
+   * The writer sends nothing until ClickHouse answers again (lib/storage/stall-gate.ts): no org
+   * is admitted past writerNeedsDrain then. Absent: never.
+   */
+  writerStalled?: () => boolean
   /** Clock (ms) of the rate limiter. */
   now?: () => number
   /** Runs `fn` after `ms` (the waits' deadlines); tests pass their own. Default: setTimeout. */
@@ -103,6 +114,8 @@ interface Ticket {
   readonly orgId: string
   /** Bytes held in #bodyBytes: the larger of the reservation and the decoded bytes seen. */
   counted: number
+  /** Bytes held in its org's `bytes`: as `counted`, but until the request is answered. */
+  held: number
   seen: number
   /** Decoded bytes held in #readingBytes. */
   readBytes: number
@@ -128,7 +141,10 @@ interface OrgState {
   tickets: number
   /** Reading slots held. */
   reading: number
-  /** Bytes counted in #bodyBytes for the org's requests. */
+  /**
+   * Bytes of the org's requests not yet answered (each the larger of its reservation and its
+   * decoded bytes): in their bodies, or with the writer once read.
+   */
   bytes: number
   /** Requests waiting for a reading slot, oldest first. */
   waiting: SlotWaiter[]
@@ -226,14 +242,14 @@ export class Admission {
       throw this.#reject('too_many_concurrent_requests', `More than ${limits.concurrentRequests} ingest requests at once for this org`, busyRetryAfterS,
         rateHeaders(this.#rate.refund(orgId, rate)))
     }
-    if (this.#options.writerNeedsDrain() || !this.#bytesFit(orgId, declaredBytes)) {
+    if (!this.#bytesFit(orgId, declaredBytes) || (this.#options.writerNeedsDrain() && !this.#passesDrain(orgId, declaredBytes))) {
       this.#concurrency.release(orgId)
       throw this.#reject('server_busy', 'The server has too much data waiting to be stored; retry shortly', busyRetryAfterS,
         rateHeaders(this.#rate.refund(orgId, rate)))
     }
     const org = this.#org(orgId)
     org.tickets++
-    const ticket: Ticket = { orgId, counted: declaredBytes, seen: 0, readBytes: 0, reading: 'no', probe: null }
+    const ticket: Ticket = { orgId, counted: declaredBytes, held: declaredBytes, seen: 0, readBytes: 0, reading: 'no', probe: null }
     this.#bodyBytes += declaredBytes
     org.bytes += declaredBytes
     let released = false
@@ -245,10 +261,12 @@ export class Admission {
       addBytes: (n) => {
         ticket.seen += n
         if (ticket.seen > ticket.counted) {
-          const more = ticket.seen - ticket.counted
-          this.#bodyBytes += more
-          org.bytes += more
+          this.#bodyBytes += ticket.seen - ticket.counted
           ticket.counted = ticket.seen
+        }
+        if (ticket.seen > ticket.held) {
+          org.bytes += ticket.seen - ticket.held
+          ticket.held = ticket.seen
         }
         return this.#takeReadingBytes(ticket, n, headers)
       },
@@ -257,6 +275,8 @@ export class Admission {
         if (released) return
         released = true
         this.#doneReading(ticket)
+        org.bytes -= ticket.held
+        ticket.held = 0
         org.tickets--
         this.#concurrency.release(orgId)
         this.#forgetIfIdle(orgId)
@@ -268,15 +288,29 @@ export class Admission {
   #bytesFit (orgId: string, bytes: number): boolean {
     const max = this.#limits.maxUncommittedBytes
     const total = this.uncommittedBytes + bytes
-    if (total <= max) return true
+    return total <= max || this.#withinShare(orgId, bytes)
+  }
+
+  /**
+   * Whether the org holds no more than its share of the uncommitted budget (maxUncommittedBytes /
+   * orgs with requests in progress, the org counted) with `bytes` more, while another org has
+   * requests in progress.
+   */
+  #withinShare (orgId: string, bytes: number): boolean {
     const own = this.#orgs.get(orgId)
     const active = this.#orgs.size + (own === undefined || own.tickets === 0 ? 1 : 0)
-    if (active < 2) return false
-    const share = max / active
-    if ((own?.bytes ?? 0) + bytes > share) return false
-    let othersExcess = 0
-    for (const [id, o] of this.#orgs) if (id !== orgId && o.bytes > share) othersExcess += o.bytes - share
-    return total - othersExcess <= max
+    return active >= 2 && (own?.bytes ?? 0) + bytes <= this.#limits.maxUncommittedBytes / active
+  }
+
+  /**
+   * Whether the org's request goes on while the writer needs to drain: when the org is within
+   * its share (#withinShare) and the writer is not stalled. The writer's backlog then is the other
+   * orgs', which admission refuses meanwhile: the org's rows wait behind it, at most its share
+   * more, instead of a 429 for a flood that is not its own (explore27d M2: one org's wide events
+   * made another org's 10-line requests 429 server_busy).
+   */
+  #passesDrain (orgId: string, bytes: number): boolean {
+    return this.#withinShare(orgId, bytes) && this.#options.writerStalled?.() !== true
   }
 
   async #startReading (ticket: Ticket, headers: Record<string, string>, signal: AbortSignal | undefined): Promise<void> {
@@ -369,7 +403,6 @@ export class Admission {
     this.#lastDoneAt = this.#now()
     const org = this.#orgs.get(ticket.orgId)!
     this.#bodyBytes -= ticket.counted
-    org.bytes -= ticket.counted
     ticket.counted = 0
     if (ticket.readBytes > 0) {
       this.#readingBytes -= ticket.readBytes
@@ -413,7 +446,8 @@ export class Admission {
 
   #takeReadingBytes (ticket: Ticket, n: number, headers: Record<string, string>): Promise<void> | undefined {
     const first = this.#readers.values().next().value === ticket
-    if (first || (this.#byteWaiters.length === 0 && this.#roomToRead(n))) {
+    // A body of an org within its share does not queue behind the others' (#passesDrain).
+    if (first || ((this.#byteWaiters.length === 0 || this.#passesDrain(ticket.orgId, 0)) && this.#roomToRead(n, ticket))) {
       this.#readingBytes += n
       ticket.readBytes += n
       return undefined
@@ -430,16 +464,18 @@ export class Admission {
 
   /** The first reader never waits: it always finishes, and frees room for the others. */
   #fitsReading (ticket: Ticket, n: number): boolean {
-    return this.#roomToRead(n) || this.#readers.values().next().value === ticket
+    return this.#roomToRead(n, ticket) || this.#readers.values().next().value === ticket
   }
 
   /**
-   * Room for `n` more decoded bytes: within maxReadingBytes, and the writer is not holding writes
-   * for want of room. Bodies read while the writer is full would only wait as parsed rows, in
-   * memory, for their turn: under overload that doubled the bytes held (bench/README.md).
+   * Room for `n` more decoded bytes of `ticket`: within maxReadingBytes, and the writer is not
+   * holding writes for want of room, unless the ticket's org passes that (#passesDrain). Bodies
+   * read while the writer is full would only wait as parsed rows, in memory, for their turn: under
+   * overload that doubled the bytes held (bench/README.md).
    */
-  #roomToRead (n: number): boolean {
-    return this.#readingBytes + n <= this.#limits.maxReadingBytes && !this.#options.writerNeedsDrain()
+  #roomToRead (n: number, ticket: Ticket): boolean {
+    return this.#readingBytes + n <= this.#limits.maxReadingBytes &&
+      (!this.#options.writerNeedsDrain() || this.#passesDrain(ticket.orgId, 0))
   }
 
   /** The writer finished an insert: bodies that waited for it to make room may read on. */
@@ -449,12 +485,16 @@ export class Admission {
 
   #wakeByteWaiters (): void {
     while (this.#byteWaiters.length > 0) {
-      // The first reader jumps the queue; otherwise first come first served.
+      // The first reader jumps the queue; otherwise first come first served, except that a body
+      // of an org within its share passes those the writer's backlog holds back (#passesDrain).
       const first = this.#readers.values().next().value
       let at = this.#byteWaiters.findIndex((w) => w.ticket === first)
       if (at === -1) at = 0
+      if (!this.#fitsReading(this.#byteWaiters[at].ticket, this.#byteWaiters[at].bytes)) {
+        at = this.#byteWaiters.findIndex((w) => this.#passesDrain(w.ticket.orgId, 0) && this.#fitsReading(w.ticket, w.bytes))
+        if (at === -1) return
+      }
       const w = this.#byteWaiters[at]
-      if (!this.#fitsReading(w.ticket, w.bytes)) return
       this.#byteWaiters.splice(at, 1)
       this.#readingBytes += w.bytes
       w.ticket.readBytes += w.bytes

@@ -331,6 +331,9 @@ export class BatchWriter {
   /** How many stalls the writer saw: attempts that ended without an answer while inserts flowed. */
   get stalls (): number { return this.#gate?.closedTimes ?? 0 }
 
+  /** True while the stall gate keeps new attempts back (ClickHouse has not answered since an attempt got no answer). */
+  get stalled (): boolean { return this.#gate !== undefined && !this.#gate.isOpen }
+
   /** True while writes are being held for want of room: admission should answer 429. */
   get needsDrain (): boolean {
     return this.#held.length > 0 || this.#waitingBytes + this.#sendingBytes >= this.#maxPendingBytes || this.#isBehind()

@@ -13,12 +13,13 @@ function limits (over: Partial<Config['limits']>): Config['limits'] {
 }
 
 /** An Admission whose wait deadlines fire only when the test says so. */
-function setup (over: Partial<Config['limits']>, writerPendingBytes = 0) {
+function setup (over: Partial<Config['limits']>, writerPendingBytes = 0, writer = { needsDrain: false, stalled: false }) {
   const timers = new Set<() => void>()
   const admission = new Admission({
     limits: limits(over),
     writerPendingBytes: () => writerPendingBytes,
-    writerNeedsDrain: () => false,
+    writerNeedsDrain: () => writer.needsDrain,
+    writerStalled: () => writer.stalled,
     setTimer: (fn) => { timers.add(fn); return () => { timers.delete(fn) } },
   })
   const fireTimers = (): void => { for (const fn of [...timers]) { timers.delete(fn); fn() } }
@@ -118,6 +119,37 @@ t.test('uncommitted bytes: an org within its share is admitted while another hol
   for (const x of [...a, b]) x.release()
   t.equal(admission.uncommittedBytes, 0)
   t.doesNotThrow(() => admission.admit('A', 'a', 1000).release(), 'one org alone may use it all')
+})
+
+t.test('the writer\'s backlog: an org within its share is admitted and reads past it, unless the writer is stalled', async (t) => {
+  const writer = { needsDrain: false, stalled: false }
+  const { admission, fireTimers } = setup({ maxUncommittedBytes: 1000, maxReadingBytes: 100 }, 0, writer)
+  // A's bodies are read and with the writer; its bytes count until they are answered.
+  const a = admission.admit('A', 'a', 900)
+  await a.startReading()
+  a.releaseBytes()
+  const reader = admission.admit('A', 'a')
+  await reader.startReading()
+  const second = admission.admit('A', 'a')
+  await second.startReading()
+  writer.needsDrain = true
+  t.throws(() => admission.admit('A', 'a', 10), { code: 'server_busy' }, 'the org whose rows fill the writer')
+  t.equal(reader.addBytes(10), undefined, 'the first reader reads on')
+  const held = second.addBytes(10)
+  t.ok(held instanceof Promise, 'A\'s other bodies wait for the writer')
+  const b = admission.admit('B', 'b', 100)
+  await b.startReading()
+  t.equal(b.addBytes(50), undefined, 'B, within its share (500), reads past A\'s waiting body')
+  t.throws(() => admission.admit('B', 'b', 401), { code: 'server_busy' }, 'but not beyond its share')
+  writer.stalled = true
+  t.throws(() => admission.admit('C', 'c', 10), { code: 'server_busy' }, 'a stalled writer refuses every org')
+  writer.stalled = false
+  writer.needsDrain = false
+  admission.writerProgressed()
+  await held
+  fireTimers()
+  for (const x of [a, reader, second, b]) x.release()
+  t.equal(admission.uncommittedBytes, 0)
 })
 
 t.test('reading bytes: past maxReadingBytes a body waits, the first reader never does, and each wakes in turn', async (t) => {

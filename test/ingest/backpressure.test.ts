@@ -7,6 +7,8 @@ import { startServer } from '../helpers/server.ts'
 import { countEvents, createIngestTarget, postIngest } from '../helpers/ingest.ts'
 import type { IngestTarget } from '../helpers/ingest.ts'
 import { waitFor } from '../helpers/wait-for.ts'
+import { startTcpProxy } from '../helpers/tcp-proxy.ts'
+import { clickhouseUrl, onChdb } from '../helpers/clickhouse.ts'
 
 /** A held body is silent for as long as a test needs (no minimum body rate, whose grace is 5 s). */
 const heldBodies = { minBytesPerSecond: 0 }
@@ -101,6 +103,44 @@ t.test('server_busy: past the server\'s uncommitted bytes', async (t) => {
   t.equal((await held.finish()).status, 200)
   t.equal(s.app.admission.uncommittedBytes, 0, 'committed bytes are released')
   t.equal((await postIngest(tgt, '{"path":"/third"}\n')).status, 200)
+})
+
+// explore27d M2: one org's wide events slowed the inserts until the writer needed to drain, and
+// every org got 429 server_busy, also an org sending 10 short lines (docs/api.md 6.8).
+t.test('the writer full of one org\'s rows: another org within its share is admitted, and stored', {
+  skip: onChdb && 'holds an insert in flight through a TCP proxy: the embedded engine runs in this process',
+}, async (t) => {
+  const proxy = await startTcpProxy(t, clickhouseUrl())
+  // One insert in flight fills the writer (maxPendingBytes is maxUncommittedBytes); it waits for
+  // the proxy far below its attempt's time, so no stall is seen.
+  const s = await startServer(t, {
+    clickhouse: { url: proxy.url },
+    limits: { maxUncommittedBytes: 4096 },
+    ingest: { maxRawBytes: 4096, dedupeRetries: 'off' },
+    writer: { attemptTimeoutMs: 60_000, retryTimeoutMs: 60_000 },
+  })
+  const flood = await createIngestTarget(s, 'flood')
+  const org = await s.api('POST', '/api/orgs', { body: { name: 'neighbour' } })
+  const pat = org.body.token.token as string
+  t.equal((await s.api('POST', '/api/streams', { token: pat, body: { name: 'calm' } })).status, 201)
+  const calm = { server: s, stream: 'calm', token: (await s.api('POST', '/api/streams/calm/ingest-token', { token: pat, body: {} })).body.token as string }
+
+  proxy.stall()
+  const big = postIngest(flood, `{"path":"/flood","pad":"${'x'.repeat(3000)}"}\n`)
+  await waitFor(() => s.app.writer.needsDrain, { what: 'the flood\'s insert to fill the writer' })
+  const again = await postIngest(flood, '{"path":"/flood"}\n')
+  t.equal(again.status, 429, 'the org that fills the writer is refused')
+  t.equal(again.body.error, 'server_busy')
+  t.ok(Number(again.headers['retry-after']) >= 1)
+  const small = postIngest(calm, '{"path":"/calm"}\n'.repeat(10))
+  await waitFor(() => s.app.writer.pendingRows >= 11, { what: 'the other org\'s rows to reach the writer' })
+  proxy.resume()
+  const [bigAnswer, smallAnswer] = await Promise.all([big, small])
+  t.equal(bigAnswer.status, 200)
+  t.equal(smallAnswer.status, 200, 'the other org is admitted and its rows stored')
+  t.equal(smallAnswer.body.ingested, 10)
+  const stored = await s.api('GET', '/api/streams/calm/events?limit=100', { token: pat })
+  t.equal(stored.body.events.length, 10)
 })
 
 t.test('past the server\'s reading requests, a request waits for a slot', async (t) => {
