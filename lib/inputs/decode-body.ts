@@ -27,8 +27,8 @@ function parseJson (bytes: Buffer, parse: (text: string) => unknown = JSON.parse
 
 /**
  * protobufjs throws on malformed input and on messages nested past its recursion limit
- * (Reader.recursionLimit, 100 messages deep: about 50 levels of AnyValue); a stack overflow (RangeError)
- * is caught the same way. Each means the body is not a message we can read.
+ * (otlp-proto.ts protoRecursionLimit: about 330 kvlist levels); a stack overflow (RangeError) is
+ * caught the same way. Each means the body is not a message we can read.
  */
 function decodeProto<T> (decode: () => T, what: string): { value: T } | BodyError {
   try {

@@ -291,6 +291,53 @@ t.test('a body over the decoded limit is 413 and stores nothing', async (t) => {
   t.same(await storedEvents(tgt), [])
 })
 
+// explore27d M3, L1, L3: OTLP held values to 63 levels in JSON where NDJSON takes 64, protobuf
+// refused the whole body at about 32 kvlist levels, and dropped an attribute with an empty key.
+t.test('depth: 64 levels stored and 65 fail their record alone, in OTLP/JSON and protobuf, attributes and body', async (t) => {
+  const kvlist = (levels: number): unknown => {
+    let value: unknown = { stringValue: 'bottom' }
+    for (let i = 0; i < levels; i++) value = { kvlistValue: { values: [{ key: 'x', value }] } }
+    return value
+  }
+  const array = (levels: number): unknown => {
+    let value: unknown = { intValue: '7' }
+    for (let i = 0; i < levels; i++) value = { arrayValue: { values: [value] } }
+    return value
+  }
+  const record = (name: string, extra: Record<string, unknown>): unknown => ({
+    ...extra, attributes: [{ key: 'case', value: { stringValue: name } }, ...(extra.attributes as unknown[] ?? [])],
+  })
+  const records = [
+    record('attr64', { attributes: [{ key: 'deep', value: kvlist(64) }] }),
+    record('attr65', { attributes: [{ key: 'deep', value: kvlist(65) }] }),
+    record('array64', { attributes: [{ key: 'deep', value: array(64) }] }),
+    record('array100', { attributes: [{ key: 'deep', value: array(100) }] }),
+    record('body64', { body: { kvlistValue: { values: [{ key: 'deep', value: kvlist(64) }] } } }),
+    record('body65', { body: { kvlistValue: { values: [{ key: 'deep', value: kvlist(65) }] } } }),
+    record('empty-key', { attributes: [{ key: '', value: { stringValue: 'unnamed' } }] }),
+  ]
+  const request = { resourceLogs: [{ scopeLogs: [{ logRecords: records }] }] }
+  // The same nesting as NDJSON keeps it: {"deep": 64 objects deep}.
+  let ndjson: unknown = 'bottom'
+  for (let i = 0; i < 64; i++) ndjson = { x: ndjson }
+  for (const [encoding, body, type] of [
+    ['json', JSON.stringify(request), 'application/json'],
+    ['protobuf', Buffer.from(ExportLogsServiceRequest.encode(ExportLogsServiceRequest.fromObject(request)).finish()), 'application/x-protobuf'],
+  ] as const) {
+    const tgt = await createIngestTarget(s, `otel-depth-${encoding}`)
+    const r = await post('/v1/logs', body, { authorization: `Bearer ${tgt.token}`, 'content-type': type })
+    t.equal(r.status, 200, encoding)
+    const answer = type === 'application/json' ? json(r.bytes) : ExportLogsServiceResponse.toObject(ExportLogsServiceResponse.decode(r.bytes), { longs: Number })
+    t.equal(Number(answer.partialSuccess.rejectedLogRecords), 3, `${encoding}: the three records past 64 levels`)
+    t.match(answer.partialSuccess.errorMessage, /log record 2: too_deep/)
+    const stored = new Map((await storedEvents(tgt)).map((e) => [attrsOf(e).case, attrsOf(e)]))
+    t.same([...stored.keys()].sort(), ['array64', 'attr64', 'body64', 'empty-key'], `${encoding}: the others are stored`)
+    t.same(stored.get('attr64')!.deep, ndjson, `${encoding}: an attribute 64 levels deep, as NDJSON keeps it`)
+    t.same(stored.get('body64')!.deep, ndjson, `${encoding}: a structured body's key, 64 levels deep`)
+    t.equal(stored.get('empty-key')![''], 'unnamed', `${encoding}: an attribute with an empty key is kept`)
+  }
+})
+
 t.test('hostile nesting: a deep AnyValue fails its record, a protobuf deeper than the decoder\'s limit is a 400', async (t) => {
   const tgt = await createIngestTarget(s, 'otel-deep')
   let deep: unknown = { stringValue: 'bottom' }

@@ -67,10 +67,14 @@ function dict (): Obj {
   return Object.create(null) as Obj
 }
 
-/** An AnyValue as a JS value: scalars as themselves, kvlist as an object, array as an array. */
+/**
+ * An AnyValue as a JS value: scalars as themselves, kvlist as an object, array as an array.
+ * `depth` is the level an array or kvlist here would be (an attribute's value is at 1, as a value
+ * of an NDJSON line's key): past maxValueDepth it throws TooDeep, as an NDJSON line nesting more
+ * than 64 levels fails (docs/api.md 6.4). A scalar at any level is no level of its own.
+ */
 function anyValue (value: unknown, depth: number): unknown {
   if (!isObj(value)) return null
-  if (depth > maxValueDepth) throw new TooDeep()
   if (typeof value.stringValue === 'string') return value.stringValue
   if (typeof value.boolValue === 'boolean') return value.boolValue
   // int64 beyond 2^53 keeps its digits: a number in attrs, as in an NDJSON line.
@@ -80,15 +84,28 @@ function anyValue (value: unknown, depth: number): unknown {
     return Number.isFinite(n) ? n : String(value.doubleValue) // "NaN", "Infinity": JSON has no number for them
   }
   if (typeof value.bytesValue === 'string') return value.bytesValue // base64 in both encodings
-  if (isObj(value.arrayValue)) return list(value.arrayValue.values).map((v) => anyValue(v, depth + 1))
-  if (isObj(value.kvlistValue)) return keyValues(value.kvlistValue.values, depth + 1)
+  if (isObj(value.arrayValue)) {
+    if (depth > maxValueDepth) throw new TooDeep()
+    return list(value.arrayValue.values).map((v) => anyValue(v, depth + 1))
+  }
+  if (isObj(value.kvlistValue)) {
+    if (depth > maxValueDepth) throw new TooDeep()
+    return keyValues(value.kvlistValue.values, depth + 1)
+  }
   return null
 }
 
+/**
+ * KeyValues as an object, each value at `depth` (anyValue). A KeyValue without a key has the
+ * empty key: protobuf cannot tell an empty string from an absent one (decodeOtlpProto leaves
+ * defaults out), and proto3's JSON may leave it out too; an NDJSON line's `""` key is kept.
+ */
 function keyValues (values: unknown, depth: number): Obj {
   const out = dict()
   for (const kv of list(values)) {
-    if (isObj(kv) && typeof kv.key === 'string') out[kv.key] = anyValue(kv.value, depth)
+    if (!isObj(kv)) continue
+    const key = kv.key ?? ''
+    if (typeof key === 'string') out[key] = anyValue(kv.value, depth)
   }
   return out
 }
@@ -118,9 +135,12 @@ function levelOf (record: Obj): string | null {
   return named >= 0 ? levelNames[named] : text
 }
 
-/** The body as a JS value (anyValue), null when absent. */
+/**
+ * The body as a JS value (anyValue), null when absent. A kvlist body is the record's own object
+ * (its keys become attributes, as an NDJSON line's keys), so its values are at level 1.
+ */
 function bodyOf (body: unknown): unknown {
-  return isObj(body) ? anyValue(body, 1) : null
+  return isObj(body) ? anyValue(body, 0) : null
 }
 
 function messageOf (value: unknown): string | null {

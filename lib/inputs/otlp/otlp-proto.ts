@@ -80,6 +80,19 @@ const descriptor = {
   },
 }
 
+/**
+ * Messages protobufjs decodes (and converts, toObject) nested in one another before it throws
+ * "max depth exceeded": 100 by default, and each kvlist level of an AnyValue is 3 messages (an
+ * attribute's value is 6 below the request), so a record nesting 32 kvlists made the whole body
+ * a 400 (explore27d M3). 1,000 decodes about 330 levels, so that a record past maxValueDepth (64)
+ * fails alone with too_deep (otlp-events.ts) and the others are stored; a body deeper than that is
+ * still undecodable_body. Each level is a stack frame: 1,000 is far from Node's stack limit.
+ * Set for every protobuf message this worker decodes (Loki's too).
+ */
+export const protoRecursionLimit = 1000
+protobuf.util.recursionLimit = protoRecursionLimit
+protobuf.Reader.recursionLimit = protoRecursionLimit
+
 const root = protobuf.Root.fromJSON(descriptor)
 export const ExportLogsServiceRequest = root.lookupType('otlp.ExportLogsServiceRequest')
 export const ExportLogsServiceResponse = root.lookupType('otlp.ExportLogsServiceResponse')
