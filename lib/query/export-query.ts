@@ -6,12 +6,16 @@
 // - Memory stays flat whatever the range: the range is read in consecutive time windows, each one
 //   query ordered by (ts, seq) and streamed as it comes (clickhouse.queryChunks), and the caller
 //   pulls chunks of about chunkBytes only as fast as its client takes them. ClickHouse sorts one
-//   window at a time, so a window holds about windowRows events.
-// - Windows are planned from the minute rollup (events_1m: every event of the stream), a day of
-//   minutes at a time: consecutive minutes are packed until the next would pass windowRows, and a
-//   minute holding more is cut into equal parts of time. A filter only makes windows hold fewer.
-//   A window that still comes back much larger than planned (rows the rollup does not count, e.g.
-//   a stream deleted and re-created) makes the next windows of that day smaller.
+//   window at a time, so a window holds about windowRows events and windowBytes of them.
+// - Windows are planned from the stream's events and their bytes per minute (count() and
+//   sum(size), the lines' bytes), a day of minutes at a time: consecutive minutes are packed until
+//   the next would pass windowRows or windowBytes, and a minute holding more is cut into equal
+//   parts of time. A filter only makes windows hold fewer. Counted in rows only, as the minute
+//   rollup (events_1m) counts them, a window of wide events (84 KB a line, explore27d M1) held
+//   1.7 GB on the embedded engine, which answers a window from memory; the plan's statement reads
+//   two small columns (3 s a day of 30 M events on one thread, bench/README.md, "Find anything",
+//   export). A window that still comes back much larger than planned (rows stored since the plan)
+//   makes the next windows of that day smaller.
 // - One window ahead: the next window's query starts when the current one starts streaming, so
 //   ClickHouse sorts it while Sluice writes the current one out (one query in flight waiting,
 //   at most one socket's buffers of rows held). The export waited for each window's sort before
@@ -36,6 +40,11 @@ import { ExportLineWriter } from './export-lines.ts'
 
 /** Events one window query aims at (ClickHouse sorts a window in memory). */
 export const windowRows = 200_000
+/**
+ * Bytes of events (their lines' `size`) one window query aims at: a window's rows are sorted in
+ * memory under the read's max_memory_usage (1 GiB), and take 2-3 times their lines' bytes there.
+ */
+export const windowBytes = 64 * 1024 * 1024
 /** Bytes of NDJSON handed out at a time. */
 const chunkBytes = 256 * 1024
 const minuteMs = 60_000
@@ -55,9 +64,11 @@ export interface ExportParams {
   hiddenBefore: number
   /** Events a window aims at; default windowRows (tests make it small). */
   windowRows?: number
+  /** Bytes a window aims at; default the engine's exportWindowBytes, or windowBytes. */
+  windowBytes?: number
 }
 
-/** A window [lo, hi) of the export and the events the rollup counts in it. */
+/** A window [lo, hi) of the export and the events the plan counts in it. */
 export interface ExportWindow {
   lo: number
   hi: number
@@ -66,33 +77,43 @@ export interface ExportWindow {
   part?: true
 }
 
+/** A minute's events and their bytes. */
+export interface MinuteCount {
+  rows: number
+  bytes: number
+}
+
 /**
- * Packs per-minute counts of [from, to) into windows of at most `limit` events: consecutive
- * minutes while they fit, a minute holding more cut into equal spans. `counts` maps a minute's
- * start to its events; minutes absent count 0. The windows cover [from, to) exactly, in order.
+ * Packs per-minute counts of [from, to) into windows of at most `limit` events and `byteLimit`
+ * bytes: consecutive minutes while they fit, a minute holding more cut into equal spans. `counts`
+ * maps a minute's start to its events; minutes absent count 0. The windows cover [from, to)
+ * exactly, in order.
  */
-export function planWindows (from: number, to: number, counts: ReadonlyMap<number, number>, limit: number): ExportWindow[] {
+export function planWindows (from: number, to: number, counts: ReadonlyMap<number, MinuteCount>, limit: number, byteLimit = Infinity): ExportWindow[] {
   const windows: ExportWindow[] = []
   let lo = from
   let rows = 0
+  let bytes = 0
   for (let minute = Math.floor(from / minuteMs) * minuteMs; minute < to; minute += minuteMs) {
     const start = Math.max(from, minute)
     const end = Math.min(to, minute + minuteMs)
-    const n = counts.get(minute) ?? 0
-    if (rows > 0 && rows + n > limit) {
+    const n = counts.get(minute) ?? { rows: 0, bytes: 0 }
+    if (rows > 0 && (rows + n.rows > limit || bytes + n.bytes > byteLimit)) {
       windows.push({ lo, hi: start, rows })
       lo = start
       rows = 0
+      bytes = 0
     }
-    if (n > limit) {
+    if (n.rows > limit || n.bytes > byteLimit) {
       if (lo < start) windows.push({ lo, hi: start, rows })
-      const parts = Math.ceil(n / limit)
+      const parts = Math.max(Math.ceil(n.rows / limit), Math.ceil(n.bytes / byteLimit))
       const step = Math.max(1, Math.ceil((end - start) / parts))
-      for (let t = start; t < end; t += step) windows.push({ lo: t, hi: Math.min(end, t + step), rows: Math.ceil(n / parts), part: true })
+      for (let t = start; t < end; t += step) windows.push({ lo: t, hi: Math.min(end, t + step), rows: Math.ceil(n.rows / parts), part: true })
       lo = end
       continue
     }
-    rows += n
+    rows += n.rows
+    bytes += n.bytes
   }
   if (lo < to) windows.push({ lo, hi: to, rows })
   return windows
@@ -108,9 +129,10 @@ class WindowPlan {
   readonly #params: ExportParams
   #dayLo: number
   #dayHi: number
-  #counts = new Map<number, number>()
+  #counts = new Map<number, MinuteCount>()
   #queue: ExportWindow[] = []
   #limit: number
+  readonly #byteLimit: number
   /** The least report() shrinks the limit to: a sixteenth of the first. */
   readonly #minLimit: number
 
@@ -118,6 +140,7 @@ class WindowPlan {
     this.#clickhouse = clickhouse
     this.#params = params
     this.#limit = params.windowRows ?? clickhouse.exportWindowRows ?? windowRows
+    this.#byteLimit = params.windowBytes ?? clickhouse.exportWindowBytes ?? windowBytes
     this.#minLimit = Math.max(1, Math.floor(this.#limit / 16))
     this.#dayLo = params.from
     this.#dayHi = params.from
@@ -128,13 +151,13 @@ class WindowPlan {
       if (this.#dayHi >= this.#params.to) return null
       this.#dayLo = this.#dayHi
       this.#dayHi = Math.min(this.#params.to, this.#dayLo + planSpanMs)
-      const rows = await this.#clickhouse.query<{ m: number, n: number }>(sql`SELECT minute_ts AS m, sum(n) AS n FROM events_1m
-        WHERE org_id = ${this.#params.orgId} AND stream = ${this.#params.stream}
-          AND minute_ts >= ${Math.floor(this.#dayLo / minuteMs) * minuteMs} AND minute_ts < ${this.#dayHi}
-        GROUP BY minute_ts`)
+      const rows = await this.#clickhouse.query<{ m: number, n: number, b: number }>(sql`SELECT intDiv(ts, ${minuteMs}) * ${minuteMs} AS m, count() AS n, sum(size) AS b
+        FROM events
+        WHERE org_id = ${this.#params.orgId} AND stream = ${this.#params.stream} AND ts >= ${this.#dayLo} AND ts < ${this.#dayHi}
+        GROUP BY m`)
       this.#counts = new Map()
-      for (const r of rows) this.#counts.set(Number(r.m), Number(r.n))
-      this.#queue = planWindows(this.#dayLo, this.#dayHi, this.#counts, this.#limit)
+      for (const r of rows) this.#counts.set(Number(r.m), { rows: Number(r.n), bytes: Number(r.b) })
+      this.#queue = planWindows(this.#dayLo, this.#dayHi, this.#counts, this.#limit, this.#byteLimit)
     }
     return this.#queue.shift() ?? null
   }
@@ -147,7 +170,7 @@ class WindowPlan {
     if (window.part === true || seen <= 2 * Math.max(window.rows, this.#limit)) return
     this.#limit = Math.max(this.#minLimit, Math.floor(this.#limit * Math.max(window.rows, 1) / seen))
     const rest = this.#queue[0]
-    if (rest !== undefined) this.#queue = planWindows(rest.lo, this.#dayHi, this.#counts, this.#limit)
+    if (rest !== undefined) this.#queue = planWindows(rest.lo, this.#dayHi, this.#counts, this.#limit, this.#byteLimit)
   }
 }
 

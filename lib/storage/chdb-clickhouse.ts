@@ -36,7 +36,7 @@
 //   client downloads. Streamed (queryStream) at the client's pace, one export to a client at
 //   200 KB/s held read sessions for its whole download after a few dropped exports, and every
 //   org's reads waited behind it until they answered 504 (explore18 F1). So an export's windows
-//   are smaller here (exportWindowRows: about 10 MB of JSON each, one window ahead).
+//   are smaller here (exportWindowRows and exportWindowBytes: about 10-16 MB each, one window ahead).
 // - cancel() cannot stop a statement, but it returns only once the read's statements (by their
 //   query_id prefix) have ended, so that lib/query/read-limits.ts keeps an abandoned read's
 //   slots until then, as on a server: without it, reads dropped one after another each ran on
@@ -104,6 +104,8 @@ const controlSessions = 2
 
 /** Rows of an export window on this engine (queryChunks answers from the whole result in memory). */
 const chdbExportWindowRows = 20_000
+/** Bytes of events of an export window on this engine: wide events make fewer rows (explore27d M1). */
+const chdbExportWindowBytes = 16 * 1024 * 1024
 
 /** Bytes queryChunks hands out at a time. */
 const chunkBytes = 256 * 1024
@@ -259,6 +261,7 @@ export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHous
     },
 
     exportWindowRows: chdbExportWindowRows,
+    exportWindowBytes: chdbExportWindowBytes,
 
     // The whole result first, then in slices (the contract above: no session waits on a client).
     async * queryChunks (statement: SqlFragment | string, opts: RequestOptions = {}): AsyncIterable<Uint8Array> {

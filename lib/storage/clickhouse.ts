@@ -124,6 +124,8 @@ export interface ClickHouse {
    * so its windows are smaller.
    */
   readonly exportWindowRows?: number
+  /** Bytes of events (their lines') an export window should aim at on this engine (windowBytes when absent). */
+  readonly exportWindowBytes?: number
   /** Runs a statement that returns nothing (DDL, ALTER, INSERT ... VALUES). */
   command (statement: SqlFragment | string, options?: RequestOptions): Promise<void>
   /**

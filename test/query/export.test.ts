@@ -1,6 +1,6 @@
-// The export's windows (lib/query/export-query.ts): planned from the minute rollup, one query
-// ahead, they cover the range once and in (ts, seq) order, whatever the window size, a filter, or
-// rows the rollup does not count.
+// The export's windows (lib/query/export-query.ts): planned from the events' counts and bytes per
+// minute, one query ahead, they cover the range once and in (ts, seq) order, whatever the window
+// size, a filter, the width of the events, or a minute rollup that lacks rows.
 import t from 'tap'
 import { createTestDatabase } from '../helpers/clickhouse.ts'
 import { migrate } from '../../lib/storage/migrate.ts'
@@ -18,7 +18,9 @@ const minute = 60_000
 t.test('planWindows packs minutes up to the limit and cuts a minute holding more', async (t) => {
   const from = 10 * minute + 30_000
   const to = 20 * minute + 5_000
-  const counts = new Map([[10 * minute, 40], [11 * minute, 70], [12 * minute, 30], [15 * minute, 250], [20 * minute, 5]])
+  const counted = (entries: Array<[number, number]>): Map<number, { rows: number, bytes: number }> =>
+    new Map(entries.map(([m, n]) => [m, { rows: n, bytes: n * 100 }]))
+  const counts = counted([[10 * minute, 40], [11 * minute, 70], [12 * minute, 30], [15 * minute, 250], [20 * minute, 5]])
   const windows = planWindows(from, to, counts, 100)
   t.equal(windows[0].lo, from, 'starts at from')
   t.equal(windows.at(-1)!.hi, to, 'ends at to')
@@ -26,9 +28,15 @@ t.test('planWindows packs minutes up to the limit and cuts a minute holding more
   t.ok(windows.every((w) => w.rows <= 100 && w.lo < w.hi), 'none planned past the limit, none empty')
   const cut = windows.filter((w) => w.lo >= 15 * minute && w.hi <= 16 * minute)
   t.equal(cut.length, 3, 'the minute of 250 in three parts')
-  const leading = planWindows(0, 3 * minute, new Map([[2 * minute, 250]]), 100)
+  const leading = planWindows(0, 3 * minute, counted([[2 * minute, 250]]), 100)
   t.same(leading[0], { lo: 0, hi: 2 * minute, rows: 0 }, 'empty minutes before a cut minute are a window of their own')
   t.same(planWindows(0, 5 * minute, new Map(), 100), [{ lo: 0, hi: 5 * minute, rows: 0 }], 'an empty range is one window')
+  // Bytes bound a window too: 100-byte events pack by rows, 84 KB ones by bytes.
+  const wide = new Map([[0, { rows: 40, bytes: 40 * 84_000 }], [minute, { rows: 40, bytes: 40 * 84_000 }], [2 * minute, { rows: 40, bytes: 4_000 }]])
+  const byBytes = planWindows(0, 3 * minute, wide, 100, 1_000_000)
+  t.ok(byBytes.every((w) => w.lo < w.hi), 'none empty')
+  t.equal(byBytes.filter((w) => w.hi <= minute).length, 4, 'a minute of 3.4 MB in four parts of at most 1 MB')
+  t.same(byBytes.at(-1), { lo: 2 * minute, hi: 3 * minute, rows: 40 }, 'narrow events by rows')
 })
 
 t.test('an export over many windows: every event once, ascending, filtered, with rows the rollup misses', async (t) => {
@@ -62,6 +70,31 @@ t.test('an export over many windows: every event once, ascending, filtered, with
   const filtered = await read(100, "host = 'a'")
   t.equal(filtered.length, 1_000)
   t.ok(filtered.every((e) => e.host === 'a'))
+})
+
+t.test('an export of wide events: its windows are bounded by bytes as well as rows (explore27d M1)', async (t) => {
+  const { clickhouse } = await createTestDatabase(t)
+  await migrate(clickhouse, createLogger({ level: 'warn', fd: 2 }))
+  const base = 1_700_000_000_000 - (1_700_000_000_000 % minute)
+  // 300 events of 84 KB lines (their size; attrs stand in small) over 3 minutes.
+  const rows = Array.from({ length: 300 }, (_, i) => JSON.stringify({ org_id: 'o', stream: 's', ts: base + i * 600, received_at: base, attrs: '{}', seq: i + 1, size: 84_000 }))
+  await clickhouse.insertRaw('INSERT INTO events (org_id, stream, ts, received_at, attrs, seq, size) FORMAT JSONEachRow', Buffer.from(rows.join('\n')))
+  let windows = 0
+  const counting = new Proxy(clickhouse, {
+    get (target, prop) {
+      if (prop === 'queryChunks') return (...args: Parameters<typeof target.queryChunks>) => { windows++; return target.queryChunks(...args) }
+      const value = Reflect.get(target, prop) as unknown
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value
+    },
+  })
+  let lines = 0
+  for await (const chunk of exportEvents(counting, { orgId: 'o', stream: 's', from: base, to: base + 3 * minute, hiddenBefore: 0, windowRows: 200_000, windowBytes: 1_000_000 })) {
+    for (const byte of chunk) if (byte === 10) lines++
+  }
+  t.equal(lines, 300, 'every event')
+  // 25.2 MB of events in windows of at most 1 MB (11 events): at least 26 windows, where rows
+  // alone made one.
+  t.ok(windows >= 26, `${windows} window queries`)
 })
 
 t.test('an export of bursts (each minute\'s events in one millisecond) keeps its windows to the minutes\' shares', async (t) => {
