@@ -12,8 +12,22 @@ import { waitFor } from '../helpers/wait-for.ts'
 import { drained } from '../../lib/query/export-route.ts'
 import { createServer, get as httpGet } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import type { ClickHouse } from '../../lib/storage/clickhouse.ts'
 
 const minute = 60_000
+
+/** `clickhouse`, counting the export's window queries (queryChunks). */
+function countingWindows (clickhouse: ClickHouse): { counting: ClickHouse, windows: () => number } {
+  let windows = 0
+  const counting = new Proxy(clickhouse, {
+    get (target, prop) {
+      if (prop === 'queryChunks') return (...args: Parameters<typeof target.queryChunks>) => { windows++; return target.queryChunks(...args) }
+      const value = Reflect.get(target, prop) as unknown
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value
+    },
+  })
+  return { counting, windows: () => windows }
+}
 
 t.test('planWindows packs minutes up to the limit and cuts a minute holding more', async (t) => {
   const from = 10 * minute + 30_000
@@ -79,14 +93,7 @@ t.test('an export of wide events: its windows are bounded by bytes as well as ro
   // 300 events of 84 KB lines (their size; attrs stand in small) over 3 minutes.
   const rows = Array.from({ length: 300 }, (_, i) => JSON.stringify({ org_id: 'o', stream: 's', ts: base + i * 600, received_at: base, attrs: '{}', seq: i + 1, size: 84_000 }))
   await clickhouse.insertRaw('INSERT INTO events (org_id, stream, ts, received_at, attrs, seq, size) FORMAT JSONEachRow', Buffer.from(rows.join('\n')))
-  let windows = 0
-  const counting = new Proxy(clickhouse, {
-    get (target, prop) {
-      if (prop === 'queryChunks') return (...args: Parameters<typeof target.queryChunks>) => { windows++; return target.queryChunks(...args) }
-      const value = Reflect.get(target, prop) as unknown
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value
-    },
-  })
+  const { counting, windows } = countingWindows(clickhouse)
   let lines = 0
   for await (const chunk of exportEvents(counting, { orgId: 'o', stream: 's', from: base, to: base + 3 * minute, hiddenBefore: 0, windowRows: 200_000, windowBytes: 1_000_000 })) {
     for (const byte of chunk) if (byte === 10) lines++
@@ -94,7 +101,7 @@ t.test('an export of wide events: its windows are bounded by bytes as well as ro
   t.equal(lines, 300, 'every event')
   // 25.2 MB of events in windows of at most 1 MB (11 events): at least 26 windows, where rows
   // alone made one.
-  t.ok(windows >= 26, `${windows} window queries`)
+  t.ok(windows() >= 26, `${windows()} window queries`)
 })
 
 t.test('an export of bursts (each minute\'s events in one millisecond) keeps its windows to the minutes\' shares', async (t) => {
@@ -110,14 +117,7 @@ t.test('an export of bursts (each minute\'s events in one millisecond) keeps its
     rows.push(JSON.stringify({ org_id: 'o', stream: 's', ts, received_at: ts, attrs: '{}', seq: i + 1, size: 10 }))
   }
   await clickhouse.insertRaw('INSERT INTO events (org_id, stream, ts, received_at, attrs, seq, size) FORMAT JSONEachRow', Buffer.from(rows.join('\n')))
-  let windows = 0
-  const counting = new Proxy(clickhouse, {
-    get (target, prop) {
-      if (prop === 'queryChunks') return (...args: Parameters<typeof target.queryChunks>) => { windows++; return target.queryChunks(...args) }
-      const value = Reflect.get(target, prop) as unknown
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value
-    },
-  })
+  const { counting, windows } = countingWindows(clickhouse)
   let lines = 0
   for await (const chunk of exportEvents(counting, { orgId: 'o', stream: 's', from: base, to: base + 10 * minute, hiddenBefore: 0, windowRows: 100 })) {
     for (const byte of chunk) if (byte === 10) lines++
@@ -125,7 +125,7 @@ t.test('an export of bursts (each minute\'s events in one millisecond) keeps its
   t.equal(lines, 10_000, 'every event')
   // Each minute is cut in ten (1,000 / 100); before, each burst shrank the windows of the next
   // minutes until they were 1-ms windows of at most one event's share: thousands of queries.
-  t.ok(windows <= 110, `${windows} window queries`)
+  t.ok(windows() <= 110, `${windows()} window queries`)
 })
 
 t.test('an exported line holds the same JSON as the event in /events, whatever its strings', async (t) => {
