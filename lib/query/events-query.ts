@@ -32,6 +32,13 @@
 // - Windows are disjoint and read in order, so the page is the same as one query's; each window
 //   reads what is committed when it runs (an event committed meanwhile into a window already read
 //   shows on no page, as one committed behind the cursor of an earlier page does).
+// - A statement past max_memory_usage, also after its run with small blocks (read-limits.ts,
+//   narrowBlockRows), runs once more with its filter in WHERE (no PREWHERE): 18.16 reads the
+//   columns of the rows its PREWHERE keeps by reading every row before them in their granule at
+//   once, so 20 events stored behind 6,000 wide ones in their granule (another stream's, or
+//   another org's) took hundreds of MB for one page; read in order, in small blocks, they do not
+//   (explore27d H1; test/query/wide-events.test.ts). It reads every column of the range, so only
+//   then.
 import { SluiceError } from '../errors.ts'
 import { Buffer } from 'node:buffer'
 import { EventJsonBuffer } from '../events/event-json.ts'
@@ -40,6 +47,8 @@ import { eventFields, fieldCount, fTs, isStringField } from '../events/fields.ts
 import { maxValueDepth } from '../events/normalize.ts'
 import { nestsDeeper } from '../events/json-lex.ts'
 import type { ClickHouse } from '../storage/clickhouse.ts'
+import { ClickHouseError, clickhouseCodes } from '../storage/clickhouse.ts'
+import { narrowBlockRows } from './read-limits.ts'
 import { rawSql, sql } from '../storage/sql.ts'
 import type { SqlFragment } from '../storage/sql.ts'
 
@@ -140,10 +149,10 @@ const sizingMargin = 1.5
 
 /** The SELECT of the page's rows in [lo, hi) after the cursor's (ts, seq), at most `limit`; the filter in PREWHERE. */
 function eventsWindowSql (params: EventsParams, after: { ts: number, seq: number } | null, lo: number, hi: number, limit: number,
-  order: SqlFragment = byTsSeq): SqlFragment {
+  order: SqlFragment = byTsSeq, inOrder = false): SqlFragment {
   const keyset = after ? sql`AND (ts < ${after.ts} OR (ts = ${after.ts} AND seq < ${after.seq}))` : sql``
   const filter = params.filter ?? null
-  const prewhere = params.prewhere ?? filter
+  const prewhere = inOrder ? null : params.prewhere ?? filter
   return sql`
       SELECT ${eventSelectList}
       FROM events
@@ -158,15 +167,34 @@ const byTsSeq = rawSql('ts DESC, seq DESC')
 const byTs = rawSql('ts DESC')
 
 /**
+ * Settings of a window read in order (windowRows): no PREWHERE, not even one ClickHouse would
+ * add, and blocks of a quarter of narrowBlockRows: the last resort reads every column of every
+ * row, and 1,024 rows of the widest lines (256 KiB, in attrs and again in the attribute arrays)
+ * take more than the read's 1 GiB.
+ */
+const inOrderSettings = { settings: { optimize_move_to_prewhere: 0, max_block_size: narrowBlockRows / 4 } }
+
+/** The rows of eventsWindowSql; past max_memory_usage, read again in order (see the top of the file). */
+async function windowRows (clickhouse: ClickHouse, params: EventsParams, after: { ts: number, seq: number } | null, lo: number, hi: number, limit: number,
+  order: SqlFragment = byTsSeq): Promise<EventRowOut[]> {
+  try {
+    return await clickhouse.query<EventRowOut>(eventsWindowSql(params, after, lo, hi, limit, order))
+  } catch (err) {
+    if (!(err instanceof ClickHouseError) || err.chCode !== clickhouseCodes.MEMORY_LIMIT_EXCEEDED) throw err
+    return await clickhouse.query<EventRowOut>(eventsWindowSql(params, after, lo, hi, limit, order, true), inOrderSettings)
+  }
+}
+
+/**
  * The first `wanted` matches over the whole range in (ts, seq) order, read in ts order: the rows
  * above the last ts read, then that ts's rows again in (ts, seq) order (see the top of the file).
  */
 async function singleStatementPage (clickhouse: ClickHouse, params: EventsParams, after: { ts: number, seq: number } | null, wanted: number): Promise<EventRowOut[]> {
-  const rows = await clickhouse.query<EventRowOut>(eventsWindowSql(params, after, params.from, params.to, wanted, byTs))
+  const rows = await windowRows(clickhouse, params, after, params.from, params.to, wanted, byTs)
   if (rows.length < wanted) return rows.sort(newestFirst)
   const lastTs = rows[rows.length - 1].ts
   const above = rows.filter((r) => r.ts > lastTs).sort(newestFirst)
-  const tied = await clickhouse.query<EventRowOut>(eventsWindowSql(params, after, lastTs, lastTs + 1, wanted - above.length))
+  const tied = await windowRows(clickhouse, params, after, lastTs, lastTs + 1, wanted - above.length)
   return above.concat(tied)
 }
 
@@ -201,7 +229,7 @@ export async function queryEventsJson (clickhouse: ClickHouse, params: EventsPar
     let windowMs = firstWindowMs
     while (hi > params.from && rows.length < wanted) {
       const lo = Math.max(params.from, hi - windowMs)
-      const got = await clickhouse.query<EventRowOut>(eventsWindowSql(params, after, lo, hi, wanted - rows.length))
+      const got = await windowRows(clickhouse, params, after, lo, hi, wanted - rows.length)
       for (const row of got) rows.push(row)
       hi = lo
       windowMs = nextWindowMs(windowMs, top - hi, rows.length, wanted - rows.length)

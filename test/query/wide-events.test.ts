@@ -3,7 +3,9 @@
 // around the rows its filter keeps, so a few small events stored beside another org's wide ones
 // (thousands of attributes each) read those too, and a read of 20 events answered 422
 // query_too_expensive (explore27d H1). Here with a small max_memory_usage, so that a few
-// megabytes of wide events stand for the gigabytes of the report.
+// megabytes of wide events stand for the gigabytes of the report. Events before the wide ones in
+// their granule are read in smaller blocks; events behind them, in order without PREWHERE
+// (lib/query/events-query.ts).
 import t from 'tap'
 import { startServer } from '../helpers/server.ts'
 import { postIngest } from '../helpers/ingest.ts'
@@ -38,6 +40,10 @@ t.test('another org\'s wide events do not make a small read too expensive', asyn
     const lines = Array.from({ length: 500 }, (_, i) => JSON.stringify({ ts: base + (batch * 500 + i) * 5, msg: 'wide', ...attrs }))
     t.equal((await postIngest(wide, lines.join('\n'))).body.ingested, 500)
   }
+  // And 20 small events in a stream of the wide org that sorts after the wide one: behind its
+  // 6,000 wide events in the granule they share.
+  const behind = await target(orgs[1].pat, 'zzz')
+  t.equal((await postIngest(behind, smallLines.join('\n'))).body.ingested, 20)
   // One part, the granules shared by both orgs' rows, as merges leave them.
   await s.app.clickhouse.command('OPTIMIZE TABLE events FINAL')
 
@@ -62,6 +68,13 @@ t.test('another org\'s wide events do not make a small read too expensive', asyn
   t.equal(exported.status, 200)
   const lines = (await exported.text()).trim().split('\n').map((l) => JSON.parse(l) as { attrs: { n: number } })
   t.same(lines.map((l) => l.attrs.n), [10, 11, 12, 13, 14, 15, 16, 17, 18, 19], 'the export, whole and in order')
+
+  // Events behind wide ones in their granule: read in order once the rest ran out of memory.
+  for (const q of ['k:v', 'small', 'n:>=0']) {
+    const r = await s.api('GET', `/api/streams/zzz/events?from=${base - 1000}&to=${base + 60_000}&limit=100&q=${encodeURIComponent(q)}`, { token: orgs[1].pat })
+    t.equal(r.status, 200, `behind, q=${q}: ${JSON.stringify(r.body).slice(0, 200)}`)
+    t.equal(r.body.events?.length, 20, `behind, q=${q}: every small event`)
+  }
 
   // The wide stream itself still reads too.
   const own = await s.api('GET', `/api/streams/wide/events?from=${base - 1000}&to=${base + 60_000}&limit=5&q=a0007:*`, { token: orgs[1].pat })
