@@ -23,9 +23,9 @@
 //   its reservation pass `maxUncommittedBytes`, unless its org, counting that reservation, stays
 //   within its share (maxUncommittedBytes / orgs with requests in progress). An org's bytes are
 //   those of its requests not yet answered, in their bodies or with the batch writer: an org
-//   whose rows fill the writer holds them until they are committed. Orgs within their shares hold
-//   at most the limit between them, so the total passes the limit by at most what the others
-//   were admitted with before it was reached: about the limit again.
+//   whose rows fill the writer holds them until they are committed. The total never passes twice
+//   the limit: past it, no org is admitted (shares shrink as orgs arrive, and what an org was
+//   admitted with under a larger share stays until answered).
 // - The writer's backlog (writerNeedsDrain: rows held for want of room, or its oldest write past
 //   a third of its time) refuses new requests and keeps bodies from being read, except those of
 //   an org within its share while the writer is not stalled (#passesDrain): one org's flood then
@@ -288,7 +288,7 @@ export class Admission {
   #bytesFit (orgId: string, bytes: number): boolean {
     const max = this.#limits.maxUncommittedBytes
     const total = this.uncommittedBytes + bytes
-    return total <= max || this.#withinShare(orgId, bytes)
+    return total <= max || (total <= 2 * max && this.#withinShare(orgId, bytes))
   }
 
   /**

@@ -152,6 +152,17 @@ t.test('the writer\'s backlog: an org within its share is admitted and reads pas
   t.equal(admission.uncommittedBytes, 0)
 })
 
+t.test('uncommitted bytes: no org is admitted past twice the limit, within its share or not', async (t) => {
+  let writerBytes = 0
+  const admission = new Admission({ limits: limits({ maxUncommittedBytes: 1000 }), writerPendingBytes: () => writerBytes, writerNeedsDrain: () => false })
+  const a = admission.admit('A', 'a', 0)
+  // The writer then holds 1,950 bytes of A's rows (A's request not answered yet); the limit is 1,000.
+  writerBytes = 1950
+  t.doesNotThrow(() => admission.admit('B', 'b', 50).release(), 'B within its share: 2,000 in all')
+  t.throws(() => admission.admit('B', 'b', 51), { code: 'server_busy' }, 'past twice the limit')
+  a.release()
+})
+
 t.test('reading bytes: past maxReadingBytes a body waits, the first reader never does, and each wakes in turn', async (t) => {
   const { admission, fireTimers } = setup({ maxReadingBytes: 100 })
   const [first, second, third] = ['A', 'B', 'C'].map((org) => admission.admit(org, org))
