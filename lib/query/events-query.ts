@@ -47,8 +47,7 @@ import { eventFields, fieldCount, fTs, isStringField } from '../events/fields.ts
 import { maxValueDepth } from '../events/normalize.ts'
 import { nestsDeeper } from '../events/json-lex.ts'
 import type { ClickHouse } from '../storage/clickhouse.ts'
-import { ClickHouseError, clickhouseCodes } from '../storage/clickhouse.ts'
-import { narrowBlockRows } from './read-limits.ts'
+import { narrowBlockRows, pastMemoryLimit } from './read-limits.ts'
 import { rawSql, sql } from '../storage/sql.ts'
 import type { SqlFragment } from '../storage/sql.ts'
 
@@ -180,7 +179,7 @@ async function windowRows (clickhouse: ClickHouse, params: EventsParams, after: 
   try {
     return await clickhouse.query<EventRowOut>(eventsWindowSql(params, after, lo, hi, limit, order))
   } catch (err) {
-    if (!(err instanceof ClickHouseError) || err.chCode !== clickhouseCodes.MEMORY_LIMIT_EXCEEDED) throw err
+    if (!pastMemoryLimit(err)) throw err
     return await clickhouse.query<EventRowOut>(eventsWindowSql(params, after, lo, hi, limit, order, true), inOrderSettings)
   }
 }

@@ -121,7 +121,7 @@ export function planWindows (from: number, to: number, counts: ReadonlyMap<numbe
 
 /**
  * The windows of [from, to), planned a day of minute counts at a time. report() tells it what a
- * window held: far more than planned (rows the rollup does not count) shrinks the windows planned
+ * window held: far more than planned (rows stored since the plan) shrinks the windows planned
  * after it in that day.
  */
 class WindowPlan {

@@ -487,11 +487,14 @@ function withOptions (clickhouse: ClickHouse, options: RequestOptions,
  */
 export const narrowBlockRows = 1024
 
+/** Whether `err` is ClickHouse's answer to a statement past max_memory_usage. */
+export function pastMemoryLimit (err: unknown): boolean {
+  return err instanceof ClickHouseError && err.chCode === clickhouseCodes.MEMORY_LIMIT_EXCEEDED
+}
+
 /** Whether `err` is a read past max_memory_usage that a run with narrowBlockRows may not be. */
 function narrowsMemory (err: unknown, own: RequestOptions | undefined): boolean {
-  if (!(err instanceof ClickHouseError) || err.chCode !== clickhouseCodes.MEMORY_LIMIT_EXCEEDED) return false
-  const rows = Number(own?.settings?.max_block_size ?? Infinity)
-  return rows > narrowBlockRows
+  return pastMemoryLimit(err) && Number(own?.settings?.max_block_size ?? Infinity) > narrowBlockRows
 }
 
 /** `own` with blocks of narrowBlockRows rows. */

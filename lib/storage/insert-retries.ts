@@ -191,9 +191,11 @@ export class InsertRetries {
     } catch (countErr) {
       o.log.error('ClickHouse insert failed and its rows could not be counted; outcome unknown', { ...fields, countErr })
     }
-    const byWrite = new Map(identified.map((w, i) => [w, counts === null ? 'unknown' as const : presenceOf(counts[i], w.rows)]))
-    const { absent, stored, unknown } = this.#settleByPresence(pending, pending.map((w) => byWrite.get(w) ?? 'absent'), err)
-    if (stored > 0) {
+    let k = 0
+    const presence = pending.map((w): Presence => w.identity === undefined ? 'absent' : counts === null ? 'unknown' : presenceOf(counts[k++], w.rows))
+    const { absent, stored, unknown } = this.#settleByPresence(pending, presence, err)
+    // A failed count was logged above; a partial one is logged with the stored ones.
+    if (stored > 0 || (counts !== null && unknown > 0)) {
       o.log.error('ClickHouse answered an insert with an error after storing its rows (a materialized view failed?): answered as stored; the rollups may lack them', {
         ...fields, stored, unknown,
       })
