@@ -24,7 +24,11 @@ t.setTimeout(300_000)
 
 /**
  * In front of Sluice: counts what rsyslog was answered (by sluice_code in the bytes back), and
- * while `cutting` closes every new connection at once (Sluice down, as rsyslog sees it).
+ * while `cutting` closes every new connection at once (Sluice down, as rsyslog sees it). cut()
+ * closes the open connections too, but never one whose request is not yet answered in full: its
+ * answer passes first. Cutting an answer on its way makes rsyslog send that bulk again, and the
+ * bulk was stored (a CI run on a loaded machine cut the answer to the storage-outage phase's
+ * retry as it passed through here, and 300 lines were stored twice).
  */
 async function startFront (t: Test, target: string) {
   const state = { cutting: false, cuts: 0 }
@@ -32,6 +36,7 @@ async function startFront (t: Test, target: string) {
   let carry = '' // the end of the bytes seen, after the last code counted (a code may span chunks)
   const { port, hostname } = new URL(target)
   const sockets = new Set<Socket>()
+  const open = new Set<{ requesting: boolean, close: () => void }>()
   const server = createServer((client) => {
     sockets.add(client)
     client.on('close', () => sockets.delete(client))
@@ -43,7 +48,45 @@ async function startFront (t: Test, target: string) {
     const upstream = connect(Number(port), hostname)
     sockets.add(upstream)
     upstream.on('close', () => sockets.delete(upstream))
+    const conn = { requesting: false, close: () => { client.end(); upstream.destroy() } }
+    open.add(conn)
+    client.on('close', () => open.delete(conn))
+    let head = '' // the answer's status line and headers so far
+    let bodyLeft = -1 // bytes of the answer's body still to pass; -1 while reading its head
+    client.on('data', (d: Buffer) => {
+      if (state.cutting && !conn.requesting) {
+        state.cuts++
+        client.destroy()
+        upstream.destroy()
+        return
+      }
+      conn.requesting = true
+      upstream.write(d)
+    })
     upstream.on('data', (d: Buffer) => {
+      client.write(d)
+      // Sluice's answers carry Content-Length; a 1xx (100 Continue) has no body and is not the answer.
+      let at = 0
+      while (at < d.length) {
+        if (bodyLeft < 0) {
+          const text = head + d.toString('latin1', at)
+          const end = text.indexOf('\r\n\r\n')
+          if (end < 0) { head = text; break }
+          at += end + 4 - head.length
+          head = ''
+          const headers = text.slice(0, end)
+          if (/^HTTP\/1\.[01] 1\d\d/.test(headers)) continue
+          bodyLeft = Number(/\r\ncontent-length: *(\d+)/i.exec(headers)?.[1] ?? Infinity)
+        }
+        const take = Math.min(bodyLeft, d.length - at)
+        bodyLeft -= take
+        at += take
+        if (bodyLeft === 0) {
+          bodyLeft = -1
+          conn.requesting = false
+          if (state.cutting) conn.close()
+        }
+      }
       const text = carry + d.toString('latin1')
       let end = 0
       for (const m of text.matchAll(/"sluice_code":"([a-z_]+)"/g)) {
@@ -52,16 +95,20 @@ async function startFront (t: Test, target: string) {
       }
       carry = text.slice(Math.max(end, text.length - 40))
     })
-    client.pipe(upstream).pipe(client)
+    client.on('end', () => upstream.end())
+    upstream.on('end', () => client.end())
     for (const s of [client, upstream]) s.on('error', () => { client.destroy(); upstream.destroy() })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   t.teardown(() => new Promise<void>((resolve) => { for (const s of sockets) s.destroy(); server.close(() => resolve()) }))
   const answered = (code: string): number => codes.get(code) ?? 0
-  /** From now on every connection is closed, the open ones (rsyslog keeps its connection alive) included. */
+  /**
+   * From now on every connection is closed: the open ones (rsyslog keeps its connection alive)
+   * now, or once their answer has passed.
+   */
   const cut = (): void => {
     state.cutting = true
-    for (const s of sockets) s.destroy()
+    for (const conn of open) if (!conn.requesting) conn.close()
   }
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, state, answered, cut }
 }
