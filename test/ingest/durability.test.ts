@@ -75,9 +75,18 @@ t.test('an insert ClickHouse fails after storing its rows (a view failed) is a 2
   await s.app.clickhouse.command("CREATE MATERIALIZED VIEW failing_view TO view_failures AS SELECT throwIf(stream = 'doomed') AS x FROM events")
   t.teardown(() => s.app.clickhouse.command('DROP TABLE IF EXISTS failing_view'))
   const r = await postIngest(tgt, '{"path":"/once"}\n{"path":"/once"}\n')
-  t.equal(r.status, 200, 'answered as stored')
-  t.equal(r.body.ingested, 2)
-  t.equal(await countEvents(tgt), 2, 'stored once')
+  if (onChdb && r.status === 503) {
+    // 26.x runs the views beside the events' sink, and the view's failure may come before the
+    // events' part is committed (6 runs here: 3 each way). Then nothing is stored, and the 503
+    // (a safe retry) is the right answer: what must never happen is a 503 with the rows stored.
+    t.equal(r.body.error, 'storage_unavailable')
+    t.ok(Number(r.headers['retry-after']) >= 1, 'Retry-After')
+    t.equal(await countEvents(tgt), 0, 'nothing stored')
+  } else {
+    t.equal(r.status, 200, 'answered as stored')
+    t.equal(r.body.ingested, 2)
+    t.equal(await countEvents(tgt), 2, 'stored once')
+  }
   // A stream whose rows the view takes: unchanged.
   const other = await createIngestTarget(s, 'fine')
   t.equal((await postIngest(other, '{"path":"/b"}\n')).status, 200)
