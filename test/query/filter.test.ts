@@ -285,7 +285,8 @@ t.test('the SQL filter selects exactly what the matcher accepts', async (t) => {
 // Values chosen to collide across events and queries: numbers, almost-numbers, case and Unicode.
 const textPool = ['a', 'A', 'ab', 'abc', 'aab', 'b', 'x y', 'é', 'É', 'ß', '😀', '', 'line\nbreak', '42', '-1.5', '007', '1e3',
   '1.985', '129.5', '0.1', '1e21', '1e-7', '12abc', ' 42', '+5', 'inf', 'true', 'null', '10.0.0.1', '/api/users', '/api/x', 'GET',
-  'Error', 'error', 'ERROR disk', '{"x":1}', '[1,2]', 'a.b', 'ǅ', 'İ', '\ud800', 'tab\t', '1.0', '-0', '0', '99999999999999999']
+  'Error', 'error', 'ERROR disk', '{"x":1}', '[1,2]', 'a.b', 'ǅ', 'İ', '\ud800', 'tab\t', '1.0', '-0', '0', '99999999999999999',
+  '1E+2', '0012.50', '-2e-3', '1e400', '1234567890123456789', '5.']
 const numberPool = [0, 1, 7, 42, -3, -1.5, 1.985, 0.1, 129.5, 1e21, 1e-7, 123456789012345680, 2.5e-19, 0.30000000000000004]
 const attrKeys = ['s', 'n', 'user', 'deep', 'flag', 'nul', 'arr', 'host', 'uni.é', 'k-8/s@x', 'a.b', 'service', 'a']
 
