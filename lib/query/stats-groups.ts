@@ -109,7 +109,8 @@ async function eventsInRange (clickhouse: ClickHouse, plan: StatsPlan): Promise<
 }
 
 /** `sent` is called once the read's main statement (the one that reads raw events) has been sent. */
-export async function queryGroups (clickhouse: ClickHouse, plan: StatsPlan, by: GroupBy, sent: () => void = () => {}): Promise<StatsGroups> {
+/** `matches`: the events `q` matches over the range when known (the series' counts): at most `sample` of them are counted exactly. */
+export async function queryGroups (clickhouse: ClickHouse, plan: StatsPlan, by: GroupBy, sent: () => void = () => {}, matches?: number): Promise<StatsGroups> {
   if (plan.groupsFromRollup) {
     sent()
     return await queryLevelRollup(clickhouse, plan)
@@ -118,7 +119,9 @@ export async function queryGroups (clickhouse: ClickHouse, plan: StatsPlan, by: 
   const filter = plan.filter === null ? sql`` : sql` AND (${plan.filter})`
   const matching = sql`org_id = ${plan.orgId} AND stream = ${plan.stream}${hidden} AND ts >= ${plan.from} AND ts < ${plan.to}${filter}`
   const where = sql`${matching} AND ${by.present}`
-  const slices = plan.groupSample === 0 ? null : groupSlices(plan, await eventsInRange(clickhouse, plan), plan.groupSample)
+  const slices = plan.groupSample === 0 || (matches !== undefined && matches <= plan.groupSample)
+    ? null
+    : groupSlices(plan, await eventsInRange(clickhouse, plan), plan.groupSample)
   if (slices !== null) return await querySampledGroups(clickhouse, plan, by, matching, slices, sent)
   // The top values come back with their cityHash64 (decimal text), and the points pick them by it:
   // the values themselves as SQL literals (stack traces, payloads of 100 KB) passed ClickHouse's

@@ -290,6 +290,12 @@ function byPathBytes (a: { path: string }, b: { path: string }): number {
   return Buffer.compare(Buffer.from(a.path), Buffer.from(b.path))
 }
 
+function matchesOf (rows: SeriesRow[]): number {
+  let n = 0
+  for (const row of rows) n += row.n_total
+  return n
+}
+
 export async function queryStats (clickhouse: ClickHouse, params: StatsParams): Promise<StatsResult> {
   const plan = planStats(params)
   const partsReady = planTopParts(clickhouse, plan)
@@ -307,9 +313,17 @@ export async function queryStats (clickhouse: ClickHouse, params: StatsParams): 
   let sent!: () => void
   const mainSent = new Promise<void>((resolve) => { sent = resolve })
   const by = params.by
-  const groupsRead = by === undefined ? undefined : partsReady.then(() => queryGroups(clickhouse, plan, by, sent)).finally(sent)
+  // With q the series are the matches' exact counts, read first: a by= samples only when more
+  // than `sample` events match (docs/api.md 7.4), not because the range holds more. A q of 9
+  // matches over 1.2 M events was sampled, and its list lacked one of its three values (explore28b M1).
+  const seriesRead = by !== undefined && plan.filter !== null && plan.groupSample !== 0 && !plan.groupsFromRollup
+    ? clickhouse.query<SeriesRow>(seriesSql(plan))
+    : undefined
+  const groupsRead = by === undefined
+    ? undefined
+    : partsReady.then(async () => queryGroups(clickhouse, plan, by, sent, seriesRead === undefined ? undefined : matchesOf(await seriesRead))).finally(sent)
   if (groupsRead === undefined) sent()
-  const rest = mainSent.then(() => Promise.all([clickhouse.query<SeriesRow>(seriesSql(plan)), countLists(), pathLists()]))
+  const rest = mainSent.then(() => Promise.all([seriesRead ?? clickhouse.query<SeriesRow>(seriesSql(plan)), countLists(), pathLists()]))
   const [[seriesRows, countRows, [pathCounts, pathRt]], groupedRead] = await Promise.all([rest, groupsRead])
 
   const series = fillSeries(plan, seriesRows)
