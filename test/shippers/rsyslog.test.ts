@@ -17,6 +17,8 @@ import { debianRsyslog } from './debian-rsyslog.ts'
 import { storedEvents } from '../helpers/ingest.ts'
 import { freePort, sendTcp, syslogLines } from './syslog-lines.ts'
 import { waitFor } from '../helpers/wait-for.ts'
+import { trackAnswers } from '../helpers/http-answers.ts'
+import type { AnswerTracker } from '../helpers/http-answers.ts'
 
 const rsyslog = debianRsyslog()
 // About 30 s alone; a loaded machine (load 8) once took 105 s, past tap's default 120 s with teardown.
@@ -26,9 +28,7 @@ t.setTimeout(300_000)
  * In front of Sluice: counts what rsyslog was answered (by sluice_code in the bytes back), and
  * while `cutting` closes every new connection at once (Sluice down, as rsyslog sees it). cut()
  * closes the open connections too, but never one whose request is not yet answered in full: its
- * answer passes first. Cutting an answer on its way makes rsyslog send that bulk again, and the
- * bulk was stored (a CI run on a loaded machine cut the answer to the storage-outage phase's
- * retry as it passed through here, and 300 lines were stored twice).
+ * answer passes first (helpers/http-answers.ts says why).
  */
 async function startFront (t: Test, target: string) {
   const state = { cutting: false, cuts: 0 }
@@ -36,7 +36,7 @@ async function startFront (t: Test, target: string) {
   let carry = '' // the end of the bytes seen, after the last code counted (a code may span chunks)
   const { port, hostname } = new URL(target)
   const sockets = new Set<Socket>()
-  const open = new Set<{ requesting: boolean, close: () => void }>()
+  const open = new Set<{ answers: AnswerTracker, close: () => void }>()
   const server = createServer((client) => {
     sockets.add(client)
     client.on('close', () => sockets.delete(client))
@@ -48,45 +48,22 @@ async function startFront (t: Test, target: string) {
     const upstream = connect(Number(port), hostname)
     sockets.add(upstream)
     upstream.on('close', () => sockets.delete(upstream))
-    const conn = { requesting: false, close: () => { client.end(); upstream.destroy() } }
+    const conn = { answers: trackAnswers(), close: () => { client.end(); upstream.destroy() } }
     open.add(conn)
     client.on('close', () => open.delete(conn))
-    let head = '' // the answer's status line and headers so far
-    let bodyLeft = -1 // bytes of the answer's body still to pass; -1 while reading its head
     client.on('data', (d: Buffer) => {
-      if (state.cutting && !conn.requesting) {
+      if (state.cutting && !conn.answers.waiting) {
         state.cuts++
         client.destroy()
         upstream.destroy()
         return
       }
-      conn.requesting = true
+      conn.answers.requested()
       upstream.write(d)
     })
     upstream.on('data', (d: Buffer) => {
       client.write(d)
-      // Sluice's answers carry Content-Length; a 1xx (100 Continue) has no body and is not the answer.
-      let at = 0
-      while (at < d.length) {
-        if (bodyLeft < 0) {
-          const text = head + d.toString('latin1', at)
-          const end = text.indexOf('\r\n\r\n')
-          if (end < 0) { head = text; break }
-          at += end + 4 - head.length
-          head = ''
-          const headers = text.slice(0, end)
-          if (/^HTTP\/1\.[01] 1\d\d/.test(headers)) continue
-          bodyLeft = Number(/\r\ncontent-length: *(\d+)/i.exec(headers)?.[1] ?? Infinity)
-        }
-        const take = Math.min(bodyLeft, d.length - at)
-        bodyLeft -= take
-        at += take
-        if (bodyLeft === 0) {
-          bodyLeft = -1
-          conn.requesting = false
-          if (state.cutting) conn.close()
-        }
-      }
+      if (conn.answers.answered(d) && state.cutting && !conn.answers.waiting) conn.close()
       const text = carry + d.toString('latin1')
       let end = 0
       for (const m of text.matchAll(/"sluice_code":"([a-z_]+)"/g)) {
@@ -108,7 +85,7 @@ async function startFront (t: Test, target: string) {
    */
   const cut = (): void => {
     state.cutting = true
-    for (const conn of open) if (!conn.requesting) conn.close()
+    for (const conn of open) if (!conn.answers.waiting) conn.close()
   }
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, state, answered, cut }
 }

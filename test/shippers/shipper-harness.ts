@@ -27,7 +27,7 @@ export interface ShipperRig {
   target: IngestTarget
   /** Between Sluice and ClickHouse: down() is a storage outage (connections refused). */
   storage: TcpProxy
-  /** In front of Sluice: down() is Sluice down (connections refused). Shippers send to its url. */
+  /** In front of Sluice: down() and downBetweenAnswers() are Sluice down (connections refused). Shippers send to its url. */
   front: TcpProxy
   /** Holds one ingest request open: with concurrentRequests 1 the org's next request is a 429. */
   holdOneRequest (): Promise<() => Promise<void>>

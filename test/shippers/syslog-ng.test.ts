@@ -69,7 +69,7 @@ t.test('syslog-ng http() with the documented config: every line once, through 42
     .catch((err) => { throw new Error(`${err.message}: ${stderr}`) })
 
   // 3. Sluice down (connections refused) while syslog-ng has lines to send: they wait in its buffer.
-  rig.front.down()
+  rig.front.downBetweenAnswers()
   const logBefore = stderr.length
   await sendTcp(port, syslogLines(600, 300, at))
   await waitFor(() => /connect to server/.test(stderr.slice(logBefore)), { what: 'syslog-ng to find Sluice down', timeoutMs: 20_000, intervalMs: 20 })
