@@ -3,8 +3,9 @@
 // first the top `topN` values by count (ties by value), then the series counts of those values
 // only. Events without the field belong to no group.
 //
-// Sampling: a range whose events (the minute rollup's count, before q) pass plan.groupSample is
-// read over one slice of each series point, slices holding about groupSample events together;
+// Sampling: a range whose events (the minute rollup's count, before q) pass plan.groupSample,
+// and with q whose matches (the series' exact counts, which stats-query.ts then reads first)
+// pass it too, is read over one slice of each series point, slices holding about groupSample events together;
 // `sampled` is then true. When the slices hold fewer than 10 x topN values, each point's counts are
 // scaled by its matching events over its slice's (a ratio estimate: the point's events are the
 // series' exact count), so a point's groups, with the events that lack the field, add up to its
