@@ -5,7 +5,7 @@
 // suggestion chosen submits the search as before. A combobox in ARIA terms (the input owns the list).
 import { el, replaceChildren, show } from './dom.js'
 import { formatCount } from './format.js'
-import { quoteField, quoteValue, wordAt } from './explore-query.js'
+import { filterTerm, quoteField, wordAt } from './explore-query.js'
 
 /** @typedef {import('./types.js').FieldInfo} FieldInfo */
 /** @typedef {{ label: string, detail: string, insert: string, done: boolean }} Suggestion */
@@ -100,7 +100,7 @@ export class SearchSuggestions {
       items = field.top
         .map((v) => String(v.value))
         .filter((v) => v.toLowerCase().startsWith(typed) && v !== word.text)
-        .map((v) => ({ label: v, detail: formatCount(field.top.find((t) => String(t.value) === v)?.count), insert: `${word.negated ? '-' : ''}${quoteField(field.name)}:${quoteValue(v)} `, done: true }))
+        .map((v) => ({ label: v, detail: formatCount(field.top.find((t) => String(t.value) === v)?.count), insert: `${filterTerm(field.name, v, word.negated)} `, done: true }))
     }
     this.#items = items.slice(0, maxSuggestions)
     this.#active = -1
