@@ -433,6 +433,10 @@ t.test('Explore in Chromium', { skip }, async (t: Test) => {
     t.equal(await page.textContent('#q-error mark'), '(', 'the unclosed parenthesis marked')
     t.equal(await page.getAttribute('#q', 'aria-invalid'), 'true')
     t.equal(await page.evaluate(() => document.querySelector('#q').selectionStart), 17, 'the caret put there')
+    // Export says the search is wrong, not that nothing matches (explore28a L3).
+    await page.click('#x-export')
+    await page.locator('#banner', { hasText: 'not valid' }).waitFor({ timeout: waitMs })
+    t.notMatch(await page.textContent('#banner'), /No events match/, 'export: the search is not valid')
   })
 
   await t.test('the URL reproduces the view', async (t) => {

@@ -119,6 +119,8 @@ export class Explore {
    * steps), for the hits line and the export; in live mode the tail's arrivals add to it.
    */
   #hits = 0
+  /** The last load's failure (an invalid search...), until the next load: export says it rather than "nothing". @type {unknown} */
+  #failure = null
   /** Live mode: the sidebar's next read, once events arrived (at most one per liveFieldsMs). */
   #fieldsTimer = 0
   /**
@@ -181,6 +183,7 @@ export class Explore {
     this.#cursor = null
     this.#range = readRange(state)
     this.#hits = 0
+    this.#failure = null
     clearTimeout(this.#fieldsTimer)
     this.#fieldsTimer = 0
     const withDate = !this.#live && rangeSpanMs(state) >= 86_400_000
@@ -238,7 +241,8 @@ export class Explore {
     if (failed.length > 0) {
       /** @param {unknown} e */
       const rank = (e) => (e instanceof ApiError ? (e.isTokenProblem ? 0 : e.code === 'invalid_query' ? 1 : 2) : 3)
-      this.#host.handleFailure(failed.sort((a, b) => rank(a) - rank(b))[0], this.#host.restart)
+      this.#failure = failed.sort((a, b) => rank(a) - rank(b))[0]
+      this.#host.handleFailure(this.#failure, this.#host.restart)
       return
     }
     state.failures = 0
@@ -295,6 +299,10 @@ export class Explore {
     /** @type {((options: object) => Promise<any>) | undefined} the File System Access API (Chromium) */
     const savePicker = /** @type {any} */ (window).showSaveFilePicker
     const hits = this.#totalHits
+    if (this.#failure instanceof ApiError && this.#failure.code === 'invalid_query') {
+      setBanner('The search is not valid (its mark in the search box says where): correct it to export.', 'warn')
+      return
+    }
     if (hits === 0) {
       setBanner('No events match the search over this range: nothing to export.', 'warn')
       return
