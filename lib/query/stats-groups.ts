@@ -5,7 +5,8 @@
 //
 // Sampling: a range whose events (the minute rollup's count, before q) pass plan.groupSample,
 // and with q whose matches (the series' exact counts, which stats-query.ts then reads first)
-// pass it too, is read over one slice of each series point, slices holding about groupSample events together;
+// pass it too, is read over one slice of each series point, slices holding about groupSample
+// events together;
 // `sampled` is then true. When the slices hold fewer than 10 x topN values, each point's counts are
 // scaled by its matching events over its slice's (a ratio estimate: the point's events are the
 // series' exact count), so a point's groups, with the events that lack the field, add up to its
@@ -109,8 +110,11 @@ async function eventsInRange (clickhouse: ClickHouse, plan: StatsPlan): Promise<
   return Number(n)
 }
 
-/** `sent` is called once the read's main statement (the one that reads raw events) has been sent. */
-/** `matches`: the events `q` matches over the range when known (the series' counts): at most `sample` of them are counted exactly. */
+/**
+ * `sent` is called once the read's main statement (the one that reads raw events) has been sent.
+ * `matches`: the events `q` matches over the range when known (the series' counts): at most
+ * `sample` of them are counted exactly.
+ */
 export async function queryGroups (clickhouse: ClickHouse, plan: StatsPlan, by: GroupBy, sent: () => void = () => {}, matches?: number): Promise<StatsGroups> {
   if (plan.groupsFromRollup) {
     sent()
