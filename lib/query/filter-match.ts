@@ -27,6 +27,7 @@ import { numberValue } from './filter-number.ts'
 import { matchesRegex } from './filter-regex.ts'
 import { flattenAttrsText } from '../events/attr-flatten.ts'
 import type { CompareOperator, FieldRef, FilterNode, FilterTerm } from './filter-parser.ts'
+import { isNumericColumn } from './filter-parser.ts'
 
 /**
  * An event as the tail sees it (EventRow#toObject): field names of the field table, absent fields
@@ -100,7 +101,7 @@ function textGetter (field: FieldRef): (view: EventView) => string | null {
     return (view) => view.attr(path)
   }
   const name = field.name
-  if (field.type === 'integer' || field.type === 'float') {
+  if (isNumericColumn(field)) {
     return (view) => {
       const value = view.event[name]
       return typeof value === 'number' ? String(value) : null
@@ -113,7 +114,7 @@ function textGetter (field: FieldRef): (view: EventView) => string | null {
 }
 
 function numberGetter (field: FieldRef): (view: EventView) => number | null {
-  if (field.kind === 'column' && (field.type === 'integer' || field.type === 'float')) {
+  if (isNumericColumn(field)) {
     const name = field.name
     return (view) => {
       const value = view.event[name]

@@ -67,6 +67,11 @@ export interface AttributeRef {
 }
 export type FieldRef = ColumnRef | AttributeRef
 
+/** A column holding numbers (compared as they are, not as text read as a number). */
+export function isNumericColumn (field: FieldRef): field is ColumnRef & { readonly type: 'integer' | 'float' } {
+  return field.kind === 'column' && (field.type === 'integer' || field.type === 'float')
+}
+
 export type CompareOperator = '=' | '>' | '>=' | '<' | '<='
 
 interface NodeBase {
@@ -342,7 +347,7 @@ class FilterParser {
 
     if (field.kind === 'column' && field.type === 'level') return parseLevel(value, isPrefix, position, valueStart)
     if (field.kind === 'column' && field.name === 'status') return parseStatus(field, value, isPrefix, position, valueStart)
-    const numeric = field.kind === 'column' && (field.type === 'integer' || field.type === 'float')
+    const numeric = isNumericColumn(field)
 
     if (!isPrefix && (numeric || !quoted)) {
       const cmp = comparison.exec(value)

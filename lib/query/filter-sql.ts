@@ -38,7 +38,7 @@ import { levelNames } from '../events/level.ts'
 import { maxNumberDigits, maxNumberScale, powersOfTen } from './filter-number.ts'
 import type { FilterNumber } from './filter-number.ts'
 import type { CompareTerm, FieldRef, FilterNode, FilterTerm } from './filter-parser.ts'
-import { someTerm } from './filter-parser.ts'
+import { isNumericColumn, someTerm } from './filter-parser.ts'
 import { attrHasValueSql, attrPresentUnderSql, attrValueSql, columnSql, noLegacyRows } from './attr-sql.ts'
 import type { AttrScope } from './attr-sql.ts'
 import { attrPairPrefilter, searchTextPrefilter } from '../storage/event-schema.ts'
@@ -150,7 +150,7 @@ function compileTerm (node: FilterTerm, scope: AttrScope, fold: FoldOf): SqlFrag
       return sql`ifNull(match(${textSql(node.field, scope)}, ${node.regex.re2}), 0)`
     case 'compare': {
       const { field } = node
-      const value = field.kind === 'column' && (field.type === 'integer' || field.type === 'float')
+      const value = isNumericColumn(field)
         ? rawSql(field.column)
         : numberSql(textSql(field, scope))
       // The operator comes from the parser's fixed set, never from q as text.
@@ -272,7 +272,7 @@ export function valuesPrefilterSql (node: FilterNode | null, scope: AttrScope, o
  */
 function compareGuardSql (term: CompareTerm, scope: AttrScope): SqlFragment | null {
   const { field, operator, value } = term
-  if (field.kind === 'column' && (field.type === 'integer' || field.type === 'float')) return null
+  if (isNumericColumn(field)) return null
   const slack = Math.abs(value.value) * 1e-9 + 1e-300
   const low = value.value - slack
   const high = value.value + slack
