@@ -69,6 +69,8 @@ const maxPassRows = 2_000_000
  * UNION ALL, as `q` is: read-limits.ts raises the parser's limits for reads to hold them.
  */
 const maxKeyTimes = 500
+/** query.maxGroupKeys's default (lib/config-schema.ts), when the caller gives none. */
+const defaultMaxGroupKeys = 1_000_000
 /** Attributes listed at most (the most frequent). */
 export const maxAttributes = 200
 /**
@@ -98,6 +100,8 @@ export interface FieldsParams {
   rollupsPurged?: boolean
   /** Events counted exactly, more are sampled; default sampleRows. */
   sampleRows?: number
+  /** The reads' query.maxGroupKeys (max_rows_to_group_by): a pass of columnValues groups at most this many values. */
+  maxGroupKeys?: number
 }
 
 export interface FieldInfo {
@@ -180,6 +184,8 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
   if (total === 0) return { fields: [], sampled: false, total: 0 }
   let rows = times === null ? rowsIn(inRange) : rowsIn(sql`ts IN (${joinSql(times.map((ts) => sql`${ts}`), ', ')})`)
   let scale = 1
+  // Events the passes below read (all matching ones, or the sample's).
+  let rowsRead = total
   // Sampled past `sample` matching events, or when the granules holding them hold more than
   // maxPassRows (a filter matching a few events in every granule of a long range: each pass would
   // read every column of the whole range, 10-20 s over 30 M events on 18.16). Never when they are
@@ -200,44 +206,49 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
     }
     if (Number(read) === 0) return { fields: [], sampled: true, total }
     scale = total / Number(read)
+    rowsRead = Number(read)
   }
   const top = params.top
-  // Sampled, a value seen once in the sample is left out (HAVING): its count would be the scale
+  // Sampled, a value seen once in the sample is left out of the top values: its count would be the scale
   // itself (every value of a field of unique values, a trace id or a sequence number, listed at
   // 50 events each: explore14 F2), which says nothing about how frequent it is.
-  const seenOnce = scale === 1 ? sql`` : sql` HAVING n >= 2`
+  const seenOnce = scale !== 1
   // Columns and attributes are independent: two chains of queries, side by side (as /stats runs
   // its parts), each query on one thread (the read's max_threads).
-  const columnsChain = async (): Promise<[Record<string, number | string[]>, Array<Array<{ value: string, count: number }>>]> => {
-    // Counts in one pass, then the top values of each column present: exact when not sampled;
-    // sampled, the sample's candidates counted exactly there (columnCandidates).
-    const columnSelect = listedColumns.map((c, i) => {
-      const col = columnSql(c.column, params.scope)
-      // A numeric column is grouped exactly (a number hashes cheaply); a text column by candidates.
-      const candidates = scale === 1 || c.numeric ? sql`` : sql`, arrayMap(h -> toString(h), topK(${columnCandidates})(cityHash64(${col}))) AS top_${rawSql(String(i))}`
-      return sql`count(${col}) AS n_${rawSql(String(i))}${candidates}`
-    })
-    const row = (await clickhouse.query<Record<string, number | string[]>>(sql`SELECT ${joinSql(columnSelect, ', ')} FROM events ${rows}`))[0]
-    const present = listedColumns.map((_, i) => Number(row[`n_${i}`]) > 0)
-    return [row, await columnTopValues(clickhouse, rows, top, params.scope, present, seenOnce,
-      scale === 1 ? null : listedColumns.map((c, i) => present[i] && !c.numeric ? row[`top_${i}`] as string[] : []))]
+  const columnsChain = async (): Promise<ColumnValues[]> => {
+    // Sampled, a text column's values are counted apart only for its candidates: the sample's
+    // topK (columnCandidates), in one pass before. Exact, every value is.
+    let candidates: string[][] | null = null
+    if (scale !== 1) {
+      const text = listedColumns.flatMap((c, i) => c.numeric ? [] : [i])
+      const row = (await clickhouse.query<Record<string, string[]>>(sql`SELECT ${joinSql(text.map((i) =>
+        sql`arrayMap(h -> toString(h), topK(${columnCandidates})(cityHash64(${columnSql(listedColumns[i].column, params.scope)}))) AS top_${rawSql(String(i))}`), ', ')}
+        FROM events ${rows}`))[0]
+      candidates = listedColumns.map((c, i) => c.numeric ? [] : row[`top_${i}`])
+    }
+    // A pass groups every column's values at once; the columns are split so that one pass groups
+    // at most maxGroupKeys values (a column has at most one value per matching event).
+    const perPass = Math.max(1, Math.floor((params.maxGroupKeys ?? defaultMaxGroupKeys) / Math.max(1, rowsRead)))
+    return await columnValues(clickhouse, rows, top, params.scope, candidates, seenOnce, perPass)
   }
   const attributesChain = async (): Promise<[KeyRow[], Map<string, Array<{ value: string, count: number }>>, boolean]> => {
     // Rows from before migration 11 (their attrs text) are read beside the arrays' keys.
     const legacyRead = params.scope.before === 0 ? Promise.resolve(null) : legacyAttributes(clickhouse, rows, params.scope)
     legacyRead.catch(() => {}) // awaited below; handled should the keys' statement fail first
-    // Counts and types per key in one pass, then each listed key's top values, grouped exactly
-    // (over the sample, when sampled: one GROUP BY of every pair, about as fast as topK's
-    // candidates counted again, and right for a field of mostly unique values).
-    const keyRows = await clickhouse.query<KeyRow>(sql`
-      SELECT key, toString(cityHash64(key)) AS key_hash, count() AS n, countIf(match(value, ${numberTextRe2})) AS numbers, countIf(match(value, '[eE]')) AS exponents,
-        countIf(value IN ('true', 'false')) AS booleans
-      FROM events ${pairsJoin}
-      ${rows} AND ${firstOfPath}
-      GROUP BY key ORDER BY n DESC, key LIMIT ${maxAttributes}`)
+    // Each key's count, types and top values in one pass: its pairs grouped by value (exactly,
+    // over the sample when sampled), then summed per key. Counts and top values took a pass
+    // each, and each pass evaluates q again (explore28b M3).
+    const keyRows = (await clickhouse.query<KeyRow & { top_values: string[], top_counts: number[] }>(sql`
+      SELECT key, toString(cityHash64(key)) AS key_hash, sum(c) AS n, sumIf(c, match(value, ${numberTextRe2})) AS numbers,
+        sumIf(c, match(value, '[eE]')) AS exponents, sumIf(c, value IN ('true', 'false')) AS booleans,
+        ${topOf(sql`groupArrayIf((value, c), c >= ${seenOnce ? 2 : 1})`, top)}
+      FROM (SELECT key, value, count() AS c FROM events ${pairsJoin}
+        ${rows} AND ${firstOfPath}
+        GROUP BY key, value)
+      GROUP BY key ORDER BY n DESC, key LIMIT ${maxAttributes}`)).map((r) => ({ ...r, n: Number(r.n), numbers: Number(r.numbers), exponents: Number(r.exponents), booleans: Number(r.booleans) }))
     // Numbers written with an exponent may be out of q's scale (`1e400`): checked exactly, by
     // filter-sql.ts's numberSql, for the few keys whose values all look numeric and hold one.
-    const withExponents = keyRows.filter((r) => Number(r.numbers) === Number(r.n) && Number(r.exponents) > 0)
+    const withExponents = keyRows.filter((r) => r.numbers === r.n && r.exponents > 0)
     if (withExponents.length > 0) {
       const outOfScale = await clickhouse.query<{ key: string }>(sql`
         SELECT key FROM events ${pairsJoin}
@@ -246,32 +257,22 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
       const notNumbers = new Set(outOfScale.map((r) => r.key))
       for (const r of withExponents) if (notNumbers.has(r.key)) r.numbers = 0
     }
-    const topByKey = new Map<string, Array<{ value: string, count: number }>>()
+    const topByKey = new Map(keyRows.map((r) => [r.key, topList(r.top_values, r.top_counts)]))
     const legacy = await legacyRead
-    if (keyRows.length === 0 && legacy === null) return [keyRows, topByKey, false]
-    const valueRows = keyRows.length === 0 ? [] : await clickhouse.query<{ key: string, value: string, n: number }>(sql`
-      SELECT key, value, count() AS n
-      FROM events ${pairsJoin}
-      ${rows} AND ${firstOfPath} AND cityHash64(key) IN (${uint64List(keyRows.map((r) => r.key_hash))})
-      GROUP BY key, value${seenOnce} ORDER BY key, n DESC, value LIMIT ${top} BY key`)
-    for (const r of valueRows) {
-      const list = topByKey.get(r.key) ?? []
-      list.push({ value: r.value, count: Number(r.n) })
-      topByKey.set(r.key, list)
-    }
     if (legacy !== null) return [...mergeLegacyAttributes(keyRows, topByKey, legacy, top), legacy.sampled]
-    for (const list of topByKey.values()) list.sort(byCountThenValue)
     return [keyRows, topByKey, false]
   }
-  const [[columnRow, columnTops], [keyRows, topByKey, legacySampled]] = await Promise.all([columnsChain(), attributesChain()])
+  const [columns, [keyRows, topByKey, legacySampled]] = await Promise.all([columnsChain(), attributesChain()])
   const scaled = (list: Array<{ value: string, count: number }>): Array<{ value: string, count: number }> =>
     list.map((v) => ({ value: v.value, count: Math.round(v.count * scale) }))
   const fields: FieldInfo[] = []
   listedColumns.forEach((c, i) => {
-    const n = Number(columnRow[`n_${i}`])
-    if (n === 0) return
-    const values = scaled(columnTops[i] ?? []).map((v) => ({ value: c.numeric ? Number(v.value) : v.value, count: v.count }))
-    fields.push({ name: c.name, kind: 'column', type: typeOfColumn(c.name), count: Math.round(n * scale), top: values })
+    const { count, top: values } = columns[i]
+    if (count === 0) return
+    fields.push({
+      name: c.name, kind: 'column', type: typeOfColumn(c.name), count: Math.round(count * scale),
+      top: scaled(values).map((v) => ({ value: c.numeric ? Number(v.value) : v.value, count: v.count }))
+    })
   })
   for (const r of keyRows) {
     const type = r.numbers === r.n ? 'number' : r.booleans === r.n ? 'boolean' : 'string'
@@ -452,46 +453,53 @@ async function countInRange (clickhouse: ClickHouse, params: FieldsParams, base:
   return Number(whole) + Number(edges)
 }
 
+/** A column's count and its top values, count descending. */
+interface ColumnValues { count: number, top: Array<{ value: string, count: number }> }
+
 /**
- * The `top` most frequent values of each column that `present` marks, with their counts, count
- * descending and ties by value as ClickHouse orders strings (a number by its text), `having`
- * applied to the groups (one UNION ALL, as many passes as columns). A numeric column is grouped
- * by its values (a number hashes cheaply: ~20 ms over 150,000 rows); a text column by its text,
- * or, given its `candidates` (hashes of their text, a sample's topK), over the rows holding one of
- * them. A countIf per value and column in one pass compared every value with every row: 1.1 s
- * over the 200,000 sampled rows of 30 M events, this 0.3 s.
+ * The `top` pairs of a groupArray of (value, count) tuples, count descending and ties by value
+ * as ClickHouse orders strings, as `top_values` and `top_counts` (two arrays: 26.x may write a
+ * tuple as a JSON object).
  */
-async function columnTopValues (clickhouse: ClickHouse, rows: SqlFragment, top: number, scope: AttrScope, present: boolean[],
-  having: SqlFragment, candidates: string[][] | null): Promise<Array<Array<{ value: string, count: number }>>> {
-  return await columnValueRows(clickhouse, scope, (c, i, text) => {
-    if (!present[i]) return null
-    if (c.numeric) {
-      return sql`SELECT ${rawSql(String(i))} AS i, toString(x) AS v, n FROM (SELECT assumeNotNull(${rawSql(c.column)}) AS x, count() AS n FROM events
-        ${rows} AND isNotNull(${rawSql(c.column)}) GROUP BY x${having} ORDER BY n DESC, toString(x) LIMIT ${top})`
-    }
-    if (candidates !== null && candidates[i].length === 0) return null
-    const holding = candidates === null ? sql`isNotNull(${text})` : sql`cityHash64(${text}) IN (${uint64List(candidates[i])})`
-    return sql`SELECT * FROM (SELECT ${rawSql(String(i))} AS i, assumeNotNull(${text}) AS v, count() AS n FROM events
-      ${rows} AND ${holding} GROUP BY v${having} ORDER BY n DESC, v LIMIT ${top})`
-  })
+function topOf (pairs: SqlFragment, top: number): SqlFragment {
+  return sql`arraySlice(arraySort(x -> (-toInt64(x.2), x.1), ${pairs}), 1, ${top}) AS sorted,
+    arrayMap(x -> x.1, sorted) AS top_values, arrayMap(x -> x.2, sorted) AS top_counts`
+}
+
+function topList (values: string[], counts: Array<number | string>): Array<{ value: string, count: number }> {
+  return values.map((value, i) => ({ value, count: Number(counts[i]) })).sort(byCountThenValue)
 }
 
 /**
- * Runs `statementOf` for each listed column (its text: a number's toString) as one UNION ALL of
- * (i, v, n) rows, and gives each column's values with their counts, byCountThenValue.
+ * Each listed column's count and `top` most frequent values (a numeric column's as toString
+ * writes them), count descending and ties by value, over `rows`: one pass per `perPass` columns,
+ * which ARRAY JOINs each event's (column, value) pairs and groups them. A value is counted apart
+ * when `candidates` is null (exact) or it is one of its text column's candidates (hashes of their
+ * text, a sample's topK), and a numeric column's always (a number hashes cheaply); the others
+ * only add to the column's count. `seenOnce` leaves values counted once out of the top values.
+ * A pass per column (a UNION ALL of GROUP BYs) evaluated q in each: 1.7 of the 2.9 s a /fields
+ * of 13,500 matches among 1.2 M events took on 18.16 (explore28b M3; bench/README.md).
  */
-async function columnValueRows (clickhouse: ClickHouse, scope: AttrScope,
-  statementOf: (c: typeof listedColumns[number], i: number, text: SqlFragment) => SqlFragment | null): Promise<Array<Array<{ value: string, count: number }>>> {
-  const parts = listedColumns.flatMap((c, i) => {
-    const statement = statementOf(c, i, c.numeric ? sql`toString(${rawSql(c.column)})` : columnSql(c.column, scope))
-    return statement === null ? [] : [statement]
-  })
-  const out = listedColumns.map((): Array<{ value: string, count: number }> => [])
-  if (parts.length === 0) return out
-  const result = await clickhouse.query<{ i: number, v: string, n: number }>(joinSql(parts, ' UNION ALL '))
-  for (const row of result) out[Number(row.i)].push({ value: row.v, count: Number(row.n) })
-  for (const list of out) list.sort(byCountThenValue)
+async function columnValues (clickhouse: ClickHouse, rows: SqlFragment, top: number, scope: AttrScope, candidates: string[][] | null,
+  seenOnce: boolean, perPass: number): Promise<ColumnValues[]> {
+  const out = listedColumns.map((): ColumnValues => ({ count: 0, top: [] }))
+  for (let first = 0; first < listedColumns.length; first += perPass) {
+    const pass = listedColumns.map((c, i) => ({ c, i })).slice(first, first + perPass)
+    const pairs = pass.map(({ c, i }) => sql`(${rawSql(String(i))}, ${c.numeric ? sql`toString(${rawSql(c.column)})` : columnSql(c.column, scope)})`)
+    // Whether pair p's value is counted apart: multiIf by column, a text column's by its candidates.
+    const kept = candidates === null
+      ? sql`1`
+      : sql`multiIf(${joinSql(pass.flatMap(({ c, i }) => c.numeric
+        ? []
+        : [sql`p.1 = ${rawSql(String(i))}, ${candidates[i].length === 0 ? sql`0` : sql`cityHash64(assumeNotNull(p.2)) IN (${uint64List(candidates[i])})`}`]), ', ')}${pass.some(({ c }) => !c.numeric) ? sql`, ` : sql``}1)`
+    const result = await clickhouse.query<{ i: number, n: number, top_values: string[], top_counts: number[] }>(sql`
+      SELECT i, sum(c) AS n, ${topOf(sql`groupArrayIf((v, c), kept AND c >= ${seenOnce ? 2 : 1})`, top)}
+      FROM (SELECT p.1 AS i, ${kept} AS kept, if(kept, assumeNotNull(p.2), '') AS v, count() AS c
+        FROM events ARRAY JOIN arrayFilter(x -> isNotNull(x.2), [${joinSql(pairs, ', ')}]) AS p
+        ${rows}
+        GROUP BY i, kept, v)
+      GROUP BY i`)
+    for (const r of result) out[Number(r.i)] = { count: Number(r.n), top: topList(r.top_values, r.top_counts) }
+  }
   return out
 }
-
-/** Count descending, ties by value as ClickHouse orders strings (by their UTF-8 bytes; a number by its text). */

@@ -24,6 +24,7 @@ export function registerFieldsRoute (router: Router, deps: ReadDeps): void {
       top: integerParam(read.params, 'top', 1, maxFieldsTop, defaultFieldsTop),
       rollupsPurged: deps.accounts.store.rollupsPurged(read.orgId, read.stream.name),
       sampleRows: integerParam(read.params, 'sample', minSampleRows, maxSampleRows, sampleRows),
+      maxGroupKeys: Number(reads.settings.max_rows_to_group_by),
     }), isScan(read.range.from, read.range.to, read.where !== undefined))
     sendSerialized(ctx, 200, serializeFields, result)
   })

@@ -442,3 +442,23 @@ t.test('a read past its ClickHouse limits answers 422 query_too_expensive, not a
   t.equal(r.body.error, 'query_too_expensive')
   t.equal((await tight.api('GET', `/api/streams/many/events?${range}&limit=1`)).status, 200, 'the server reads on')
 })
+
+t.test('/fields groups its columns in passes of at most query.maxGroupKeys values', async (t) => {
+  // 60 events with five columns of unique values: 300 distinct values, where the limit is 150. One
+  // pass of every column would exceed it; two columns a pass (120 values) do not.
+  const tight = await startServer(t, { query: { maxGroupKeys: 150 } })
+  const tgt = await createIngestTarget(tight, 'wide')
+  await postIngest(tgt, Array.from({ length: 60 }, (_, i) => JSON.stringify({
+    ts: base + i, host: `h${i % 3}`, message: `m${i}`, path: `/p/${i}`, src: `10.0.0.${i}`, trace_id: `t${i}`, bytes: 1000 + i, status: 200 + (i % 2),
+  })).join('\n'))
+  const r = await tight.api('GET', `/api/streams/wide/fields?from=${base}&to=${base + 60}&top=3`)
+  t.equal(r.status, 200)
+  t.equal(r.body.sampled, false)
+  const byName = new Map((r.body.fields as Array<{ name: string, count: number, top: unknown[] }>).map((f) => [f.name, f]))
+  t.same(byName.get('host'), { name: 'host', kind: 'column', type: 'string', count: 60, top: [{ value: 'h0', count: 20 }, { value: 'h1', count: 20 }, { value: 'h2', count: 20 }] })
+  t.same(byName.get('status')?.top, [{ value: 200, count: 30 }, { value: 201, count: 30 }])
+  // Unique values: count descending, ties by text.
+  t.same(byName.get('message')?.top, [{ value: 'm0', count: 1 }, { value: 'm1', count: 1 }, { value: 'm10', count: 1 }])
+  t.same(byName.get('bytes')?.top, [{ value: 1000, count: 1 }, { value: 1001, count: 1 }, { value: 1002, count: 1 }])
+  for (const name of ['path', 'src', 'trace_id']) t.equal(byName.get(name)?.count, 60, name)
+})
