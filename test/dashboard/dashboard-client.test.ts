@@ -20,6 +20,7 @@ const query = await import(new URL('explore-query.js', publicUrl).href) as {
   setFilter (q: string, name: string, value: string, exclude: boolean): string
   excludedTerms (q: string): Array<{ name: string, label: string, term: string }>
   dropTerm (q: string, term: string): string
+  wordAt (q: string, caret: number): { start: number, end: number, negated: boolean, field: string | null, text: string }
 }
 
 function parse (chunks: string[]): Array<[string, string]> {
@@ -120,6 +121,23 @@ t.test('sidebar clicks: for, against, dropped; NOT and OR read as q reads them',
     const once = query.toggleFilter(q, 'service', 'cart')
     t.doesNotThrow(() => parseFilter(once === '' ? '*' : once), `${q} -> ${once} parses`)
   }
+})
+
+t.test('the word under the caret, for suggestions, reads quotes as the parser does', async (t) => {
+  const at = (q: string, caret = q.length): unknown => query.wordAt(q, caret)
+  t.same(at('serv'), { start: 0, end: 4, negated: false, field: null, text: 'serv' }, 'a field name being typed')
+  t.same(at('level:error serv'), { start: 12, end: 16, negated: false, field: null, text: 'serv' })
+  t.same(at('service:ch'), { start: 0, end: 10, negated: false, field: 'service', text: 'ch' })
+  t.same(at('-service:ch'), { start: 1, end: 11, negated: true, field: 'service', text: 'ch' })
+  // explore28a L2: a quoted name with a space was split at it, and taken for a phrase.
+  t.same(at('"odd key":ev'), { start: 0, end: 12, negated: false, field: '"odd key"', text: 'ev' }, 'a quoted field name')
+  t.same(at('x -"odd key":'), { start: 3, end: 13, negated: true, field: '"odd key"', text: '' })
+  t.same(at('"a \\"b":v'), { start: 0, end: 9, negated: false, field: '"a \\"b"', text: 'v' }, 'an escaped quote inside')
+  t.same(at('message:"card iss'), { start: 0, end: 17, negated: false, field: 'message', text: 'card iss' }, 'a quoted value being typed')
+  t.same(at('message:"card issuer" lev', 12), { start: 0, end: 21, negated: false, field: 'message', text: 'card issuer' }, 'the caret inside a quoted value')
+  t.same(at('"card iss'), { start: 0, end: 9, negated: false, field: null, text: '"card iss' }, 'a phrase: no field')
+  t.same(at('(a OR serv)', 10), { start: 6, end: 10, negated: false, field: null, text: 'serv' }, 'parentheses end a word')
+  t.same(at('a  b', 2), { start: 2, end: 2, negated: false, field: null, text: '' }, 'between words')
 })
 
 t.test('filter terms: adding to q', async (t) => {

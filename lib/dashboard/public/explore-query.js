@@ -203,20 +203,39 @@ export function dropTerm (q, term) {
 
 /**
  * The word the caret is in, for suggestions: its start and end in q, and either a field name
- * being typed (no colon yet) or a field and the value typed after its colon.
+ * being typed (no colon yet) or a field and the value typed after its colon. A word ends at
+ * whitespace or a parenthesis outside double quotes (\" escapes a quote), as the parser reads
+ * it: `"odd key":` names a field, `message:"card iss` is a value being typed, `"a phrase"` none.
  * @param {string} q
  * @param {number} caret
  * @returns {{ start: number, end: number, negated: boolean, field: string | null, text: string }}
  */
 export function wordAt (q, caret) {
   let start = caret
-  while (start > 0 && !/[\s(]/.test(q[start - 1])) start--
   let end = caret
-  while (end < q.length && !/[\s)]/.test(q[end])) end++
+  for (let i = 0; i < q.length;) {
+    if (/[\s()]/.test(q[i])) { i++; continue }
+    const from = i
+    let quoted = false
+    for (; i < q.length && (quoted || !/[\s()]/.test(q[i])); i++) {
+      if (quoted && q[i] === '\\') i++
+      else if (q[i] === '"') quoted = !quoted
+    }
+    if (from <= caret && caret <= i) { start = from; end = i; break }
+    if (from > caret) break
+  }
   let word = q.slice(start, end)
   let negated = false
   if (word.startsWith('-')) { negated = true; word = word.slice(1); start++ }
+  const name = /^"((?:\\.|[^"\\])*)":/.exec(word)
+  if (name !== null) return { start, end, negated, field: name[0].slice(0, -1), text: valueText(word.slice(name[0].length)) }
   const colon = word.indexOf(':')
   if (colon === -1 || word.startsWith('"')) return { start, end, negated, field: null, text: word }
-  return { start, end, negated, field: word.slice(0, colon), text: word.slice(colon + 1).replace(/^"/, '') }
+  return { start, end, negated, field: word.slice(0, colon), text: valueText(word.slice(colon + 1)) }
+}
+
+/** A value as typed: a quoted one's content up to its closing quote, if any. @param {string} raw */
+function valueText (raw) {
+  const quoted = /^"((?:\\.|[^"\\])*)/.exec(raw)
+  return quoted === null ? raw : unquote(quoted[1])
 }
