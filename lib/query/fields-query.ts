@@ -64,9 +64,10 @@ const granuleRows = 8192
  */
 const maxPassRows = 2_000_000
 /**
- * At most this many matching events are read by their ts (the sort key) in each pass: a rare attribute's /fields over 30 M events took 56 s on 18.16 with the filter
- * evaluated over the range by each of its ~20 statements. The list is in every statement of a
- * UNION ALL, as `q` is: read-limits.ts raises the parser's limits for reads to hold them.
+ * At most this many matching events are read by their ts (the sort key) in each pass: a rare
+ * attribute's /fields over 30 M events took 56 s on 18.16 with the filter evaluated over the range
+ * by each of its ~20 statements. The list is in every statement, beside `q`: read-limits.ts raises
+ * the parser's limits for reads to hold them.
  */
 const maxKeyTimes = 500
 /** query.maxGroupKeys's default (lib/config-schema.ts), when the caller gives none. */

@@ -128,8 +128,8 @@ export class ReadLimits {
       max_rows_to_group_by: limits.maxGroupKeys,
       group_by_overflow_mode: 'throw',
       max_threads: limits.maxThreads,
-      // A q within its limits (1,000 characters, 20 terms) is repeated in each statement of a
-      // /fields UNION ALL and of a sampled stats?by=, with up to 500 matches' times, and on 26.x
+      // A q within its limits (1,000 characters, 20 terms) is repeated in each part of a sampled
+      // stats?by='s UNION ALL, is beside up to 500 matches' times in /fields', and on 26.x
       // each word with its fold tables: past ClickHouse's defaults of 256 KiB and 50,000 AST
       // elements, a valid q was a 503 (explore27b). The statements Sluice writes are bounded
       // by these limits of q, so the parser's limits are raised for reads, not removed.
