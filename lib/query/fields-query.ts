@@ -22,6 +22,7 @@
 //   count descending, ties by value. Exact when not sampled; sampled, counted exactly over the
 //   sample and scaled, leaving out values seen once there: attributes and numeric columns grouped,
 //   text columns by their topK candidates (columnCandidates).
+import { ClickHouseError, clickhouseCodes } from '../storage/clickhouse.ts'
 import type { ClickHouse } from '../storage/clickhouse.ts'
 import { joinSql, rawSql, sql, uint64List } from '../storage/sql.ts'
 import type { SqlFragment } from '../storage/sql.ts'
@@ -236,17 +237,7 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
     // Rows from before migration 11 (their attrs text) are read beside the arrays' keys.
     const legacyRead = params.scope.before === 0 ? Promise.resolve(null) : legacyAttributes(clickhouse, rows, params.scope)
     legacyRead.catch(() => {}) // awaited below; handled should the keys' statement fail first
-    // Each key's count, types and top values in one pass: its pairs grouped by value (exactly,
-    // over the sample when sampled), then summed per key. Counts and top values took a pass
-    // each, and each pass evaluates q again (explore28b M3).
-    const keyRows = (await clickhouse.query<KeyRow & { top_values: string[], top_counts: number[] }>(sql`
-      SELECT key, toString(cityHash64(key)) AS key_hash, sum(c) AS n, sumIf(c, match(value, ${numberTextRe2})) AS numbers,
-        sumIf(c, match(value, '[eE]')) AS exponents, sumIf(c, value IN ('true', 'false')) AS booleans,
-        ${topOf(sql`groupArrayIf((value, c), c >= ${seenOnce ? 2 : 1})`, top)}
-      FROM (SELECT key, value, count() AS c FROM events ${pairsJoin}
-        ${rows} AND ${firstOfPath}
-        GROUP BY key, value)
-      GROUP BY key ORDER BY n DESC, key LIMIT ${maxAttributes}`)).map((r) => ({ ...r, n: Number(r.n), numbers: Number(r.numbers), exponents: Number(r.exponents), booleans: Number(r.booleans) }))
+    const keyRows = await attributeKeys(clickhouse, rows, top, seenOnce)
     // Numbers written with an exponent may be out of q's scale (`1e400`): checked exactly, by
     // filter-sql.ts's numberSql, for the few keys whose values all look numeric and hold one.
     const withExponents = keyRows.filter((r) => r.numbers === r.n && r.exponents > 0)
@@ -258,7 +249,7 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
       const notNumbers = new Set(outOfScale.map((r) => r.key))
       for (const r of withExponents) if (notNumbers.has(r.key)) r.numbers = 0
     }
-    const topByKey = new Map(keyRows.map((r) => [r.key, topList(r.top_values, r.top_counts)]))
+    const topByKey = new Map(keyRows.map((r) => [r.key, r.top]))
     const legacy = await legacyRead
     if (legacy !== null) return [...mergeLegacyAttributes(keyRows, topByKey, legacy, top), legacy.sampled]
     return [keyRows, topByKey, false]
@@ -280,6 +271,48 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
     fields.push({ name: attributeFieldName(r.key), kind: 'attribute', type, count: Math.round(r.n * scale), top: scaled(topByKey.get(r.key) ?? []) })
   }
   return { fields, sampled: scale !== 1 || legacySampled, total }
+}
+
+/** An attribute key's count, types and top values (attributeKeys). */
+type KeyWithTop = KeyRow & { top: Array<{ value: string, count: number }> }
+
+/**
+ * The most frequent attribute keys of `rows` (at most maxAttributes) with their counts, types
+ * and `top` values, counted apart only when seen twice if `seenOnce`. One pass: every pair
+ * grouped by key and value, then summed per key; counts and top values took a pass each, and
+ * each pass evaluates q again (explore28b M3). When the pairs' distinct values are more than
+ * query.maxGroupKeys (events of more keys than are listed, their values unique), two passes:
+ * the keys counted first, then only the listed keys' values grouped.
+ */
+async function attributeKeys (clickhouse: ClickHouse, rows: SqlFragment, top: number, seenOnce: boolean): Promise<KeyWithTop[]> {
+  const counted = (r: KeyRow): KeyRow => ({ ...r, n: Number(r.n), numbers: Number(r.numbers), exponents: Number(r.exponents), booleans: Number(r.booleans) })
+  try {
+    const keyRows = await clickhouse.query<KeyRow & { top_values: string[], top_counts: number[] }>(sql`
+      SELECT key, toString(cityHash64(key)) AS key_hash, sum(c) AS n, sumIf(c, match(value, ${numberTextRe2})) AS numbers,
+        sumIf(c, match(value, '[eE]')) AS exponents, sumIf(c, value IN ('true', 'false')) AS booleans,
+        ${topOf(sql`groupArrayIf((value, c), c >= ${seenOnce ? 2 : 1})`, top)}
+      FROM (SELECT key, value, count() AS c FROM events ${pairsJoin}
+        ${rows} AND ${firstOfPath}
+        GROUP BY key, value)
+      GROUP BY key ORDER BY n DESC, key LIMIT ${maxAttributes}`)
+    return keyRows.map((r) => ({ ...counted(r), top: topList(r.top_values, r.top_counts) }))
+  } catch (err) {
+    if (!(err instanceof ClickHouseError && err.chCode === clickhouseCodes.TOO_MANY_ROWS)) throw err
+  }
+  const keyRows = (await clickhouse.query<KeyRow>(sql`
+    SELECT key, toString(cityHash64(key)) AS key_hash, count() AS n, countIf(match(value, ${numberTextRe2})) AS numbers,
+      countIf(match(value, '[eE]')) AS exponents, countIf(value IN ('true', 'false')) AS booleans
+    FROM events ${pairsJoin}
+    ${rows} AND ${firstOfPath}
+    GROUP BY key ORDER BY n DESC, key LIMIT ${maxAttributes}`)).map(counted)
+  const values = keyRows.length === 0 ? [] : await clickhouse.query<{ key: string, value: string, n: number }>(sql`
+    SELECT key, value, count() AS n
+    FROM events ${pairsJoin}
+    ${rows} AND ${firstOfPath} AND cityHash64(key) IN (${uint64List(keyRows.map((r) => r.key_hash))})
+    GROUP BY key, value HAVING n >= ${seenOnce ? 2 : 1} ORDER BY key, n DESC, value LIMIT ${top} BY key`)
+  const topByKey = new Map<string, Array<{ value: string, count: number }>>()
+  for (const r of values) topByKey.set(r.key, [...topByKey.get(r.key) ?? [], { value: r.value, count: Number(r.n) }])
+  return keyRows.map((r) => ({ ...r, top: (topByKey.get(r.key) ?? []).sort(byCountThenValue) }))
 }
 
 /** Rows from before migration 11 whose attrs text /fields reads at most (a sample past that). */

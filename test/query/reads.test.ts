@@ -462,3 +462,20 @@ t.test('/fields groups its columns in passes of at most query.maxGroupKeys value
   t.same(byName.get('bytes')?.top, [{ value: 1000, count: 1 }, { value: 1001, count: 1 }, { value: 1002, count: 1 }])
   for (const name of ['path', 'src', 'trace_id']) t.equal(byName.get(name)?.count, 60, name)
 })
+
+t.test('/fields of events with more attributes than it lists, each value unique, within query.maxGroupKeys', async (t) => {
+  // 10 events of 300 attributes with unique values: 3,000 distinct pairs, where the limit is 2,500.
+  // The 200 attributes listed hold 2,000 of them: /fields answers, as it did when it grouped only
+  // those keys' values.
+  const tight = await startServer(t, { query: { maxGroupKeys: 2500 } })
+  const tgt = await createIngestTarget(tight, 'wideattrs')
+  await postIngest(tgt, Array.from({ length: 10 }, (_, i) => JSON.stringify({
+    ts: base + i, host: 'h', ...Object.fromEntries(Array.from({ length: 300 }, (_, k) => [`k${String(k).padStart(3, '0')}`, `v${i}-${k}`])),
+  })).join('\n'))
+  const r = await tight.api('GET', `/api/streams/wideattrs/fields?from=${base}&to=${base + 10}&top=2`)
+  t.equal(r.status, 200)
+  const attributes = (r.body.fields as Array<{ name: string, kind: string, count: number, top: Array<{ value: string, count: number }> }>).filter((f) => f.kind === 'attribute')
+  t.equal(attributes.length, 200, 'the 200 most frequent attributes (ties by name)')
+  t.same(attributes[0], { name: 'k000', kind: 'attribute', type: 'string', count: 10, top: [{ value: 'v0-0', count: 1 }, { value: 'v1-0', count: 1 }] })
+  t.equal(attributes[199].name, 'k199')
+})
