@@ -71,8 +71,6 @@ const maxPassRows = 2_000_000
  * the parser's limits for reads to hold them.
  */
 const maxKeyTimes = 500
-/** query.maxGroupKeys's default (lib/config-schema.ts), when the caller gives none. */
-const defaultMaxGroupKeys = 1_000_000
 /** Attributes listed at most (the most frequent). */
 export const maxAttributes = 200
 /**
@@ -103,7 +101,7 @@ export interface FieldsParams {
   /** Events counted exactly, more are sampled; default sampleRows. */
   sampleRows?: number
   /** The reads' query.maxGroupKeys (max_rows_to_group_by): a pass of columnValues groups at most this many values. */
-  maxGroupKeys?: number
+  maxGroupKeys: number
 }
 
 export interface FieldInfo {
@@ -230,7 +228,7 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
     }
     // A pass groups every column's values at once; the columns are split so that one pass groups
     // at most maxGroupKeys values (a column has at most one value per matching event).
-    const perPass = Math.max(1, Math.floor((params.maxGroupKeys ?? defaultMaxGroupKeys) / Math.max(1, rowsRead)))
+    const perPass = Math.max(1, Math.floor(params.maxGroupKeys / Math.max(1, rowsRead)))
     return await columnValues(clickhouse, rows, top, params.scope, candidates, seenOnce, perPass)
   }
   const attributesChain = async (): Promise<[KeyRow[], Map<string, Array<{ value: string, count: number }>>, boolean]> => {
