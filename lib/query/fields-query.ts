@@ -14,14 +14,15 @@
 //   with the granules they fall in. When they are more than sampleRows (or the request's
 //   `sample`), or their granules hold more than maxPassRows rows (a filter matching a few events
 //   in every granule of a long range), the counts are taken over slices of the range holding at
-//   most that many, placed where the events are (a histogram of their ts: sampleSlicesOf), scaled
-//   up to the whole range, and `sampled` is true. Slices, not every n-th row: ts is the sort key,
-//   so ClickHouse then reads only those slices' granules. The
-//   filter is in PREWHERE: the other columns are read only in granules where it holds.
+//   most that many, placed where the events are (a histogram of their ts: sampleSlicesOf), each
+//   slice's rows weighted by the events it stands for (sliceWeightSql: a burst is a stratum of its
+//   own), and `sampled` is true. Slices, not every n-th row: ts is the sort key, so ClickHouse
+//   then reads only those slices' granules. The filter is in PREWHERE: the other columns are read
+//   only in granules where it holds.
 // - Top values: the `top` most frequent per field (values as text, numbers as they are written),
-//   count descending, ties by value. Exact when not sampled; sampled, counted exactly over the
-//   sample and scaled, leaving out values seen once there: attributes and numeric columns grouped,
-//   text columns by their topK candidates (columnCandidates).
+//   count descending, ties by value. Exact when not sampled; sampled, the sums of the sample's
+//   weights, leaving out values seen once there: attributes and numeric columns grouped, text
+//   columns by their topK candidates (columnCandidates).
 import { ClickHouseError, clickhouseCodes } from '../storage/clickhouse.ts'
 import type { ClickHouse } from '../storage/clickhouse.ts'
 import { joinSql, rawSql, sql, uint64List } from '../storage/sql.ts'
@@ -49,6 +50,8 @@ export const maxSampleRows = 200_000
  * a quarter of the rows (bench/README.md, "Explore: first render").
  */
 export const minSampleRows = 1000
+/** A histogram bin this many times as dense as its range (or more) may be a burst (sampleSlicesOf). */
+const burstDensity = 4
 /** Slices a sampled range is read in, at most. */
 const sampleSlices = 48
 /**
@@ -112,8 +115,11 @@ export interface FieldInfo {
   top: Array<{ value: string | number, count: number }>
 }
 
-/** A key with its counts. */
-interface KeyRow { key: string, key_hash: string, n: number, numbers: number, exponents: number, booleans: number }
+/**
+ * A key with its counts: `n` of events (weighted when sampled), `seen` in the rows read, and of
+ * those how many values were numbers, had an exponent, were booleans (the type).
+ */
+interface KeyRow { key: string, key_hash: string, n: number, seen: number, numbers: number, exponents: number, booleans: number }
 
 export interface FieldsResult {
   fields: FieldInfo[]
@@ -186,6 +192,8 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
   let scale = 1
   // Events the passes below read (all matching ones, or the sample's).
   let rowsRead = total
+  // Sampled: each row's weight, the events its slice stands for over those it holds (sliceWeightSql).
+  let weight: SqlFragment | null = null
   // Sampled past `sample` matching events, or when the granules holding them hold more than
   // maxPassRows (a filter matching a few events in every granule of a long range: each pass would
   // read every column of the whole range, 10-20 s over 30 M events on 18.16). Never when they are
@@ -194,19 +202,21 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
   if (fraction < 1) {
     const sliceCount = Math.max(1, Math.min(sampleSlices, Math.floor(sample / minSliceRows)))
     const bins = histogram ?? await rangeHistogram(clickhouse, params, base, inRange)
-    const sliceRows = (widen: number): SqlFragment => rowsIn(sql`(${joinSql(sampleSlicesOf(bins, params.from, params.to, sliceCount, fraction, widen)
-      .map(([lo, hi]) => sql`(ts >= ${lo} AND ts < ${hi})`), ' OR ')})`)
-    rows = sliceRows(1)
-    let [{ n: read }] = await clickhouse.query<{ n: number }>(sql`SELECT count() AS n FROM events ${rows}`)
+    const inSlices = (slices: Slice[]): SqlFragment => rowsIn(sql`(${joinSql(slices.map((x) => sql`(ts >= ${x.lo} AND ts < ${x.hi})`), ' OR ')})`)
+    let slices = sampleSlicesOf(bins, params.from, params.to, sliceCount, fraction)
+    let reads = await sliceReads(clickhouse, inSlices(slices), slices)
     // Far fewer than planned: the events are bunched within the histogram's bins (a burst of
     // seconds in a minute of the rollup), away from the slices' middles. Wider slices, once.
-    if (Number(read) < total * fraction / 4) {
-      rows = sliceRows(16)
-      ;[{ n: read }] = await clickhouse.query<{ n: number }>(sql`SELECT count() AS n FROM events ${rows}`)
+    if (sum(reads) < total * fraction / 4) {
+      slices = sampleSlicesOf(bins, params.from, params.to, sliceCount, fraction, 16)
+      reads = await sliceReads(clickhouse, inSlices(slices), slices)
     }
-    if (Number(read) === 0) return { fields: [], sampled: true, total }
-    scale = total / Number(read)
-    rowsRead = Number(read)
+    const read = sum(reads)
+    if (read === 0) return { fields: [], sampled: true, total }
+    rows = inSlices(slices)
+    scale = total / read
+    rowsRead = read
+    weight = sliceWeightSql(slices, reads, total)
   }
   const top = params.top
   // Sampled, a value seen once in the sample is left out of the top values: its count would be the scale
@@ -229,16 +239,16 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
     // A pass groups every column's values at once; the columns are split so that one pass groups
     // at most maxGroupKeys values (a column has at most one value per matching event).
     const perPass = Math.max(1, Math.floor(params.maxGroupKeys / Math.max(1, rowsRead)))
-    return await columnValues(clickhouse, rows, top, params.scope, candidates, seenOnce, perPass)
+    return await columnValues(clickhouse, rows, top, params.scope, candidates, seenOnce, weight, perPass)
   }
   const attributesChain = async (): Promise<[KeyRow[], Map<string, Array<{ value: string, count: number }>>, boolean]> => {
     // Rows from before migration 11 (their attrs text) are read beside the arrays' keys.
     const legacyRead = params.scope.before === 0 ? Promise.resolve(null) : legacyAttributes(clickhouse, rows, params.scope)
     legacyRead.catch(() => {}) // awaited below; handled should the keys' statement fail first
-    const keyRows = await attributeKeys(clickhouse, rows, top, seenOnce)
+    const keyRows = await attributeKeys(clickhouse, rows, top, seenOnce, weight)
     // Numbers written with an exponent may be out of q's scale (`1e400`): checked exactly, by
     // filter-sql.ts's numberSql, for the few keys whose values all look numeric and hold one.
-    const withExponents = keyRows.filter((r) => r.numbers === r.n && r.exponents > 0)
+    const withExponents = keyRows.filter((r) => r.numbers === r.seen && r.exponents > 0)
     if (withExponents.length > 0) {
       const outOfScale = await clickhouse.query<{ key: string }>(sql`
         SELECT key FROM events ${pairsJoin}
@@ -249,24 +259,26 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
     }
     const topByKey = new Map(keyRows.map((r) => [r.key, r.top]))
     const legacy = await legacyRead
-    if (legacy !== null) return [...mergeLegacyAttributes(keyRows, topByKey, legacy, top), legacy.sampled]
+    // The older rows' counts, scaled from those read to the sample's rows, then to the range's.
+    if (legacy !== null) return [...mergeLegacyAttributes(keyRows, topByKey, { ...legacy, scale: legacy.scale * scale }, top), legacy.sampled]
     return [keyRows, topByKey, false]
   }
   const [columns, [keyRows, topByKey, legacySampled]] = await Promise.all([columnsChain(), attributesChain()])
-  const scaled = (list: Array<{ value: string, count: number }>): Array<{ value: string, count: number }> =>
-    list.map((v) => ({ value: v.value, count: Math.round(v.count * scale) }))
+  // Sampled, the counts are sums of the rows' weights: whole numbers of events once rounded.
+  const rounded = (list: Array<{ value: string, count: number }>): Array<{ value: string, count: number }> =>
+    list.map((v) => ({ value: v.value, count: Math.round(v.count) }))
   const fields: FieldInfo[] = []
   listedColumns.forEach((c, i) => {
     const { count, top: values } = columns[i]
     if (count === 0) return
     fields.push({
-      name: c.name, kind: 'column', type: typeOfColumn(c.name), count: Math.round(count * scale),
-      top: scaled(values).map((v) => ({ value: c.numeric ? Number(v.value) : v.value, count: v.count }))
+      name: c.name, kind: 'column', type: typeOfColumn(c.name), count: Math.round(count),
+      top: rounded(values).map((v) => ({ value: c.numeric ? Number(v.value) : v.value, count: v.count }))
     })
   })
   for (const r of keyRows) {
-    const type = r.numbers === r.n ? 'number' : r.booleans === r.n ? 'boolean' : 'string'
-    fields.push({ name: attributeFieldName(r.key), kind: 'attribute', type, count: Math.round(r.n * scale), top: scaled(topByKey.get(r.key) ?? []) })
+    const type = r.numbers === r.seen ? 'number' : r.booleans === r.seen ? 'boolean' : 'string'
+    fields.push({ name: attributeFieldName(r.key), kind: 'attribute', type, count: Math.round(r.n), top: rounded(topByKey.get(r.key) ?? []) })
   }
   return { fields, sampled: scale !== 1 || legacySampled, total }
 }
@@ -276,41 +288,47 @@ type KeyWithTop = KeyRow & { top: Array<{ value: string, count: number }> }
 
 /**
  * The most frequent attribute keys of `rows` (at most maxAttributes) with their counts, types
- * and `top` values, counted apart only when seen twice if `seenOnce`. One pass: every pair
- * grouped by key and value, then summed per key; counts and top values took a pass each, and
- * each pass evaluates q again (explore28b M3). When the pairs' distinct values are more than
- * query.maxGroupKeys (events of more keys than are listed, their values unique), two passes:
- * the keys counted first, then only the listed keys' values grouped.
+ * and `top` values, counted apart only when seen twice if `seenOnce`; sampled, counted by the
+ * rows' `weight`. One pass: every pair grouped by key and value, then summed per key; counts and
+ * top values took a pass each, and each pass evaluates q again (explore28b M3). When the pairs'
+ * distinct values are more than query.maxGroupKeys (events of more keys than are listed, their
+ * values unique), two passes: the keys counted first, then only the listed keys' values grouped.
  */
-async function attributeKeys (clickhouse: ClickHouse, rows: SqlFragment, top: number, seenOnce: boolean): Promise<KeyWithTop[]> {
-  const counted = (r: KeyRow): KeyRow => ({ ...r, n: Number(r.n), numbers: Number(r.numbers), exponents: Number(r.exponents), booleans: Number(r.booleans) })
+async function attributeKeys (clickhouse: ClickHouse, rows: SqlFragment, top: number, seenOnce: boolean, weight: SqlFragment | null): Promise<KeyWithTop[]> {
+  const counted = (r: KeyRow): KeyRow => ({ ...r, n: Math.round(Number(r.n)), seen: Number(r.seen), numbers: Number(r.numbers), exponents: Number(r.exponents), booleans: Number(r.booleans) })
+  const events = weightedCount(weight)
   try {
     const keyRows = await clickhouse.query<KeyRow & { top_values: string[], top_counts: number[] }>(sql`
-      SELECT key, toString(cityHash64(key)) AS key_hash, sum(c) AS n, sumIf(c, match(value, ${numberTextRe2})) AS numbers,
+      SELECT key, toString(cityHash64(key)) AS key_hash, sum(w) AS n, sum(c) AS seen, sumIf(c, match(value, ${numberTextRe2})) AS numbers,
         sumIf(c, match(value, '[eE]')) AS exponents, sumIf(c, value IN ('true', 'false')) AS booleans,
-        ${topOf(sql`groupArrayIf((value, c), c >= ${seenOnce ? 2 : 1})`, top)}
-      FROM (SELECT key, value, count() AS c FROM events ${pairsJoin}
+        ${topOf(sql`groupArrayIf((value, w), c >= ${seenOnce ? 2 : 1})`, top)}
+      FROM (SELECT key, value, count() AS c, ${events} AS w FROM events ${pairsJoin}
         ${rows} AND ${firstOfPath}
         GROUP BY key, value)
-      GROUP BY key ORDER BY n DESC, key LIMIT ${maxAttributes}`)
+      GROUP BY key ORDER BY round(n) DESC, key LIMIT ${maxAttributes}`)
     return keyRows.map((r) => ({ ...counted(r), top: topList(r.top_values, r.top_counts) }))
   } catch (err) {
     if (!(err instanceof ClickHouseError && err.chCode === clickhouseCodes.TOO_MANY_ROWS)) throw err
   }
   const keyRows = (await clickhouse.query<KeyRow>(sql`
-    SELECT key, toString(cityHash64(key)) AS key_hash, count() AS n, countIf(match(value, ${numberTextRe2})) AS numbers,
+    SELECT key, toString(cityHash64(key)) AS key_hash, ${events} AS n, count() AS seen, countIf(match(value, ${numberTextRe2})) AS numbers,
       countIf(match(value, '[eE]')) AS exponents, countIf(value IN ('true', 'false')) AS booleans
     FROM events ${pairsJoin}
     ${rows} AND ${firstOfPath}
-    GROUP BY key ORDER BY n DESC, key LIMIT ${maxAttributes}`)).map(counted)
+    GROUP BY key ORDER BY round(n) DESC, key LIMIT ${maxAttributes}`)).map(counted)
   const values = keyRows.length === 0 ? [] : await clickhouse.query<{ key: string, value: string, n: number }>(sql`
-    SELECT key, value, count() AS n
+    SELECT key, value, ${events} AS n
     FROM events ${pairsJoin}
     ${rows} AND ${firstOfPath} AND cityHash64(key) IN (${uint64List(keyRows.map((r) => r.key_hash))})
-    GROUP BY key, value HAVING n >= ${seenOnce ? 2 : 1} ORDER BY key, n DESC, value LIMIT ${top} BY key`)
+    GROUP BY key, value HAVING count() >= ${seenOnce ? 2 : 1} ORDER BY key, round(n) DESC, value LIMIT ${top} BY key`)
   const topByKey = new Map<string, Array<{ value: string, count: number }>>()
-  for (const r of values) topByKey.set(r.key, [...topByKey.get(r.key) ?? [], { value: r.value, count: Number(r.n) }])
+  for (const r of values) topByKey.set(r.key, [...topByKey.get(r.key) ?? [], { value: r.value, count: Math.round(Number(r.n)) }])
   return keyRows.map((r) => ({ ...r, top: (topByKey.get(r.key) ?? []).sort(byCountThenValue) }))
+}
+
+/** The events a group stands for: count(), or sampled the sum of its rows' weights. */
+function weightedCount (weight: SqlFragment | null): SqlFragment {
+  return weight === null ? sql`count()` : sql`sum(${weight})`
 }
 
 /** Rows from before migration 11 whose attrs text /fields reads at most (a sample past that). */
@@ -359,11 +377,12 @@ async function legacyAttributes (clickhouse: ClickHouse, rows: SqlFragment, scop
 /** The attributes of the arrays and of the older rows together: counts added, top values merged. */
 function mergeLegacyAttributes (keyRows: KeyRow[], topByKey: Map<string, Array<{ value: string, count: number }>>,
   legacy: LegacyAttributes, top: number): [KeyRow[], Map<string, Array<{ value: string, count: number }>>] {
-  const byKey = new Map(keyRows.map((r) => [r.key, { ...r, n: Number(r.n), numbers: Number(r.numbers), booleans: Number(r.booleans) }]))
+  const byKey = new Map(keyRows.map((r) => [r.key, { ...r }]))
   const up = (x: number): number => Math.round(x * legacy.scale)
   for (const [key, k] of legacy.keys) {
-    const r = byKey.get(key) ?? { key, key_hash: '', n: 0, numbers: 0, exponents: 0, booleans: 0 }
+    const r = byKey.get(key) ?? { key, key_hash: '', n: 0, seen: 0, numbers: 0, exponents: 0, booleans: 0 }
     r.n += up(k.n)
+    r.seen += up(k.n)
     r.numbers += up(k.numbers)
     r.booleans += up(k.booleans)
     byKey.set(key, r)
@@ -427,39 +446,121 @@ async function rangeHistogram (clickhouse: ClickHouse, params: FieldsParams, bas
     .sort((a, b) => a.start - b.start)
 }
 
+/** A slice of a sampled range: [lo, hi), and the events of the histogram it stands for. */
+export interface Slice { lo: number, hi: number, events: number }
+
 /**
- * `count` slices [lo, hi) holding about `fraction` of the events the bins count, placed where
- * the events are: slice k centred where the bins' cumulative count reaches the middle of the k-th
- * of `count` equal shares (linear within a bin), as wide as `fraction` of that share takes at its
- * bin's density (times `widen`). Events spread evenly give evenly spaced slices of equal width,
- * as before; a burst gets the slices its share calls for, narrow ones. Evenly spaced slices
- * missed a burst between them and scaled up whatever else they held (60,000 events in 10 s of an
- * hour gave no fields; one event beside a burst of 2,000 was counted 2,001 times).
+ * About `count` slices [lo, hi), in time order and apart, holding about `fraction` of the events
+ * the bins count, each with the events it stands for.
+ * - A burst is a stratum of its own: adjacent bins each at least burstDensity times as dense as
+ *   the range, holding an eighth of a share (1/count of the events) or more together; the `count`
+ *   largest. They are read whole while they hold at most half the sample (`fraction` of the
+ *   events), else each the same part of its middle; each slice stands for its burst's events.
+ * - The other bins' events are split into equal shares: slice k centred where their cumulative
+ *   count reaches the middle of share k (linear within a bin), as wide as `fraction` of the share
+ *   takes at its bin's density (times `widen`), kept out of the bursts' bins.
+ * Events spread evenly give evenly spaced slices of equal width. A burst is neither missed
+ * between two slices nor, read by one, taken for its share of the range (explore28a M1: a service
+ * that logged only in a burst was listed at +50%, or not at all). Evenly spaced slices scaled by
+ * one ratio missed a burst between them and scaled up whatever else they held (60,000 events in
+ * 10 s of an hour gave no fields; one event beside a burst of 2,000 was counted 2,001 times).
  */
-export function sampleSlicesOf (bins: readonly Bin[], from: number, to: number, count: number, fraction: number, widen = 1): Array<[number, number]> {
+export function sampleSlicesOf (bins: readonly Bin[], from: number, to: number, count: number, fraction: number, widen = 1): Slice[] {
   const total = bins.reduce((sum, b) => sum + b.n, 0)
   if (total === 0) {
     // Nothing counted (a rollup that holds none of these events): evenly spaced, as if spread.
     return sampleSlicesOf([{ start: from, end: to, n: 1 }], from, to, count, fraction, widen)
   }
-  const slices: Array<[number, number]> = []
+  const share = total / count
+  const density = total / Math.max(1, to - from)
+  // Runs of adjacent dense bins (a burst across a bin's edge is one), the `count` largest.
+  const runs: Bin[] = []
+  let run: Bin | null = null
+  for (const b of bins) {
+    if (b.n < burstDensity * density * (b.end - b.start)) {
+      run = null
+    } else if (run !== null && run.end === b.start) {
+      run.end = b.end
+      run.n += b.n
+    } else {
+      run = { ...b }
+      runs.push(run)
+    }
+  }
+  const bursts = runs.filter((b) => b.n >= share / 8).sort((x, y) => y.n - x.n).slice(0, count)
+  // Whole bins while they hold half the sample or less, else the same part of each.
+  const burstEvents = bursts.reduce((sum, b) => sum + b.n, 0)
+  const part = Math.min(1, widen * fraction * total / 2 / Math.max(1, burstEvents))
+  const slices: Slice[] = bursts.map((b) => {
+    const width = Math.max(1, part * (b.end - b.start))
+    const lo = Math.max(b.start, Math.floor((b.start + b.end - width) / 2))
+    return { lo, hi: Math.min(b.end, Math.max(lo + 1, Math.ceil((b.start + b.end + width) / 2))), events: b.n }
+  })
+  const rest = bins.filter((b) => !bursts.some((burst) => b.start >= burst.start && b.end <= burst.end))
+  const restTotal = rest.reduce((sum, b) => sum + b.n, 0)
+  const restCount = restTotal === 0 ? 0 : Math.max(1, count - bursts.length)
   let bin = 0
   let before = 0
-  for (let k = 0; k < count; k++) {
-    // The middle of share k: where the cumulative count reaches total * (k + 0.5) / count.
-    const c = total * (k + 0.5) / count
-    while (bin < bins.length - 1 && before + bins[bin].n < c) before += bins[bin++].n
-    const b = bins[bin]
+  for (let k = 0; k < restCount; k++) {
+    // The middle of share k: where the cumulative count reaches restTotal * (k + 0.5) / restCount.
+    const c = restTotal * (k + 0.5) / restCount
+    while (bin < rest.length - 1 && before + rest[bin].n < c) before += rest[bin++].n
+    const b = rest[bin]
     const center = b.start + (b.end - b.start) * Math.min(1, Math.max(0, (c - before) / b.n))
     // Wide enough to hold `fraction` of the share's events at the bin's density.
-    const width = Math.max(1, widen * fraction * (total / count) * (b.end - b.start) / b.n)
-    const lo = Math.max(from, Math.floor(center - width / 2))
-    const hi = Math.min(to, Math.max(lo + 1, Math.ceil(center + width / 2)))
-    const last = slices[slices.length - 1]
-    if (last !== undefined && lo <= last[1]) last[1] = Math.max(last[1], hi)
-    else slices.push([lo, hi])
+    const width = Math.max(1, widen * fraction * (restTotal / restCount) * (b.end - b.start) / b.n)
+    let lo = Math.max(from, Math.floor(center - width / 2))
+    let hi = Math.min(to, Math.ceil(center + width / 2))
+    for (const burst of bursts) {
+      if (burst.end <= center) lo = Math.max(lo, burst.end)
+      else if (burst.start >= center) hi = Math.min(hi, burst.start)
+    }
+    slices.push({ lo, hi: Math.max(lo + 1, hi), events: restTotal / restCount })
   }
-  return slices
+  slices.sort((x, y) => x.lo - y.lo)
+  const merged: Slice[] = []
+  for (const x of slices) {
+    const last = merged[merged.length - 1]
+    // Overlapping slices of the other bins are one; a burst's slice only touches its neighbours
+    // (each keeps its own weight).
+    if (last !== undefined && x.lo < last.hi) {
+      last.hi = Math.max(last.hi, x.hi)
+      last.events += x.events
+    } else {
+      merged.push({ ...x })
+    }
+  }
+  return merged
+}
+
+/** The rows of each slice among `rows` (which hold only the slices' rows), in the slices' order. */
+async function sliceReads (clickhouse: ClickHouse, rows: SqlFragment, slices: readonly Slice[]): Promise<number[]> {
+  const counts = await clickhouse.query<{ k: number, n: number }>(sql`SELECT ${sliceIndexSql(slices, slices.map((_, k) => k))} AS k, count() AS n
+    FROM events ${rows} GROUP BY k`)
+  const reads = slices.map(() => 0)
+  for (const r of counts) reads[Number(r.k)] = Number(r.n)
+  return reads
+}
+
+/** values[k] for a row of slice k (slices in time order and apart; the row in one of them). */
+function sliceIndexSql (slices: readonly Slice[], values: readonly number[]): SqlFragment {
+  if (slices.length === 1) return sql`${values[0]}`
+  return sql`multiIf(${joinSql(slices.slice(0, -1).map((x, k) => sql`ts < ${x.hi}, ${values[k]}`), ', ')}, ${values[values.length - 1]})`
+}
+
+/**
+ * Each sampled row's weight: the events its slice stands for over the rows it holds, all scaled
+ * so that the weights of the rows read add up to `total` (a slice that read none gives its
+ * events to the others).
+ */
+function sliceWeightSql (slices: readonly Slice[], reads: readonly number[], total: number): SqlFragment {
+  const standing = slices.reduce((sum, x, k) => sum + (reads[k] > 0 ? x.events : 0), 0)
+  const weights = slices.map((x, k) => reads[k] > 0 ? x.events / reads[k] * total / standing : 0)
+  return sql`toFloat64(${sliceIndexSql(slices, weights)})`
+}
+
+function sum (values: readonly number[]): number {
+  return values.reduce((a, b) => a + b, 0)
 }
 
 /**
@@ -489,17 +590,17 @@ async function countInRange (clickhouse: ClickHouse, params: FieldsParams, base:
 interface ColumnValues { count: number, top: Array<{ value: string, count: number }> }
 
 /**
- * The `top` pairs of a groupArray of (value, count) tuples, count descending and ties by value
+ * The `top` pairs of a groupArray of (value, count) tuples (a count or a sum of weights), count descending and ties by value
  * as ClickHouse orders strings, as `top_values` and `top_counts` (two arrays: 26.x may write a
  * tuple as a JSON object).
  */
 function topOf (pairs: SqlFragment, top: number): SqlFragment {
-  return sql`arraySlice(arraySort(x -> (-toInt64(x.2), x.1), ${pairs}), 1, ${top}) AS sorted,
+  return sql`arraySlice(arraySort(x -> (-round(x.2), x.1), ${pairs}), 1, ${top}) AS sorted,
     arrayMap(x -> x.1, sorted) AS top_values, arrayMap(x -> x.2, sorted) AS top_counts`
 }
 
 function topList (values: string[], counts: Array<number | string>): Array<{ value: string, count: number }> {
-  return values.map((value, i) => ({ value, count: Number(counts[i]) })).sort(byCountThenValue)
+  return values.map((value, i) => ({ value, count: Math.round(Number(counts[i])) })).sort(byCountThenValue)
 }
 
 /**
@@ -508,12 +609,13 @@ function topList (values: string[], counts: Array<number | string>): Array<{ val
  * which ARRAY JOINs each event's (column, value) pairs and groups them. A value is counted apart
  * when `candidates` is null (exact) or it is one of its text column's candidates (hashes of their
  * text, a sample's topK), and a numeric column's always (a number hashes cheaply); the others
- * only add to the column's count. `seenOnce` leaves values counted once out of the top values.
+ * only add to the column's count. `seenOnce` leaves values counted once out of the top values;
+ * sampled, the counts are sums of the rows' `weight`.
  * A pass per column (a UNION ALL of GROUP BYs) evaluated q in each: 1.7 of the 2.9 s a /fields
  * of 13,500 matches among 1.2 M events took on 18.16 (explore28b M3; bench/README.md).
  */
 async function columnValues (clickhouse: ClickHouse, rows: SqlFragment, top: number, scope: AttrScope, candidates: string[][] | null,
-  seenOnce: boolean, perPass: number): Promise<ColumnValues[]> {
+  seenOnce: boolean, weight: SqlFragment | null, perPass: number): Promise<ColumnValues[]> {
   const out = listedColumns.map((): ColumnValues => ({ count: 0, top: [] }))
   for (let first = 0; first < listedColumns.length; first += perPass) {
     const pass = listedColumns.map((c, i) => ({ c, i })).slice(first, first + perPass)
@@ -525,8 +627,8 @@ async function columnValues (clickhouse: ClickHouse, rows: SqlFragment, top: num
         ? []
         : [sql`p.1 = ${rawSql(String(i))}, ${candidates[i].length === 0 ? sql`0` : sql`cityHash64(assumeNotNull(p.2)) IN (${uint64List(candidates[i])})`}`]), ', ')}${pass.some(({ c }) => !c.numeric) ? sql`, ` : sql``}1)`
     const result = await clickhouse.query<{ i: number, n: number, top_values: string[], top_counts: number[] }>(sql`
-      SELECT i, sum(c) AS n, ${topOf(sql`groupArrayIf((v, c), kept AND c >= ${seenOnce ? 2 : 1})`, top)}
-      FROM (SELECT p.1 AS i, ${kept} AS kept, if(kept, assumeNotNull(p.2), '') AS v, count() AS c
+      SELECT i, sum(w) AS n, ${topOf(sql`groupArrayIf((v, w), kept AND c >= ${seenOnce ? 2 : 1})`, top)}
+      FROM (SELECT p.1 AS i, ${kept} AS kept, if(kept, assumeNotNull(p.2), '') AS v, count() AS c, ${weightedCount(weight)} AS w
         FROM events ARRAY JOIN arrayFilter(x -> isNotNull(x.2), [${joinSql(pairs, ', ')}]) AS p
         ${rows}
         GROUP BY i, kept, v)
