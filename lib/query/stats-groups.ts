@@ -13,7 +13,8 @@
 // events, and a field every event has leaves nothing over for an `other` (explore14 F3: scaled by
 // time, a point's groups fell 5% short or passed its events). With more values, each point's
 // counts are scaled by its time over its slice's. A point whose slice holds none of its events,
-// or whose time-scaled counts pass its events, is read whole (finishSampledGroups). A value seen
+// or whose time-scaled counts pass its events, or that is a burst (4 times the mean point's
+// events: its slice holds the burst or misses it), is read whole (finishSampledGroups). A value seen
 // fewer than `minSampledHits` times in the slices cannot be ranked by them (a field of nearly
 // unique values: the values the slices over-count make the list, at 2-6x their counts,
 // explore14 F2): when the list holds such a value and the range holds at most `recountEvents` x
@@ -281,6 +282,9 @@ export function apportion (total: number, weights: number[]): number[] {
 /** Points read whole hold at most this many events together: a quarter of the sample, at least 100,000 (~0.1 s on 18.16). */
 const wholePointsBudget = (plan: StatsPlan): number => Math.max(plan.groupSample / 4, 100_000)
 
+/** A point this many times as busy as the range's mean point (or more) is a burst, read whole within the budget. */
+const burstPoint = 4
+
 /** A value seen fewer times than this in the slices is counted too roughly to rank it (about ±15% and worse). */
 export const minSampledHits = 50
 
@@ -290,10 +294,11 @@ export const recountEvents = 10
 /**
  * A sampled read's counts scaled, with the series' exact events per point (pointEvents): each
  * point's by its events over its slice's. A point with events but none in its slice (all of them
- * outside it) is read whole, exactly, the smallest first, up to wholePointsBudget events together.
+ * outside it), and a burst (burstPoint times the mean point's events), is read whole, exactly,
+ * the smallest first, up to wholePointsBudget events together.
  * When a listed value was seen fewer than minSampledHits times in the slices and the range holds
  * at most recountEvents x sample events, the candidates (with the top values of the points whose
- * slice held none of their events) are counted exactly instead. Then the top values are chosen
+ * slice held none of their events, and of the bursts) are counted exactly instead. Then the top values are chosen
  * over every point.
  */
 export async function finishSampledGroups (plan: StatsPlan, grouped: StatsGroups, pointEvents: ReadonlyMap<number, number>): Promise<StatsGroups> {
@@ -319,25 +324,32 @@ export async function finishSampledGroups (plan: StatsPlan, grouped: StatsGroups
 
   let eventsInRange = 0
   for (const n of pointEvents.values()) eventsInRange += n
+  // A point burstPoint times as busy as the mean one (an incident's minutes): its slice, a part of
+  // its time, holds the burst or misses it, and its events would go to the values of the rest
+  // of the point (explore28a M1). It is read whole, as the points whose slice held none of
+  // their events are, within the same budget.
+  const burstAt = burstPoint * eventsInRange / Math.max(1, pointEvents.size)
+  const isBurst = (n: number): boolean => n > 0 && n >= burstAt
   const listedHits = slices.values.slice(0, plan.topN).map((v) => v.hits)
   if (listedHits.length > 0 && Math.min(...listedHits) < minSampledHits && eventsInRange <= recountEvents * plan.groupSample) {
-    // The points whose slice held none of their events add their own top values to the
-    // candidates: a burst between two slices would otherwise be missing from the list (a run of
-    // test/query/reads.test.ts listed a lonely event of 1 and not the burst of 2,000 beside it).
+    // The points whose slice held none of their events, and the bursts, add their own top values
+    // to the candidates: a burst between two slices would otherwise be missing from the list (a
+    // run of test/query/reads.test.ts listed a lonely event of 1 and not the burst of 2,000 beside it).
     const candidates = new Set(slices.values.map((v) => v.hash))
-    if (slices.events !== null) {
-      const missed = wholePoints(plan, [...pointEvents].filter(([t, n]) => n > 0 && (slices.events!.get(t) ?? 0) === 0))
-      if (missed.length > 0) for (const row of await slices.readPoints(missed)) candidates.add(row.h)
-    }
+    const missed = wholePoints(plan, [...pointEvents].filter(([t, n]) => isBurst(n) || (slices.events !== null && n > 0 && (slices.events.get(t) ?? 0) === 0)))
+    if (missed.length > 0) for (const row of await slices.readPoints(missed)) candidates.add(row.h)
     for (const row of await slices.recount([...candidates])) put(Number(row.t), row.value, Number(row.n))
     return finished()
   }
 
   const empty: Array<[number, number]> = []
+  // The bursts' estimates, kept for those the budget leaves out of the whole reads.
+  const bursts = new Map<number, Array<[string, number]>>()
   for (const [t, events] of pointEvents) {
     if (events === 0) continue
     const here = slices.values.filter((v) => v.points.has(t))
     const counted = here.reduce((sum, v) => sum + v.points.get(t)!, 0)
+    let estimate: Array<[string, number]>
     if (slices.events !== null) {
       const inSlice = slices.events.get(t) ?? 0
       if (inSlice === 0) {
@@ -347,7 +359,7 @@ export async function finishSampledGroups (plan: StatsPlan, grouped: StatsGroups
       // The point's events shared out: the values', and those without the field, in whole
       // events that add up to the point's.
       const shares = apportion(events, [...here.map((v) => v.points.get(t)!), inSlice - counted])
-      here.forEach((v, i) => { if (shares[i] > 0) put(t, v.value, shares[i]) })
+      estimate = here.map((v, i) => [v.value, shares[i]])
     } else {
       // More values than were read: scaled by time. A point whose values so scaled pass its
       // events (a burst inside its slice), or that has none of them, is read whole.
@@ -356,10 +368,18 @@ export async function finishSampledGroups (plan: StatsPlan, grouped: StatsGroups
         empty.push([t, events])
         continue
       }
-      here.forEach((v, i) => { if (scaled[i] > 0) put(t, v.value, scaled[i]) })
+      estimate = here.map((v, i) => [v.value, scaled[i]])
     }
+    if (isBurst(events)) {
+      bursts.set(t, estimate)
+      empty.push([t, events])
+      continue
+    }
+    for (const [value, n] of estimate) if (n > 0) put(t, value, n)
   }
   const whole = wholePoints(plan, empty)
+  const read = new Set(whole)
+  for (const [t, estimate] of bursts) if (!read.has(t)) for (const [value, n] of estimate) if (n > 0) put(t, value, n)
   if (whole.length > 0) for (const row of await slices.readPoints(whole)) put(Number(row.t), row.value, Number(row.n))
   return finished()
 }

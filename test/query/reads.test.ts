@@ -506,3 +506,28 @@ t.test('/fields sampled over a day with a burst in it: the burst is counted as i
     for (const v of ['a', 'b', 'c']) t.ok(Math.abs(count(v) - 13_333) <= 2000, `${q}: service ${v}'s 13,333 events: ${count(v)}`)
   }
 })
+
+t.test('stats?by= sampled over a day with bursts in it: each burst is counted as it is in its point (explore28a M1)', async (t) => {
+  const tgt = await createIngestTarget(s, 'spikes')
+  const end = Math.floor(Date.now() / 300_000) * 300_000 - 300_000
+  const start = end - 86_400_000
+  // 20,000 events spread over the day, and four bursts of 500 events of one more service within
+  // 5 s, at different times of four 5-minute points: a point's slice (a sixth of its time here)
+  // held a burst or missed it and gave its events to the other services.
+  const lines = Array.from({ length: 20_000 }, (_, i) => ({ ts: start + Math.floor(i * 86_400_000 / 20_000), service: ['a', 'b', 'c'][i % 3] }))
+  const bursts = [10_000, 100_000, 190_000, 280_000].map((offset, k) => end - (k + 1) * 3_600_000 + offset)
+  for (const at of bursts) for (let i = 0; i < 500; i++) lines.push({ ts: at + i * 10, service: 'burst' })
+  lines.sort((x, y) => x.ts - y.ts)
+  t.equal((await postIngest(tgt, lines.map((l) => JSON.stringify(l)).join('\n'))).status, 200)
+  for (const q of ['', 'service:*']) {
+    const r = await s.api('GET', `/api/streams/spikes/stats?from=${start}&to=${end}&step=5m&by=service&sample=4000${q === '' ? '' : `&q=${encodeURIComponent(q)}`}`)
+    t.equal(r.status, 200)
+    t.equal(r.body.sampled, true, `${q}: sampled`)
+    t.equal(r.body.groups.find((g: { value: string }) => g.value === 'burst')?.count, 2000, `${q}: the bursts' 2,000 events among the groups`)
+    const series = r.body.series as Array<{ t: number, groups: Record<string, number> }>
+    for (const at of bursts) {
+      const point = series.find((p) => p.t === Math.floor(at / 300_000) * 300_000)
+      t.equal(point?.groups.burst, 500, `${q}: the burst at ${(at - start) / 1000} s in its point`)
+    }
+  }
+})
