@@ -13,7 +13,7 @@
 // events, and a field every event has leaves nothing over for an `other` (explore14 F3: scaled by
 // time, a point's groups fell 5% short or passed its events). With more values, each point's
 // counts are scaled by its time over its slice's. A point whose slice holds none of its events,
-// or whose time-scaled counts pass its events, or that is a burst (4 times the mean point's
+// or whose time-scaled counts pass its events, or that is a burst (twice the mean point's
 // events: its slice holds the burst or misses it), is read whole (finishSampledGroups). A value seen
 // fewer than `minSampledHits` times in the slices cannot be ranked by them (a field of nearly
 // unique values: the values the slices over-count make the list, at 2-6x their counts,
@@ -283,7 +283,7 @@ export function apportion (total: number, weights: number[]): number[] {
 const wholePointsBudget = (plan: StatsPlan): number => Math.max(plan.groupSample / 4, 100_000)
 
 /** A point this many times as busy as the range's mean point (or more) is a burst, read whole within the budget. */
-const burstPoint = 4
+const burstPoint = 2
 
 /** A value seen fewer times than this in the slices is counted too roughly to rank it (about ±15% and worse). */
 export const minSampledHits = 50
