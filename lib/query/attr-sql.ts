@@ -118,7 +118,7 @@ export function attrPresentSql (path: string, scope: AttrScope = noLegacyRows): 
  * whose stored keys are its leaves' dotted paths), as UInt8: `q`'s `name:*` (docs/api.md 7.2).
  */
 export function attrPresentUnderSql (path: string, scope: AttrScope = noLegacyRows): SqlFragment {
-  const present = sql`(${indexSql(path)} > 0 OR arrayExists(k -> startsWith(k, ${path + '.'}), attr_keys))`
+  const present = sql`(${indexSql(path)} > 0 OR arrayExists(q_key -> startsWith(q_key, ${path + '.'}), attr_keys))`
   if (scope.before === 0) return present
   // Rows from before migration 11: the key with any value, an object included, or a key spelt
   // with the path and a dot (`"order.total"` for `order:*`; explore20 F4).

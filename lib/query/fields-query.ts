@@ -542,10 +542,11 @@ export function sampleSlicesOf (bins: readonly Bin[], from: number, to: number, 
 
 /** The rows of each slice among `rows` (which hold only the slices' rows), in the slices' order. */
 async function sliceReads (clickhouse: ClickHouse, rows: SqlFragment, slices: readonly Slice[]): Promise<number[]> {
-  const counts = await clickhouse.query<{ k: number, n: number }>(sql`SELECT ${sliceIndexSql(slices, slices.map((_, k) => k))} AS k, count() AS n
-    FROM events ${rows} GROUP BY k`)
+  // Aliases here and in the passes must not be names a filter's lambdas use (attr-sql.ts, filter-sql.ts: q_*).
+  const counts = await clickhouse.query<{ slice: number, n: number }>(sql`SELECT ${sliceIndexSql(slices, slices.map((_, k) => k))} AS slice, count() AS n
+    FROM events ${rows} GROUP BY slice`)
   const reads = slices.map(() => 0)
-  for (const r of counts) reads[Number(r.k)] = Number(r.n)
+  for (const r of counts) reads[Number(r.slice)] = Number(r.n)
   return reads
 }
 
