@@ -443,14 +443,22 @@ async function rangeHistogram (clickhouse: ClickHouse, params: FieldsParams, bas
       sumMap([intDiv(ts - ${params.from}, ${binMs})], [toUInt64(1)]) AS hist FROM events WHERE ${base} AND ${inRange}`)
     return binsOf(hist, params.from, binMs)
   }
-  const origin = Math.floor(params.from / minuteMs) * minuteMs
+  // The whole minutes from the rollup; the partial minutes at either end from raw rows, as
+  // countInRange reads them: the rollup's count of an edge minute holds events outside the range,
+  // and a burst just outside it made a burst slice of the few events inside (explore30).
+  const first = Math.ceil(params.from / minuteMs) * minuteMs
+  const end = Math.max(first, Math.floor(params.to / minuteMs) * minuteMs)
   const binMs = histogramBinMs(span, minuteMs)
-  const rows = await clickhouse.query<{ b: number, n: number }>(sql`SELECT intDiv(minute_ts - ${origin}, ${binMs}) AS b, sum(n) AS n
-    FROM events_1m WHERE org_id = ${params.orgId} AND stream = ${params.stream} AND minute_ts >= ${origin} AND minute_ts < ${params.to}
-    GROUP BY b`)
-  return rows.map((r) => ({ start: Math.max(params.from, origin + Number(r.b) * binMs), end: Math.min(params.to, origin + (Number(r.b) + 1) * binMs), n: Number(r.n) }))
-    .filter((b) => b.n > 0 && b.end > b.start)
-    .sort((a, b) => a.start - b.start)
+  const [rows, edges] = await Promise.all([
+    clickhouse.query<{ b: number, n: number }>(sql`SELECT intDiv(minute_ts - ${first}, ${binMs}) AS b, sum(n) AS n
+      FROM events_1m WHERE org_id = ${params.orgId} AND stream = ${params.stream} AND minute_ts >= ${first} AND minute_ts < ${end}
+      GROUP BY b`),
+    clickhouse.query<{ head: number, n: number }>(sql`SELECT ts < ${first} AS head, count() AS n FROM events
+      WHERE ${base} AND ((ts >= ${params.from} AND ts < ${first}) OR (ts >= ${end} AND ts < ${params.to})) GROUP BY head`),
+  ])
+  const bins = rows.map((r) => ({ start: first + Number(r.b) * binMs, end: Math.min(end, first + (Number(r.b) + 1) * binMs), n: Number(r.n) }))
+  for (const r of edges) bins.push(Number(r.head) === 1 ? { start: params.from, end: first, n: Number(r.n) } : { start: end, end: params.to, n: Number(r.n) })
+  return bins.filter((b) => b.n > 0 && b.end > b.start).sort((a, b) => a.start - b.start)
 }
 
 /** A slice of a sampled range: [lo, hi), and the events of the histogram it stands for. */

@@ -533,3 +533,23 @@ t.test('stats?by= sampled over a day with bursts in it: each burst is counted as
     }
   }
 })
+
+t.test('/fields sampled from inside a minute: the events of that minute before the range do not count (explore30)', async (t) => {
+  const tgt = await createIngestTarget(s, 'edges')
+  const minute = Math.floor((Date.now() - 4 * 3_600_000) / 60_000) * 60_000
+  // 40,000 events in seconds 1-11 of a minute, 300 in its seconds 31-59, then 20,000 over 3 hours.
+  const lines = [
+    ...Array.from({ length: 40_000 }, (_, i) => ({ ts: minute + 1000 + Math.floor(i / 4), service: 'outside' })),
+    ...Array.from({ length: 300 }, (_, i) => ({ ts: minute + 31_000 + i * 90, service: 'edge' })),
+    ...Array.from({ length: 20_000 }, (_, i) => ({ ts: minute + 60_000 + Math.floor(i * 10_740_000 / 20_000), service: 'spread' })),
+  ]
+  for (let k = 0; k < lines.length; k += 20_000) t.equal((await postIngest(tgt, lines.slice(k, k + 20_000).map((l) => JSON.stringify(l)).join('\n'))).status, 200)
+  const r = await s.api('GET', `/api/streams/edges/fields?from=${minute + 30_000}&to=${minute + 10_800_000}&sample=5000`)
+  t.equal(r.status, 200)
+  t.equal(r.body.total, 20_300)
+  t.equal(r.body.sampled, true)
+  const service = (r.body.fields as Array<{ name: string, top: Array<{ value: string, count: number }> }>).find((f) => f.name === 'service')
+  t.notOk(service?.top.some((v) => v.value === 'outside'), 'nothing from before the range')
+  const edge = service?.top.find((v) => v.value === 'edge')?.count ?? 0
+  t.ok(edge >= 200 && edge <= 450, `the 300 events of the range's first half minute: ${edge}`)
+})
