@@ -208,7 +208,7 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
   const fraction = times !== null ? 1 : Math.min(1, sample / total, maxPassRows / passRows)
   if (fraction < 1) {
     const sliceCount = Math.max(minSampleSlices, Math.min(sampleSlices, Math.floor(sample / minSliceRows)))
-    const bins = histogram ?? await rangeHistogram(clickhouse, params, base, inRange)
+    const bins = await refineDenseBins(clickhouse, histogram ?? await rangeHistogram(clickhouse, params, base, inRange), params, rowsIn, total * fraction / 2)
     const inSlices = (slices: Slice[]): SqlFragment => rowsIn(sql`(${joinSql(slices.map((x) => sql`(ts >= ${x.lo} AND ts < ${x.hi})`), ' OR ')})`)
     let slices = sampleSlicesOf(bins, params.from, params.to, sliceCount, fraction)
     let reads = await sliceReads(clickhouse, inSlices(slices), slices)
@@ -459,6 +459,34 @@ async function rangeHistogram (clickhouse: ClickHouse, params: FieldsParams, bas
   const bins = rows.map((r) => ({ start: first + Number(r.b) * binMs, end: Math.min(end, first + (Number(r.b) + 1) * binMs), n: Number(r.n) }))
   for (const r of edges) bins.push(Number(r.head) === 1 ? { start: params.from, end: first, n: Number(r.n) } : { start: end, end: params.to, n: Number(r.n) })
   return bins.filter((b) => b.n > 0 && b.end > b.start).sort((a, b) => a.start - b.start)
+}
+
+/** Bins a dense bin is split into when its events cannot all be read (refineDenseBins). */
+const refineParts = 60
+
+/**
+ * The bins, with the dense ones (burstDensity times the range's density) split into refineParts
+ * bins of their own events when together they hold more than `wholeBudget` events: a burst that
+ * cannot be read whole is sampled in the part of its bin where its events are, not in the bin's
+ * middle, which missed a burst in the first seconds of its minute and weighted the few events
+ * there by the burst's count (explore30: 20,000 events counted as a neighbour's 50, 90 times over).
+ * One statement over the dense bins' rows (their ts, and q's columns).
+ */
+async function refineDenseBins (clickhouse: ClickHouse, bins: Bin[], params: FieldsParams, rowsIn: (range: SqlFragment) => SqlFragment, wholeBudget: number): Promise<Bin[]> {
+  const total = bins.reduce((sum, b) => sum + b.n, 0)
+  const density = total / Math.max(1, params.to - params.from)
+  const dense = bins.filter((b) => b.end - b.start >= refineParts && b.n >= burstDensity * density * (b.end - b.start))
+  if (dense.reduce((sum, b) => sum + b.n, 0) <= wholeBudget) return bins
+  const fineMs = Math.max(1, Math.floor(Math.min(...dense.map((b) => b.end - b.start)) / refineParts))
+  const [{ hist }] = await clickhouse.query<{ hist: [number[], number[]] }>(sql`SELECT
+    sumMap([intDiv(ts - ${params.from}, ${fineMs})], [toUInt64(1)]) AS hist
+    FROM events ${rowsIn(sql`(${joinSql(dense.map((b) => sql`(ts >= ${b.start} AND ts < ${b.end})`), ' OR ')})`)}`)
+  const fine = binsOf(hist, params.from, fineMs).map((b) => {
+    // A fine bin at a dense bin's edge is cut to it (the dense bins need not start on fineMs).
+    const within = dense.find((d) => b.start < d.end && b.end > d.start)
+    return within === undefined ? b : { ...b, start: Math.max(b.start, within.start), end: Math.min(b.end, within.end) }
+  })
+  return [...bins.filter((b) => !dense.includes(b)), ...fine].filter((b) => b.n > 0 && b.end > b.start).sort((a, b) => a.start - b.start)
 }
 
 /** A slice of a sampled range: [lo, hi), and the events of the histogram it stands for. */

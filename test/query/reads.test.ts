@@ -553,3 +553,29 @@ t.test('/fields sampled from inside a minute: the events of that minute before t
   const edge = service?.top.find((v) => v.value === 'edge')?.count ?? 0
   t.ok(edge >= 200 && edge <= 450, `the 300 events of the range's first half minute: ${edge}`)
 })
+
+t.test('/fields sampled over bursts too big to read whole, in the first seconds of their minutes (explore30)', async (t) => {
+  const tgt = await createIngestTarget(s, 'minstart')
+  const end = Math.floor(Date.now() / 60_000) * 60_000 - 60_000
+  const start = end - 86_400_000
+  // 30,000 events over the day; four bursts of 4,000 events in seconds 0-5 of their minutes, and
+  // 50 events of a neighbour in each of those minutes, later.
+  const lines: Array<{ ts: number, service: string }> = Array.from({ length: 30_000 }, (_, i) => ({ ts: start + Math.floor(i * 86_400_000 / 30_000) + 7, service: 'bg' }))
+  for (let k = 0; k < 4; k++) {
+    const minute = end - (k + 1) * 4 * 3_600_000
+    for (let i = 0; i < 4000; i++) lines.push({ ts: minute + Math.floor(i * 5000 / 4000), service: `burst-${k}` })
+    for (let i = 0; i < 50; i++) lines.push({ ts: minute + 10_000 + i * 1000, service: 'neighbor' })
+  }
+  lines.sort((x, y) => x.ts - y.ts)
+  for (let k = 0; k < lines.length; k += 20_000) t.equal((await postIngest(tgt, lines.slice(k, k + 20_000).map((l) => JSON.stringify(l)).join('\n'))).status, 200)
+  for (const q of ['', 'service:*']) {
+    const r = await s.api('GET', `/api/streams/minstart/fields?from=${start}&to=${end}&sample=5000&top=10${q === '' ? '' : `&q=${encodeURIComponent(q)}`}`)
+    t.equal(r.status, 200)
+    t.equal(r.body.sampled, true, `${q}: sampled`)
+    const service = (r.body.fields as Array<{ name: string, top: Array<{ value: string, count: number }> }>).find((f) => f.name === 'service')
+    const count = (v: string): number => service?.top.find((x) => x.value === v)?.count ?? 0
+    for (let k = 0; k < 4; k++) t.ok(count(`burst-${k}`) >= 3000 && count(`burst-${k}`) <= 5000, `${q}: burst-${k}'s 4,000 events: ${count(`burst-${k}`)}`)
+    t.ok(count('neighbor') <= 500, `${q}: the neighbour's 200 events not weighted as a burst's: ${count('neighbor')}`)
+    t.ok(Math.abs(count('bg') - 30_000) <= 4500, `${q}: the 30,000 others: ${count('bg')}`)
+  }
+})
