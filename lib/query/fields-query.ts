@@ -530,7 +530,7 @@ export function sampleSlicesOf (bins: readonly Bin[], from: number, to: number, 
       runs.push(run)
     }
   }
-  const bursts = runs.filter((b) => b.n >= share / 8).sort((x, y) => y.n - x.n).slice(0, count)
+  const bursts = runs.filter((b) => b.n >= share / 32).sort((x, y) => y.n - x.n).slice(0, count)
   // Whole bins while they hold half the sample or less, else the same part of each.
   const burstEvents = bursts.reduce((sum, b) => sum + b.n, 0)
   const part = Math.min(1, widen * fraction * total / 2 / Math.max(1, burstEvents))
