@@ -496,7 +496,7 @@ export interface Slice { lo: number, hi: number, events: number }
  * About `count` slices [lo, hi), in time order and apart, holding about `fraction` of the events
  * the bins count, each with the events it stands for.
  * - A burst is a stratum of its own: adjacent bins each at least burstDensity times as dense as
- *   the range, holding an eighth of a share (1/count of the events) or more together; the `count`
+ *   the range, holding a thirty-second of a share (1/count of the events) or more together; the `count`
  *   largest. They are read whole while they hold at most half the sample (`fraction` of the
  *   events), else each the same part of its middle; each slice stands for its burst's events.
  * - The other bins' events are split into equal shares: slice k centred where their cumulative
