@@ -579,3 +579,21 @@ t.test('/fields sampled over bursts too big to read whole, in the first seconds 
     t.ok(Math.abs(count('bg') - 30_000) <= 4500, `${q}: the 30,000 others: ${count('bg')}`)
   }
 })
+
+t.test('/fields of events with many unique-valued attributes, past query.maxGroupKeys: sampled, not 422 (explore30)', async (t) => {
+  // 8,000 events of five attributes with unique values: 40,000 distinct pairs, where the limit is
+  // 15,000. Exact, both the one-pass grouping and the listed keys' values pass it; a sample of
+  // 2,000 events does not.
+  const tight = await startServer(t, { query: { maxGroupKeys: 15_000 } })
+  const tgt = await createIngestTarget(tight, 'ids')
+  await postIngest(tgt, Array.from({ length: 8000 }, (_, i) => JSON.stringify({
+    ts: base + i, service: 'api', ...Object.fromEntries(Array.from({ length: 5 }, (_, k) => [`id${k}`, `v${k}-${i}`])),
+  })).join('\n'))
+  const r = await tight.api('GET', `/api/streams/ids/fields?from=${base}&to=${base + 8000}`)
+  t.equal(r.status, 200, JSON.stringify(r.body).slice(0, 200))
+  t.equal(r.body.sampled, true)
+  t.equal(r.body.total, 8000)
+  const fields = new Map((r.body.fields as Array<{ name: string, count: number }>).map((f) => [f.name, f]))
+  for (let k = 0; k < 5; k++) t.ok(Math.abs((fields.get(`id${k}`)?.count ?? 0) - 8000) <= 400, `id${k} in every event: ${fields.get(`id${k}`)?.count}`)
+  t.match(fields.get('service'), { count: 8000, top: [{ value: 'api', count: 8000 }] })
+})
