@@ -457,15 +457,14 @@ async function rangeHistogram (clickhouse: ClickHouse, params: FieldsParams, bas
   // The whole minutes from the rollup; the partial minutes at either end from raw rows, as
   // countInRange reads them: the rollup's count of an edge minute holds events outside the range,
   // and a burst just outside it made a burst slice of the few events inside (explore30).
-  const first = Math.ceil(params.from / minuteMs) * minuteMs
-  const end = Math.max(first, Math.floor(params.to / minuteMs) * minuteMs)
+  const { first, end, edges: edgeRows } = rangeMinutes(params)
   const binMs = histogramBinMs(span, minuteMs)
   const [rows, edges] = await Promise.all([
     clickhouse.query<{ b: number, n: number }>(sql`SELECT intDiv(minute_ts - ${first}, ${binMs}) AS b, sum(n) AS n
       FROM events_1m WHERE org_id = ${params.orgId} AND stream = ${params.stream} AND minute_ts >= ${first} AND minute_ts < ${end}
       GROUP BY b`),
     clickhouse.query<{ head: number, n: number }>(sql`SELECT ts < ${first} AS head, count() AS n FROM events
-      WHERE ${base} AND ((ts >= ${params.from} AND ts < ${first}) OR (ts >= ${end} AND ts < ${params.to})) GROUP BY head`),
+      WHERE ${base} AND ${edgeRows} GROUP BY head`),
   ])
   const bins = rows.map((r) => ({ start: first + Number(r.b) * binMs, end: Math.min(end, first + (Number(r.b) + 1) * binMs), n: Number(r.n) }))
   for (const r of edges) bins.push(Number(r.head) === 1 ? { start: params.from, end: first, n: Number(r.n) } : { start: end, end: params.to, n: Number(r.n) })
@@ -484,9 +483,8 @@ const refineParts = 60
  * One statement over the dense bins' rows (their ts, and q's columns).
  */
 async function refineDenseBins (clickhouse: ClickHouse, bins: Bin[], params: FieldsParams, rowsIn: (range: SqlFragment) => SqlFragment, wholeBudget: number): Promise<Bin[]> {
-  const total = bins.reduce((sum, b) => sum + b.n, 0)
-  const density = total / Math.max(1, params.to - params.from)
-  const dense = bins.filter((b) => b.end - b.start >= refineParts && b.n >= burstDensity * density * (b.end - b.start))
+  const isDense = denseTest(bins, params.from, params.to)
+  const dense = bins.filter((b) => b.end - b.start >= refineParts && isDense(b))
   if (dense.reduce((sum, b) => sum + b.n, 0) <= wholeBudget) return bins
   const fineMs = Math.max(1, Math.floor(Math.min(...dense.map((b) => b.end - b.start)) / refineParts))
   const [{ hist }] = await clickhouse.query<{ hist: [number[], number[]] }>(sql`SELECT
@@ -498,6 +496,12 @@ async function refineDenseBins (clickhouse: ClickHouse, bins: Bin[], params: Fie
     return within === undefined ? b : { ...b, start: Math.max(b.start, within.start), end: Math.min(b.end, within.end) }
   })
   return [...bins.filter((b) => !dense.includes(b)), ...fine].filter((b) => b.n > 0 && b.end > b.start).sort((a, b) => a.start - b.start)
+}
+
+/** A test of whether a bin is burstDensity times as dense as the events of `bins` over [from, to), or more. */
+function denseTest (bins: readonly Bin[], from: number, to: number): (b: Bin) => boolean {
+  const density = sum(bins.map((x) => x.n)) / Math.max(1, to - from)
+  return (b) => b.n >= burstDensity * density * (b.end - b.start)
 }
 
 /** A slice of a sampled range: [lo, hi), and the events of the histogram it stands for. */
@@ -526,12 +530,12 @@ export function sampleSlicesOf (bins: readonly Bin[], from: number, to: number, 
     return sampleSlicesOf([{ start: from, end: to, n: 1 }], from, to, count, fraction, widen)
   }
   const share = total / count
-  const density = total / Math.max(1, to - from)
+  const isDense = denseTest(bins, from, to)
   // Runs of adjacent dense bins (a burst across a bin's edge is one), the `count` largest.
   const runs: Bin[] = []
   let run: Bin | null = null
   for (const b of bins) {
-    if (b.n < burstDensity * density * (b.end - b.start)) {
+    if (!isDense(b)) {
       run = null
     } else if (run !== null && run.end === b.start) {
       run.end = b.end
@@ -632,15 +636,23 @@ async function countInRange (clickhouse: ClickHouse, params: FieldsParams, base:
     const [{ n }] = await clickhouse.query<{ n: number }>(sql`SELECT count() AS n FROM events WHERE ${base} AND ${inRange}`)
     return Number(n)
   }
-  const first = Math.ceil(params.from / minuteMs) * minuteMs
-  const end = Math.floor(params.to / minuteMs) * minuteMs
+  const { first, end, edges: edgeRows } = rangeMinutes(params)
   const [[{ n: whole }], [{ n: edges }]] = await Promise.all([
     clickhouse.query<{ n: number }>(sql`SELECT sum(n) AS n FROM events_1m
       WHERE org_id = ${params.orgId} AND stream = ${params.stream} AND minute_ts >= ${first} AND minute_ts < ${end}`),
-    clickhouse.query<{ n: number }>(sql`SELECT count() AS n FROM events
-      WHERE ${base} AND ((ts >= ${params.from} AND ts < ${first}) OR (ts >= ${end} AND ts < ${params.to}))`),
+    clickhouse.query<{ n: number }>(sql`SELECT count() AS n FROM events WHERE ${base} AND ${edgeRows}`),
   ])
   return Number(whole) + Number(edges)
+}
+
+/**
+ * The range's whole minutes [first, end), which the minute rollup counts, and its partial minutes
+ * at either end as a condition on raw rows (the rollup's counts of those hold events outside it).
+ */
+function rangeMinutes (params: FieldsParams): { first: number, end: number, edges: SqlFragment } {
+  const first = Math.ceil(params.from / minuteMs) * minuteMs
+  const end = Math.max(first, Math.floor(params.to / minuteMs) * minuteMs)
+  return { first, end, edges: sql`((ts >= ${params.from} AND ts < ${first}) OR (ts >= ${end} AND ts < ${params.to}))` }
 }
 
 /** A column's count and its top values, count descending. */
