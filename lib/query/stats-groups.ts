@@ -14,7 +14,8 @@
 // time, a point's groups fell 5% short or passed its events). With more values, each point's
 // counts are scaled by its time over its slice's. A point whose slice holds none of its events,
 // or whose time-scaled counts pass its events, or that is a burst (twice the mean point's
-// events: its slice holds the burst or misses it), is read whole (finishSampledGroups). A value seen
+// events: its slice holds the burst or misses it), is read whole within a budget, or past it
+// keeps an estimate (finishSampledGroups). A value seen
 // fewer than `minSampledHits` times in the slices cannot be ranked by them (a field of nearly
 // unique values: the values the slices over-count make the list, at 2-6x their counts,
 // explore14 F2): when the list holds such a value and the range holds at most `recountEvents` x
@@ -62,12 +63,14 @@ export interface SampledCounts {
    * slices hold more values than were read (the points are then scaled by time).
    */
   events: Map<number, number> | null
+  /** Per point start: the matching events in its slice without the field. */
+  absent: Map<number, number>
   /** The most frequent values in the slices (up to 10 x topN), most first: per point, the count in its slice. */
   values: Array<{ value: string, hash: string, hits: number, points: Map<number, number> }>
   /** A point's time over its slice's. */
   scale: number
-  /** The counts per point and value (with its cityHash64 as text) of whole points (those whose slice holds none of their events). */
-  readPoints: (points: number[]) => Promise<Array<{ t: number, value: string, n: number, h: string }>>
+  /** The counts per point and value (with its cityHash64 as text) of whole points, each point's `limit` most frequent values. */
+  readPoints: (points: number[], limit: number) => Promise<Array<{ t: number, value: string, n: number, h: string }>>
   /** Exact counts per point of the values of these hashes over the whole range. */
   recount: (hashes: string[]) => Promise<Array<{ t: number, value: string, n: number }>>
 }
@@ -248,13 +251,13 @@ async function querySampledGroups (clickhouse: ClickHouse, plan: StatsPlan, by: 
     sampled: true,
     slices: {
       events,
+      absent,
       values,
       scale: plan.stepMs / slices.widthMs,
-      // A point's own top values, read whole (its other values would not make the groups).
-      readPoints: async (points) => await clickhouse.query(
+      readPoints: async (points, limit) => await clickhouse.query(
         joinSql(points.map((t) => sql`SELECT * FROM (SELECT intDiv(ts, ${plan.stepMs}) * ${plan.stepMs} AS t, assumeNotNull(${by.text}) AS value, count() AS n,
           toString(cityHash64(value)) AS h
-          FROM events PREWHERE ts >= ${t} AND ts < ${t + plan.stepMs} WHERE ${where} GROUP BY t, value ORDER BY n DESC, value LIMIT ${plan.topN})`), ' UNION ALL ')),
+          FROM events PREWHERE ts >= ${t} AND ts < ${t + plan.stepMs} WHERE ${where} GROUP BY t, value ORDER BY n DESC, value LIMIT ${limit})`), ' UNION ALL ')),
       recount: async (hashes) => await perPoint(sql`cityHash64(${by.text}) IN (${uint64List(hashes)})`),
     },
   }
@@ -337,14 +340,18 @@ export async function finishSampledGroups (plan: StatsPlan, grouped: StatsGroups
     // run of test/query/reads.test.ts listed a lonely event of 1 and not the burst of 2,000 beside it).
     const candidates = new Set(slices.values.map((v) => v.hash))
     const missed = wholePoints(plan, [...pointEvents].filter(([t, n]) => isBurst(n) || (slices.events !== null && n > 0 && (slices.events.get(t) ?? 0) === 0)))
-    if (missed.length > 0) for (const row of await slices.readPoints(missed)) candidates.add(row.h)
+    // Their own top values: their other values would not make the list.
+    if (missed.length > 0) for (const row of await slices.readPoints(missed, plan.topN)) candidates.add(row.h)
     for (const row of await slices.recount([...candidates])) put(Number(row.t), row.value, Number(row.n))
     return finished()
   }
 
-  const empty: Array<[number, number]> = []
-  // The bursts' estimates, kept for those the budget leaves out of the whole reads.
-  const bursts = new Map<number, Array<[string, number]>>()
+  // Points to read whole, [t, events, rank]: rank 0 those whose estimate misses events (a slice
+  // without any of the point's events, a burst), rank 1 those whose time-scaled counts passed
+  // their events (a burst inside the slice, or noise where the listed values hold nearly every event).
+  const wanted: Array<[number, number, number]> = []
+  // The estimates of the points wanted whole, kept for those the budget leaves out.
+  const estimates = new Map<number, Array<[string, number]>>()
   for (const [t, events] of pointEvents) {
     if (events === 0) continue
     const here = slices.values.filter((v) => v.points.has(t))
@@ -353,7 +360,7 @@ export async function finishSampledGroups (plan: StatsPlan, grouped: StatsGroups
     if (slices.events !== null) {
       const inSlice = slices.events.get(t) ?? 0
       if (inSlice === 0) {
-        empty.push([t, events])
+        wanted.push([t, events, 0])
         continue
       }
       // The point's events shared out: the values', and those without the field, in whole
@@ -361,36 +368,58 @@ export async function finishSampledGroups (plan: StatsPlan, grouped: StatsGroups
       const shares = apportion(events, [...here.map((v) => v.points.get(t)!), inSlice - counted])
       estimate = here.map((v, i) => [v.value, shares[i]])
     } else {
-      // More values than were read: scaled by time. A point whose values so scaled pass its
-      // events (a burst inside its slice), or that has none of them, is read whole.
+      // More values than were read: scaled by time. A point that has none of them is read whole;
+      // so is one whose values so scaled pass its events, and past the budget its events are
+      // shared out in their proportions, with those without the field (a field every matching
+      // event has, where the listed values hold nearly all: explore30 finding 4, where such
+      // points, half of them, were left out and the values counted 36% short).
       const scaled = here.map((v) => Math.round(v.points.get(t)! * slices.scale))
-      if (counted === 0 || scaled.reduce((a, b) => a + b, 0) > events) {
-        empty.push([t, events])
+      if (counted === 0) {
+        wanted.push([t, events, 0])
+        continue
+      }
+      if (scaled.reduce((a, b) => a + b, 0) > events) {
+        const shares = apportion(events, [...scaled, (slices.absent.get(t) ?? 0) * slices.scale])
+        estimates.set(t, here.map((v, i) => [v.value, shares[i]]))
+        wanted.push([t, events, 1])
         continue
       }
       estimate = here.map((v, i) => [v.value, scaled[i]])
     }
     if (isBurst(events)) {
-      bursts.set(t, estimate)
-      empty.push([t, events])
+      estimates.set(t, estimate)
+      wanted.push([t, events, 0])
       continue
     }
     for (const [value, n] of estimate) if (n > 0) put(t, value, n)
   }
-  const whole = wholePoints(plan, empty)
+  const whole = wholePoints(plan, wanted)
   const read = new Set(whole)
-  for (const [t, estimate] of bursts) if (!read.has(t)) for (const [value, n] of estimate) if (n > 0) put(t, value, n)
-  if (whole.length > 0) for (const row of await slices.readPoints(whole)) put(Number(row.t), row.value, Number(row.n))
+  for (const [t, estimate] of estimates) if (!read.has(t)) for (const [value, n] of estimate) if (n > 0) put(t, value, n)
+  // As many of their values as the slices' candidates: the values listed are chosen over every
+  // point, and a point's own top values alone (all it read before) left the listed ones out of
+  // it wherever many values hold about as many events (explore30 finding 4: 40 users of 10,000
+  // events each, whole points counted a fifth of them).
+  if (whole.length > 0) for (const row of await slices.readPoints(whole, plan.topN * candidatesPerValue)) put(Number(row.t), row.value, Number(row.n))
   return finished()
 }
 
-/** Of points [t, events], the ones read whole: the smallest first, up to wholePointsBudget events together. */
-function wholePoints (plan: StatsPlan, points: Array<[number, number]>): number[] {
-  points.sort((a, b) => a[1] - b[1])
+/**
+ * Of points [t, events, rank], the ones read whole: by rank, then the smallest first, up to
+ * wholePointsBudget events together (a point past the budget ends its rank; a smaller one of the
+ * next rank may still fit).
+ */
+function wholePoints (plan: StatsPlan, points: Array<[number, number, number?]>): number[] {
+  points.sort((a, b) => (a[2] ?? 0) - (b[2] ?? 0) || a[1] - b[1])
   let budget = wholePointsBudget(plan)
   const whole: number[] = []
-  for (const [t, events] of points) {
-    if (events > budget) break
+  let full = -1
+  for (const [t, events, rank = 0] of points) {
+    if (rank === full) continue
+    if (events > budget) {
+      full = rank
+      continue
+    }
     whole.push(t)
     budget -= events
   }

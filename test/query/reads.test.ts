@@ -534,6 +534,47 @@ t.test('stats?by= sampled over a day with bursts in it: each burst is counted as
   }
 })
 
+t.test('stats?by= sampled of a field every event has, its listed values holding nearly all of them: every point counted (explore30 finding 4)', async (t) => {
+  const tgt = await createIngestTarget(s, 'everyone')
+  const end = Math.floor(Date.now() / 600_000) * 600_000 - 600_000
+  const start = end - 86_400_000
+  // 400,000 events over the day, each with a user: 99 in 100 one of 40 users, the rest each a user
+  // of its own. The slices hold more values than are read, so the points are scaled by time, and
+  // the listed values hold nearly all of a slice: about half the points' scaled counts pass their
+  // events by chance. Those were read whole up to the budget (100,000 events) and the rest of them
+  // left out, the users counted about a fifth short.
+  // At random times (a slice of evenly spaced events holds exactly its share, and no scaled count
+  // passes its point's events), from a seeded generator.
+  const n = 400_000
+  let seed = 42
+  const random = (): number => {
+    seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0
+    return seed / 4_294_967_296
+  }
+  const times = Array.from({ length: n }, () => start + Math.floor(random() * 86_400_000)).sort((a, b) => a - b)
+  const truth = new Map<string, number>()
+  const lines: string[] = []
+  for (let i = 0; i < n; i++) {
+    const user = i % 100 === 0 ? `solo-${i}` : `u${(i * 7919) % 40}`
+    truth.set(user, (truth.get(user) ?? 0) + 1)
+    lines.push(`{"ts":${times[i]},"user":"${user}"}`)
+  }
+  for (let k = 0; k < n; k += 50_000) t.equal((await postIngest(tgt, lines.slice(k, k + 50_000).join('\n'))).status, 200)
+  for (const q of ['', 'user:*']) {
+    const r = await s.api('GET', `/api/streams/everyone/stats?from=${start}&to=${end}&step=10m&by=user&top=5&sample=20000${q === '' ? '' : `&q=${encodeURIComponent(q)}`}`)
+    t.equal(r.status, 200)
+    t.equal(r.body.sampled, true, `${q}: sampled`)
+    const groups = r.body.groups as Array<{ value: string, count: number }>
+    t.equal(groups.length, 5, `${q}: five users listed`)
+    for (const g of groups) {
+      const exact = truth.get(g.value) ?? 0
+      t.ok(Math.abs(g.count - exact) <= exact * 0.1, `${q}: ${g.value} counted ${g.count} for ${exact}`)
+    }
+    const series = r.body.series as Array<{ count: number, groups: Record<string, number> }>
+    t.ok(series.every((p) => Object.values(p.groups).reduce((a, b) => a + b, 0) <= p.count), `${q}: no point's groups pass its events`)
+  }
+})
+
 t.test('/fields sampled from inside a minute: the events of that minute before the range do not count (explore30)', async (t) => {
   const tgt = await createIngestTarget(s, 'edges')
   const minute = Math.floor((Date.now() - 4 * 3_600_000) / 60_000) * 60_000
