@@ -6,19 +6,16 @@
 // Sampling: a range whose events (the minute rollup's count, before q) pass plan.groupSample,
 // and with q whose matches (the series' exact counts, which stats-query.ts then reads first)
 // pass it too, is read over one slice of each series point, slices holding about groupSample
-// events together;
-// `sampled` is then true. When the slices hold fewer than 10 x topN values, each point's counts are
-// scaled by its matching events over its slice's (a ratio estimate: the point's events are the
-// series' exact count), so a point's groups, with the events that lack the field, add up to its
-// events, and a field every event has leaves nothing over for an `other` (explore14 F3: scaled by
-// time, a point's groups fell 5% short or passed its events). With more values, each point's
-// counts are scaled by its time over its slice's. A point whose slice holds none of its events,
-// or whose time-scaled counts pass its events, or that is a burst (twice the mean point's
-// events: its slice holds the burst or misses it), is read whole within a budget, or past it
-// keeps an estimate (finishSampledGroups). A value seen
-// fewer than `minSampledHits` times in the slices cannot be ranked by them (a field of nearly
-// unique values: the values the slices over-count make the list, at 2-6x their counts,
-// explore14 F2): when the list holds such a value and the range holds at most `recountEvents` x
+// events together; `sampled` is then true. Each point's counts are scaled by its matching events
+// over its slice's (a ratio estimate: the point's events are the series' exact count, its slice's
+// are counted in the same statement), so a point's groups, with the events that lack the field,
+// add up to its events, and a field every event has leaves nothing over for an `other` (explore14
+// F3: scaled by time, a point's groups fell 5% short or passed its events; explore30 finding 4).
+// A point whose slice holds none of its events, or that is a burst (twice the mean point's events:
+// its slice holds the burst or misses it), is read whole within a budget, or past it keeps its
+// estimate (finishSampledGroups). A value seen fewer than `minSampledHits`
+// times in the slices cannot be ranked by them (a field of nearly unique values: the values the
+// slices over-count make the list, at 2-6x their counts, explore14 F2): when the list holds such a value and the range holds at most `recountEvents` x
 // groupSample events, the slices' most frequent values, up to 10 x topN, are counted exactly over
 // the whole range and the top ones by those counts listed.
 // Two full scans of an attribute over 30 M events read 2 x 10 GB of arrays (12-31 s on 18.16), the
@@ -58,17 +55,10 @@ export interface StatsGroups {
 
 /** A sampled read's slices: their events per point and their most frequent values, as counted there. */
 export interface SampledCounts {
-  /**
-   * Per point start: the matching events in its slice, with the field or without; null when the
-   * slices hold more values than were read (the points are then scaled by time).
-   */
-  events: Map<number, number> | null
-  /** Per point start: the matching events in its slice without the field. */
-  absent: Map<number, number>
+  /** Per point start: the matching events in its slice, with the field or without. */
+  events: Map<number, number>
   /** The most frequent values in the slices (up to 10 x topN), most first: per point, the count in its slice. */
   values: Array<{ value: string, hash: string, hits: number, points: Map<number, number> }>
-  /** A point's time over its slice's. */
-  scale: number
   /** The counts per point and value (with its cityHash64 as text) of whole points, each point's `limit` most frequent values. */
   readPoints: (points: number[], limit: number) => Promise<Array<{ t: number, value: string, n: number, h: string }>>
   /** Exact counts per point of the values of these hashes over the whole range. */
@@ -197,12 +187,16 @@ const candidatesPerValue = 10
 
 /**
  * The slices, in one statement: the rows in a slice (at most about `sample`; slicedRowsSql)
- * grouped by value, the most frequent ones with their events' points, after the row of the
- * events without the field. When they are all the values the slices hold, each point's events
- * in its slice are theirs added up (the ratio estimate then needs no other read: a second statement counting the slices' events cost e1, e3
- * and e4 100-280 ms more, bench/README.md). The scaling, and the choice of the values listed, is
- * finishSampledGroups'. The plan's pre-filter (plan.prewhere) stays out: in PREWHERE it would read
- * its column for every row of the range, where the slices read a few granules.
+ * grouped by value, the most frequent ones with their events' points, after the rows of each
+ * point's events in its slice (`kind` 0, the point's number as the value: every row is counted
+ * there too, by an ARRAY JOIN) and the row of the events without the field (`kind` 1). The
+ * scaling, and the choice of the values listed, is finishSampledGroups'. The point's events in
+ * its slice make its counts a ratio estimate whatever the values past the list hold; the second
+ * grouping costs the statement about 10% (by=user_id over 30 M events, one thread: 0.91-1.04 s
+ * against 0.81-0.91), where a statement of its own counting the slices took 0.21-0.34 s
+ * (bench/README.md, "`stats?by=` sampled: each point's events in its slice"). The plan's
+ * pre-filter (plan.prewhere) stays out: in PREWHERE it would read its column for every row of the
+ * range, where the slices read a few granules.
  */
 async function querySampledGroups (clickhouse: ClickHouse, plan: StatsPlan, by: GroupBy, matching: SqlFragment, slices: GroupSlices, sent: () => void): Promise<StatsGroups> {
   const where = sql`${matching} AND ${by.present}`
@@ -214,17 +208,25 @@ async function querySampledGroups (clickhouse: ClickHouse, plan: StatsPlan, by: 
   // by=service (bench/README.md, "`stats?by=` sampled, grouped once"). Nearly unique values,
   // the slow case, are attributes (user and trace ids); columns are `service`, `level`, `host`...
   const origin = Math.floor(plan.from / plan.stepMs) * plan.stepMs
-  const pointOf = sql`toUInt32(intDiv(t - ${origin}, ${plan.stepMs}))`
-  const read = clickhouse.query<{ has: number, value: string, total: number, h: string, points: number[] | [number[], number[]] }>(sql`SELECT has, value,
-      count() AS total, toString(cityHash64(value)) AS h, ${by.isAttribute === true ? sql`groupArray(${pointOf})` : sql`sumMap([${pointOf}], [toUInt64(1)])`} AS points
-    FROM (${slicedRowsSql(plan, by, matching, slices)})
-    GROUP BY has, value ORDER BY has, total DESC, value LIMIT ${limit + 1}`)
+  const pointCount = Math.ceil((plan.to - origin) / plan.stepMs)
+  const points = by.isAttribute === true ? sql`groupArrayIf(p, kind > 0)` : sql`sumMapIf([p], [toUInt64(1)], kind > 0)`
+  const read = clickhouse.query<{ kind: number, value_of: string, total: number, h: string, points: number[] | [number[], number[]] }>(sql`SELECT kind,
+      if(kind = 0, toString(p), value) AS value_of, count() AS total, toString(cityHash64(value_of)) AS h, ${points} AS points
+    FROM (SELECT toUInt32(intDiv(t - ${origin}, ${plan.stepMs})) AS p, has, value FROM (${slicedRowsSql(plan, by, matching, slices)}))
+    ARRAY JOIN [0, has + 1] AS kind
+    GROUP BY kind, value_of ORDER BY kind, total DESC, value_of LIMIT ${pointCount + 1 + limit}`)
   sent()
   const rows = await read
-  const absent = new Map<number, number>()
+  const events = new Map<number, number>()
   const values: SampledCounts['values'] = []
-  const inPoint = new Uint32Array(Math.ceil((plan.to - origin) / plan.stepMs))
+  const inPoint = new Uint32Array(pointCount)
   for (const row of rows) {
+    const kind = Number(row.kind)
+    if (kind === 0) {
+      events.set(origin + Number(row.value_of) * plan.stepMs, Number(row.total))
+      continue
+    }
+    if (kind === 1 || values.length === limit) continue
     inPoint.fill(0)
     if (by.isAttribute === true) {
       for (const k of row.points as number[]) inPoint[k]++
@@ -234,13 +236,7 @@ async function querySampledGroups (clickhouse: ClickHouse, plan: StatsPlan, by: 
     }
     const points = new Map<number, number>()
     for (let k = 0; k < inPoint.length; k++) if (inPoint[k] > 0) points.set(origin + k * plan.stepMs, inPoint[k])
-    if (Number(row.has) === 0) for (const [t, n] of points) absent.set(t, n)
-    else if (values.length < limit) values.push({ value: row.value, hash: row.h, hits: Number(row.total), points })
-  }
-  let events: Map<number, number> | null = null
-  if (rows.length <= limit) {
-    events = new Map(absent)
-    for (const v of values) for (const [t, n] of v.points) events.set(t, (events.get(t) ?? 0) + n)
+    values.push({ value: row.value_of, hash: row.h, hits: Number(row.total), points })
   }
   const perPoint = async (condition: SqlFragment): Promise<Array<{ t: number, value: string, n: number }>> => await clickhouse.query(sql`SELECT intDiv(ts, ${plan.stepMs}) * ${plan.stepMs} AS t,
       assumeNotNull(${by.text}) AS value, count() AS n
@@ -251,9 +247,7 @@ async function querySampledGroups (clickhouse: ClickHouse, plan: StatsPlan, by: 
     sampled: true,
     slices: {
       events,
-      absent,
       values,
-      scale: plan.stepMs / slices.widthMs,
       readPoints: async (points, limit) => await clickhouse.query(
         joinSql(points.map((t) => sql`SELECT * FROM (SELECT intDiv(ts, ${plan.stepMs}) * ${plan.stepMs} AS t, assumeNotNull(${by.text}) AS value, count() AS n,
           toString(cityHash64(value)) AS h
@@ -296,7 +290,7 @@ export const recountEvents = 10
 
 /**
  * A sampled read's counts scaled, with the series' exact events per point (pointEvents): each
- * point's by its events over its slice's. A point with events but none in its slice (all of them
+ * point's by its events over its slice's (a ratio estimate). A point with events but none in its slice (all of them
  * outside it), and a burst (burstPoint times the mean point's events), is read whole, exactly,
  * the smallest first, up to wholePointsBudget events together.
  * When a listed value was seen fewer than minSampledHits times in the slices and the range holds
@@ -339,56 +333,33 @@ export async function finishSampledGroups (plan: StatsPlan, grouped: StatsGroups
     // to the candidates: a burst between two slices would otherwise be missing from the list (a
     // run of test/query/reads.test.ts listed a lonely event of 1 and not the burst of 2,000 beside it).
     const candidates = new Set(slices.values.map((v) => v.hash))
-    const missed = wholePoints(plan, [...pointEvents].filter(([t, n]) => isBurst(n) || (slices.events !== null && n > 0 && (slices.events.get(t) ?? 0) === 0)))
+    const missed = wholePoints(plan, [...pointEvents].filter(([t, n]) => isBurst(n) || (n > 0 && (slices.events.get(t) ?? 0) === 0)))
     // Their own top values: their other values would not make the list.
     if (missed.length > 0) for (const row of await slices.readPoints(missed, plan.topN)) candidates.add(row.h)
     for (const row of await slices.recount([...candidates])) put(Number(row.t), row.value, Number(row.n))
     return finished()
   }
 
-  // Points to read whole, [t, events, rank]: rank 0 those whose estimate misses events (a slice
-  // without any of the point's events, a burst), rank 1 those whose time-scaled counts passed
-  // their events (a burst inside the slice, or noise where the listed values hold nearly every event).
-  const wanted: Array<[number, number, number]> = []
-  // The estimates of the points wanted whole, kept for those the budget leaves out.
+  // Points to read whole, [t, events]: those whose slice held none of their events, and bursts.
+  const wanted: Array<[number, number]> = []
+  // The bursts' estimates, kept for those the budget leaves out.
   const estimates = new Map<number, Array<[string, number]>>()
   for (const [t, events] of pointEvents) {
     if (events === 0) continue
+    const inSlice = slices.events.get(t) ?? 0
+    if (inSlice === 0) {
+      wanted.push([t, events])
+      continue
+    }
+    // The point's events shared out: the values', and the rest (values past the list, events
+    // without the field), in whole events that add up to the point's.
     const here = slices.values.filter((v) => v.points.has(t))
     const counted = here.reduce((sum, v) => sum + v.points.get(t)!, 0)
-    let estimate: Array<[string, number]>
-    if (slices.events !== null) {
-      const inSlice = slices.events.get(t) ?? 0
-      if (inSlice === 0) {
-        wanted.push([t, events, 0])
-        continue
-      }
-      // The point's events shared out: the values', and those without the field, in whole
-      // events that add up to the point's.
-      const shares = apportion(events, [...here.map((v) => v.points.get(t)!), inSlice - counted])
-      estimate = here.map((v, i) => [v.value, shares[i]])
-    } else {
-      // More values than were read: scaled by time. A point that has none of them is read whole;
-      // so is one whose values so scaled pass its events, and past the budget its events are
-      // shared out in their proportions, with those without the field (a field every matching
-      // event has, where the listed values hold nearly all: explore30 finding 4, where such
-      // points, half of them, were left out and the values counted 36% short).
-      const scaled = here.map((v) => Math.round(v.points.get(t)! * slices.scale))
-      if (counted === 0) {
-        wanted.push([t, events, 0])
-        continue
-      }
-      if (scaled.reduce((a, b) => a + b, 0) > events) {
-        const shares = apportion(events, [...scaled, (slices.absent.get(t) ?? 0) * slices.scale])
-        estimates.set(t, here.map((v, i) => [v.value, shares[i]]))
-        wanted.push([t, events, 1])
-        continue
-      }
-      estimate = here.map((v, i) => [v.value, scaled[i]])
-    }
+    const shares = apportion(events, [...here.map((v) => v.points.get(t)!), inSlice - counted])
+    const estimate = here.map((v, i): [string, number] => [v.value, shares[i]])
     if (isBurst(events)) {
       estimates.set(t, estimate)
-      wanted.push([t, events, 0])
+      wanted.push([t, events])
       continue
     }
     for (const [value, n] of estimate) if (n > 0) put(t, value, n)
@@ -404,22 +375,13 @@ export async function finishSampledGroups (plan: StatsPlan, grouped: StatsGroups
   return finished()
 }
 
-/**
- * Of points [t, events, rank], the ones read whole: by rank, then the smallest first, up to
- * wholePointsBudget events together (a point past the budget ends its rank; a smaller one of the
- * next rank may still fit).
- */
-function wholePoints (plan: StatsPlan, points: Array<[number, number, number?]>): number[] {
-  points.sort((a, b) => (a[2] ?? 0) - (b[2] ?? 0) || a[1] - b[1])
+/** Of points [t, events], the ones read whole: the smallest first, up to wholePointsBudget events together. */
+function wholePoints (plan: StatsPlan, points: Array<[number, number]>): number[] {
+  points.sort((a, b) => a[1] - b[1])
   let budget = wholePointsBudget(plan)
   const whole: number[] = []
-  let full = -1
-  for (const [t, events, rank = 0] of points) {
-    if (rank === full) continue
-    if (events > budget) {
-      full = rank
-      continue
-    }
+  for (const [t, events] of points) {
+    if (events > budget) break
     whole.push(t)
     budget -= events
   }

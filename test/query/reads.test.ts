@@ -575,6 +575,46 @@ t.test('stats?by= sampled of a field every event has, its listed values holding 
   }
 })
 
+t.test('stats?by= sampled of a many-valued field over points whose events come in clumps: each point scaled by its slice\'s events', async (t) => {
+  const tgt = await createIngestTarget(s, 'clumps')
+  const end = Math.floor(Date.now() / 600_000) * 600_000 - 600_000
+  const start = end - 86_400_000
+  // 200,000 events over the day's 144 10-minute points: in each, 70% within 3 minutes at a
+  // random time of the point, the rest spread over it. 49 in 50 events are one of 40 users, the
+  // others each a user of its own, so the slices hold more values than are listed. A slice (a
+  // tenth of its point here) that misses the clump holds a third of its share of the events:
+  // scaled by time, the point's users were counted a third of what they are.
+  let seed = 7
+  const random = (): number => {
+    seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0
+    return seed / 4_294_967_296
+  }
+  const times: number[] = []
+  for (let t0 = start; t0 < end; t0 += 600_000) {
+    const clump = t0 + Math.floor(random() * 420_000)
+    for (let i = 0; i < 1389; i++) times.push(i < 972 ? clump + Math.floor(random() * 180_000) : t0 + Math.floor(random() * 600_000))
+  }
+  times.sort((a, b) => a - b)
+  const truth = new Map<string, number>()
+  const lines = times.map((ts, i) => {
+    const user = i % 50 === 0 ? `solo-${i}` : `u${(i * 7919) % 40}`
+    truth.set(user, (truth.get(user) ?? 0) + 1)
+    return `{"ts":${ts},"user":"${user}"}`
+  })
+  for (let k = 0; k < lines.length; k += 50_000) t.equal((await postIngest(tgt, lines.slice(k, k + 50_000).join('\n'))).status, 200)
+  const r = await s.api('GET', `/api/streams/clumps/stats?from=${start}&to=${end}&step=10m&by=user&top=5&sample=20000`)
+  t.equal(r.status, 200)
+  t.equal(r.body.sampled, true)
+  const groups = r.body.groups as Array<{ value: string, count: number }>
+  t.equal(groups.length, 5)
+  for (const g of groups) {
+    const exact = truth.get(g.value) ?? 0
+    t.ok(Math.abs(g.count - exact) <= exact * 0.1, `${g.value} counted ${g.count} for ${exact}`)
+  }
+  const series = r.body.series as Array<{ count: number, groups: Record<string, number> }>
+  t.ok(series.every((p) => Object.values(p.groups).reduce((a, b) => a + b, 0) <= p.count), 'no point\'s groups pass its events')
+})
+
 t.test('/fields sampled from inside a minute: the events of that minute before the range do not count (explore30)', async (t) => {
   const tgt = await createIngestTarget(s, 'edges')
   const minute = Math.floor((Date.now() - 4 * 3_600_000) / 60_000) * 60_000
