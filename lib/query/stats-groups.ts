@@ -53,12 +53,18 @@ export interface StatsGroups {
   slices?: SampledCounts
 }
 
-/** A sampled read's slices: their events per point and their most frequent values, as counted there. */
-export interface SampledCounts {
-  /** Per point start: the matching events in its slice, with the field or without. */
+/** Slices grouped: their events per point and their most frequent values, as counted there. */
+export interface SliceGroups {
+  /** Per point start: the matching events in its slices, with the field or without. */
   events: Map<number, number>
-  /** The most frequent values in the slices (up to 10 x topN), most first: per point, the count in its slice. */
+  /** The most frequent values in the slices (up to 10 x topN), most first: per point, the count in its slices. */
   values: Array<{ value: string, hash: string, hits: number, points: Map<number, number> }>
+}
+
+/** A sampled read's slices, and the reads that may follow them. */
+export interface SampledCounts extends SliceGroups {
+  /** Other slices, ts ranges [lo, hi), grouped as the read's were. */
+  readRanges: (ranges: Array<[number, number]>) => Promise<SliceGroups>
   /** The counts per point and value (with its cityHash64 as text) of whole points, each point's `limit` most frequent values. */
   readPoints: (points: number[], limit: number) => Promise<Array<{ t: number, value: string, n: number, h: string }>>
   /** Exact counts per point of the values of these hashes over the whole range. */
@@ -172,14 +178,30 @@ const maxSliceUnionChars = 100_000
  * 1.8 s); else one statement with the slice test per row in PREWHERE.
  */
 export function slicedRowsSql (plan: StatsPlan, by: GroupBy, matching: SqlFragment, slices: GroupSlices, perSlice = true): SqlFragment {
-  const rows = (inSlice: SqlFragment): SqlFragment => sql`SELECT intDiv(ts, ${plan.stepMs}) * ${plan.stepMs} AS t, toUInt8(${by.present}) AS has,
-      if(has = 1, assumeNotNull(${by.text}), '') AS value
-      FROM events PREWHERE ${inSlice} WHERE ${matching}`
   if (perSlice) {
-    const union = joinSql(sliceRanges(plan, slices).map(([lo, hi]) => rows(sql`ts >= ${lo} AND ts < ${hi}`)), ' UNION ALL ')
+    const union = rangeRowsUnion(plan, by, matching, sliceRanges(plan, slices))
     if (union.text.length <= maxSliceUnionChars) return union
   }
-  return rows(inSliceSql(slices))
+  return rowsIn(plan, by, matching, inSliceSql(slices))
+}
+
+/** The rows matching `matching` with PREWHERE `inSlice`, as slicedRowsSql returns them. */
+function rowsIn (plan: StatsPlan, by: GroupBy, matching: SqlFragment, inSlice: SqlFragment): SqlFragment {
+  return sql`SELECT intDiv(ts, ${plan.stepMs}) * ${plan.stepMs} AS t, toUInt8(${by.present}) AS has,
+      if(has = 1, assumeNotNull(${by.text}), '') AS value
+      FROM events PREWHERE ${inSlice} WHERE ${matching}`
+}
+
+/** The rows of ts ranges [lo, hi), a statement each. */
+function rangeRowsUnion (plan: StatsPlan, by: GroupBy, matching: SqlFragment, ranges: Array<[number, number]>): SqlFragment {
+  return joinSql(ranges.map(([lo, hi]) => rowsIn(plan, by, matching, sql`ts >= ${lo} AND ts < ${hi}`)), ' UNION ALL ')
+}
+
+/** The rows of ts ranges [lo, hi): a statement each while the SQL stays under maxSliceUnionChars, else one with their OR. */
+function rangeRowsSql (plan: StatsPlan, by: GroupBy, matching: SqlFragment, ranges: Array<[number, number]>): SqlFragment {
+  const union = rangeRowsUnion(plan, by, matching, ranges)
+  if (union.text.length <= maxSliceUnionChars) return union
+  return rowsIn(plan, by, matching, joinSql(ranges.map(([lo, hi]) => sql`(ts >= ${lo} AND ts < ${hi})`), ' OR '))
 }
 
 /** Candidates counted exactly past a sampled read: this many times topN. */
@@ -207,16 +229,42 @@ async function querySampledGroups (clickhouse: ClickHouse, plan: StatsPlan, by: 
   // sends a few values' lists of about `sample` numbers together, +45 ms of Sluice's CPU for
   // by=service (bench/README.md, "`stats?by=` sampled, grouped once"). Nearly unique values,
   // the slow case, are attributes (user and trace ids); columns are `service`, `level`, `host`...
+  const grouped = groupSliceRows(clickhouse, plan, by, slicedRowsSql(plan, by, matching, slices), limit)
+  sent()
+  const { events, values } = await grouped
+  const perPoint = async (condition: SqlFragment): Promise<Array<{ t: number, value: string, n: number }>> => await clickhouse.query(sql`SELECT intDiv(ts, ${plan.stepMs}) * ${plan.stepMs} AS t,
+      assumeNotNull(${by.text}) AS value, count() AS n
+    FROM events${plan.prewhere} WHERE ${where} AND ${condition} GROUP BY t, value`)
+  return {
+    groups: [],
+    byPoint: new Map(),
+    sampled: true,
+    slices: {
+      events,
+      values,
+      readRanges: async (ranges) => await groupSliceRows(clickhouse, plan, by, rangeRowsSql(plan, by, matching, ranges), limit),
+      readPoints: async (points, limit) => await clickhouse.query(
+        joinSql(points.map((t) => sql`SELECT * FROM (SELECT intDiv(ts, ${plan.stepMs}) * ${plan.stepMs} AS t, assumeNotNull(${by.text}) AS value, count() AS n,
+          toString(cityHash64(value)) AS h
+          FROM events PREWHERE ts >= ${t} AND ts < ${t + plan.stepMs} WHERE ${where} GROUP BY t, value ORDER BY n DESC, value LIMIT ${limit})`), ' UNION ALL ')),
+      recount: async (hashes) => await perPoint(sql`cityHash64(${by.text}) IN (${uint64List(hashes)})`),
+    },
+  }
+}
+
+/**
+ * Rows of slices (slicedRowsSql's shape) grouped: per point the events in its slices, and the
+ * `limit` most frequent values with their events per point (querySampledGroups).
+ */
+async function groupSliceRows (clickhouse: ClickHouse, plan: StatsPlan, by: GroupBy, rowsSql: SqlFragment, limit: number): Promise<SliceGroups> {
   const origin = Math.floor(plan.from / plan.stepMs) * plan.stepMs
   const pointCount = Math.ceil((plan.to - origin) / plan.stepMs)
   const points = by.isAttribute === true ? sql`groupArrayIf(p, kind > 0)` : sql`sumMapIf([p], [toUInt64(1)], kind > 0)`
-  const read = clickhouse.query<{ kind: number, value_of: string, total: number, h: string, points: number[] | [number[], number[]] }>(sql`SELECT kind,
+  const rows = await clickhouse.query<{ kind: number, value_of: string, total: number, h: string, points: number[] | [number[], number[]] }>(sql`SELECT kind,
       if(kind = 0, toString(p), value) AS value_of, count() AS total, toString(cityHash64(value_of)) AS h, ${points} AS points
-    FROM (SELECT toUInt32(intDiv(t - ${origin}, ${plan.stepMs})) AS p, has, value FROM (${slicedRowsSql(plan, by, matching, slices)}))
+    FROM (SELECT toUInt32(intDiv(t - ${origin}, ${plan.stepMs})) AS p, has, value FROM (${rowsSql}))
     ARRAY JOIN [0, has + 1] AS kind
     GROUP BY kind, value_of ORDER BY kind, total DESC, value_of LIMIT ${pointCount + 1 + limit}`)
-  sent()
-  const rows = await read
   const events = new Map<number, number>()
   const values: SampledCounts['values'] = []
   const inPoint = new Uint32Array(pointCount)
@@ -238,23 +286,7 @@ async function querySampledGroups (clickhouse: ClickHouse, plan: StatsPlan, by: 
     for (let k = 0; k < inPoint.length; k++) if (inPoint[k] > 0) points.set(origin + k * plan.stepMs, inPoint[k])
     values.push({ value: row.value_of, hash: row.h, hits: Number(row.total), points })
   }
-  const perPoint = async (condition: SqlFragment): Promise<Array<{ t: number, value: string, n: number }>> => await clickhouse.query(sql`SELECT intDiv(ts, ${plan.stepMs}) * ${plan.stepMs} AS t,
-      assumeNotNull(${by.text}) AS value, count() AS n
-    FROM events${plan.prewhere} WHERE ${where} AND ${condition} GROUP BY t, value`)
-  return {
-    groups: [],
-    byPoint: new Map(),
-    sampled: true,
-    slices: {
-      events,
-      values,
-      readPoints: async (points, limit) => await clickhouse.query(
-        joinSql(points.map((t) => sql`SELECT * FROM (SELECT intDiv(ts, ${plan.stepMs}) * ${plan.stepMs} AS t, assumeNotNull(${by.text}) AS value, count() AS n,
-          toString(cityHash64(value)) AS h
-          FROM events PREWHERE ts >= ${t} AND ts < ${t + plan.stepMs} WHERE ${where} GROUP BY t, value ORDER BY n DESC, value LIMIT ${limit})`), ' UNION ALL ')),
-      recount: async (hashes) => await perPoint(sql`cityHash64(${by.text}) IN (${uint64List(hashes)})`),
-    },
-  }
+  return { events, values }
 }
 
 /**
@@ -351,12 +383,7 @@ export async function finishSampledGroups (plan: StatsPlan, grouped: StatsGroups
       wanted.push([t, events])
       continue
     }
-    // The point's events shared out: the values', and the rest (values past the list, events
-    // without the field), in whole events that add up to the point's.
-    const here = slices.values.filter((v) => v.points.has(t))
-    const counted = here.reduce((sum, v) => sum + v.points.get(t)!, 0)
-    const shares = apportion(events, [...here.map((v) => v.points.get(t)!), inSlice - counted])
-    const estimate = here.map((v, i): [string, number] => [v.value, shares[i]])
+    const estimate = estimateOf(slices, t, events, inSlice)
     if (isBurst(events)) {
       estimates.set(t, estimate)
       wanted.push([t, events])
@@ -366,13 +393,55 @@ export async function finishSampledGroups (plan: StatsPlan, grouped: StatsGroups
   }
   const whole = wholePoints(plan, wanted)
   const read = new Set(whole)
-  for (const [t, estimate] of estimates) if (!read.has(t)) for (const [value, n] of estimate) if (n > 0) put(t, value, n)
   // As many of their values as the slices' candidates: the values listed are chosen over every
   // point, and a point's own top values alone (all it read before) left the listed ones out of
   // it wherever many values hold about as many events (explore30 finding 4: 40 users of 10,000
   // events each, whole points counted a fifth of them).
-  if (whole.length > 0) for (const row of await slices.readPoints(whole, plan.topN * candidatesPerValue)) put(Number(row.t), row.value, Number(row.n))
+  const wholeRead = whole.length === 0 ? [] : slices.readPoints(whole, plan.topN * candidatesPerValue)
+  // The bursts past the budget: their slice, a part of their time, held the burst or missed it
+  // (explore30 finding 5: a burst of 20,000 events estimated 0). They are read again over
+  // slices spread across the point, holding another budget's events together, and estimated
+  // from those.
+  const left = [...estimates.keys()].filter((t) => !read.has(t))
+  if (left.length > 0) {
+    const leftEvents = left.reduce((sum, t) => sum + (pointEvents.get(t) ?? 0), 0)
+    const fraction = Math.min(1, wholePointsBudget(plan) / leftEvents)
+    const spread = await slices.readRanges(left.flatMap((t) => spreadSlices(t, plan.stepMs, fraction)))
+    for (const t of left) {
+      const inSpread = spread.events.get(t) ?? 0
+      if (inSpread > 0) estimates.set(t, estimateOf(spread, t, pointEvents.get(t)!, inSpread))
+    }
+  }
+  for (const [t, estimate] of estimates) if (!read.has(t)) for (const [value, n] of estimate) if (n > 0) put(t, value, n)
+  for (const row of await wholeRead) put(Number(row.t), row.value, Number(row.n))
   return finished()
+}
+
+/**
+ * Point t's events shared out by what its slices held: the values', and the rest (values past
+ * the list, events without the field), in whole events that add up to the point's.
+ */
+function estimateOf (slices: SliceGroups, t: number, events: number, inSlices: number): Array<[string, number]> {
+  const here = slices.values.filter((v) => v.points.has(t))
+  const counted = here.reduce((sum, v) => sum + v.points.get(t)!, 0)
+  const shares = apportion(events, [...here.map((v) => v.points.get(t)!), inSlices - counted])
+  return here.map((v, i) => [v.value, shares[i]])
+}
+
+/** Slices a burst point past the budget is read again over. */
+const spreadSliceCount = 12
+
+/**
+ * spreadSliceCount slices evenly spread over the point [t, t + stepMs), holding `fraction` of
+ * its time together (each at least minSliceMs); the whole point when that is half of it or more.
+ */
+export function spreadSlices (t: number, stepMs: number, fraction: number): Array<[number, number]> {
+  const width = Math.max(minSliceMs, Math.floor(stepMs * fraction / spreadSliceCount))
+  if (width * spreadSliceCount * 2 >= stepMs) return [[t, t + stepMs]]
+  return Array.from({ length: spreadSliceCount }, (_, k) => {
+    const lo = t + Math.floor((k + 0.5) * stepMs / spreadSliceCount - width / 2)
+    return [lo, lo + width]
+  })
 }
 
 /** Of points [t, events], the ones read whole: the smallest first, up to wholePointsBudget events together. */
