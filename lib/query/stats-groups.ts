@@ -12,8 +12,8 @@
 // add up to its events, and a field every event has leaves nothing over for an `other` (explore14
 // F3: scaled by time, a point's groups fell 5% short or passed its events; explore30 finding 4).
 // A point whose slice holds none of its events, or that is a burst (twice the mean point's events:
-// its slice holds the burst or misses it), is read whole within a budget, or past it keeps its
-// estimate (finishSampledGroups). A value seen fewer than `minSampledHits`
+// its slice holds the burst or misses it), or whose slice held its events unevenly, is read whole
+// within a budget, or past it over slices spread across it (finishSampledGroups). A value seen fewer than `minSampledHits`
 // times in the slices cannot be ranked by them (a field of nearly unique values: the values the
 // slices over-count make the list, at 2-6x their counts, explore14 F2): when the list holds such a value and the range holds at most `recountEvents` x
 // groupSample events, the slices' most frequent values, up to 10 x topN, are counted exactly over
@@ -63,6 +63,8 @@ export interface SliceGroups {
 
 /** A sampled read's slices, and the reads that may follow them. */
 export interface SampledCounts extends SliceGroups {
+  /** A slice's time over its point's. */
+  share: number
   /** Other slices, ts ranges [lo, hi), grouped as the read's were. */
   readRanges: (ranges: Array<[number, number]>) => Promise<SliceGroups>
   /** The counts per point and value (with its cityHash64 as text) of whole points, each point's `limit` most frequent values. */
@@ -242,6 +244,7 @@ async function querySampledGroups (clickhouse: ClickHouse, plan: StatsPlan, by: 
     slices: {
       events,
       values,
+      share: slices.widthMs / slices.stepMs,
       readRanges: async (ranges) => await groupSliceRows(clickhouse, plan, by, rangeRowsSql(plan, by, matching, ranges), limit),
       readPoints: async (points, limit) => await clickhouse.query(
         joinSql(points.map((t) => sql`SELECT * FROM (SELECT intDiv(ts, ${plan.stepMs}) * ${plan.stepMs} AS t, assumeNotNull(${by.text}) AS value, count() AS n,
@@ -359,6 +362,13 @@ export async function finishSampledGroups (plan: StatsPlan, grouped: StatsGroups
   // their events are, within the same budget.
   const burstAt = burstPoint * eventsInRange / Math.max(1, pointEvents.size)
   const isBurst = (n: number): boolean => n > 0 && n >= burstAt
+  // A point whose slice held its events at a density far from the point's, beyond chance (three
+  // standard deviations, and by a third or a quarter): a burst the slice held or missed, in a
+  // point not twice the mean (explore30: 5,000 events in 5 s beside a point's 6,700 were missed).
+  const isUneven = (events: number, inSlice: number): boolean => {
+    const expected = events * slices.share
+    return Math.abs(inSlice - expected) > 3 * Math.sqrt(expected) && (inSlice * 4 < expected * 3 || inSlice * 3 > expected * 4)
+  }
   const listedHits = slices.values.slice(0, plan.topN).map((v) => v.hits)
   if (listedHits.length > 0 && Math.min(...listedHits) < minSampledHits && eventsInRange <= recountEvents * plan.groupSample) {
     // The points whose slice held none of their events, and the bursts, add their own top values
@@ -372,9 +382,10 @@ export async function finishSampledGroups (plan: StatsPlan, grouped: StatsGroups
     return finished()
   }
 
-  // Points to read whole, [t, events]: those whose slice held none of their events, and bursts.
+  // Points to read whole, [t, events]: those whose slice held none of their events, bursts, and
+  // those whose slice's events were uneven.
   const wanted: Array<[number, number]> = []
-  // The bursts' estimates, kept for those the budget leaves out.
+  // The estimates of the bursts and uneven points, kept for those the budget leaves out.
   const estimates = new Map<number, Array<[string, number]>>()
   for (const [t, events] of pointEvents) {
     if (events === 0) continue
@@ -384,7 +395,7 @@ export async function finishSampledGroups (plan: StatsPlan, grouped: StatsGroups
       continue
     }
     const estimate = estimateOf(slices, t, events, inSlice)
-    if (isBurst(events)) {
+    if (isBurst(events) || isUneven(events, inSlice)) {
       estimates.set(t, estimate)
       wanted.push([t, events])
       continue
@@ -398,15 +409,17 @@ export async function finishSampledGroups (plan: StatsPlan, grouped: StatsGroups
   // it wherever many values hold about as many events (explore30 finding 4: 40 users of 10,000
   // events each, whole points counted a fifth of them).
   const wholeRead = whole.length === 0 ? [] : slices.readPoints(whole, plan.topN * candidatesPerValue)
-  // The bursts past the budget: their slice, a part of their time, held the burst or missed it
-  // (explore30 finding 5: a burst of 20,000 events estimated 0). They are read again over
-  // slices spread across the point, holding another budget's events together, and estimated
-  // from those.
+  // The bursts and uneven points past the budget: their slice, a part of their time, held the
+  // burst or missed it (explore30 finding 5: a burst of 20,000 events estimated 0). They are read
+  // again over slices spread across the point, holding another budget's events together, and
+  // estimated from those: the busiest first, at most maxSpreadSlices slices in all.
   const left = [...estimates.keys()].filter((t) => !read.has(t))
+    .sort((a, b) => pointEvents.get(b)! - pointEvents.get(a)!).slice(0, maxSpreadSlices / minSpreadSlices)
   if (left.length > 0) {
-    const leftEvents = left.reduce((sum, t) => sum + (pointEvents.get(t) ?? 0), 0)
+    const leftEvents = left.reduce((sum, t) => sum + pointEvents.get(t)!, 0)
     const fraction = Math.min(1, wholePointsBudget(plan) / leftEvents)
-    const spread = await slices.readRanges(left.flatMap((t) => spreadSlices(t, plan.stepMs, fraction)))
+    const count = Math.min(spreadSliceCount, Math.floor(maxSpreadSlices / left.length))
+    const spread = await slices.readRanges(left.flatMap((t) => spreadSlices(t, plan.stepMs, fraction, count)))
     for (const t of left) {
       const inSpread = spread.events.get(t) ?? 0
       if (inSpread > 0) estimates.set(t, estimateOf(spread, t, pointEvents.get(t)!, inSpread))
@@ -428,18 +441,20 @@ function estimateOf (slices: SliceGroups, t: number, events: number, inSlices: n
   return here.map((v, i) => [v.value, shares[i]])
 }
 
-/** Slices a burst point past the budget is read again over. */
+/** Slices a point past the budget is read again over: at most this many, at least minSpreadSlices, and maxSpreadSlices in all (as many as a day's 10-minute points: one statement each). */
 const spreadSliceCount = 12
+const minSpreadSlices = 4
+const maxSpreadSlices = 144
 
 /**
- * spreadSliceCount slices evenly spread over the point [t, t + stepMs), holding `fraction` of
- * its time together (each at least minSliceMs); the whole point when that is half of it or more.
+ * `count` slices evenly spread over the point [t, t + stepMs), holding `fraction` of its time
+ * together (each at least minSliceMs); the whole point when that is half of it or more.
  */
-export function spreadSlices (t: number, stepMs: number, fraction: number): Array<[number, number]> {
-  const width = Math.max(minSliceMs, Math.floor(stepMs * fraction / spreadSliceCount))
-  if (width * spreadSliceCount * 2 >= stepMs) return [[t, t + stepMs]]
-  return Array.from({ length: spreadSliceCount }, (_, k) => {
-    const lo = t + Math.floor((k + 0.5) * stepMs / spreadSliceCount - width / 2)
+export function spreadSlices (t: number, stepMs: number, fraction: number, count = spreadSliceCount): Array<[number, number]> {
+  const width = Math.max(minSliceMs, Math.floor(stepMs * fraction / count))
+  if (width * count * 2 >= stepMs) return [[t, t + stepMs]]
+  return Array.from({ length: count }, (_, k) => {
+    const lo = t + Math.floor((k + 0.5) * stepMs / count - width / 2)
     return [lo, lo + width]
   })
 }

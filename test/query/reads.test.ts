@@ -644,6 +644,27 @@ t.test('stats?by= sampled, bursts past the budget for whole points: read again o
   }
 })
 
+t.test('stats?by= sampled, a burst under twice the mean point: its point read whole as its slice held it unevenly (explore30)', async (t) => {
+  const tgt = await createIngestTarget(s, 'blips')
+  const end = Math.floor(Date.now() / 600_000) * 600_000 - 600_000
+  const start = end - 86_400_000
+  // 60,000 events spread over the day (about 417 a 10-minute point), and 300 of one more service
+  // in 3 s of one point: 717 events there, under twice the mean point, so not a burst by its
+  // count. Its slice (a tenth of the point) missed the 3 s, or held them and little else.
+  const lines: string[] = []
+  for (let i = 0; i < 60_000; i++) lines.push(`{"ts":${start + Math.floor(i * 86_400_000 / 60_000)},"service":"${['a', 'b', 'c'][i % 3]}"}`)
+  const at = end - 5 * 3_600_000 + 321_000
+  for (let i = 0; i < 300; i++) lines.push(`{"ts":${at + i * 10},"service":"blip"}`)
+  lines.sort()
+  t.equal((await postIngest(tgt, lines.join('\n'))).status, 200)
+  const r = await s.api('GET', `/api/streams/blips/stats?from=${start}&to=${end}&step=10m&by=service&sample=6000`)
+  t.equal(r.status, 200)
+  t.equal(r.body.sampled, true)
+  t.same(r.body.groups.find((g: { value: string }) => g.value === 'blip'), { value: 'blip', count: 300 }, 'the blip\'s 300 events')
+  const point = (r.body.series as Array<{ t: number, groups: Record<string, number> }>).find((p) => p.t === Math.floor(at / 600_000) * 600_000)
+  t.equal(point?.groups.blip, 300, 'in its point')
+})
+
 t.test('/fields sampled from inside a minute: the events of that minute before the range do not count (explore30)', async (t) => {
   const tgt = await createIngestTarget(s, 'edges')
   const minute = Math.floor((Date.now() - 4 * 3_600_000) / 60_000) * 60_000
