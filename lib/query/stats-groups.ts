@@ -13,9 +13,10 @@
 // F3: scaled by time, a point's groups fell 5% short or passed its events; explore30 finding 4).
 // A point whose slice holds none of its events, or that is a burst (twice the mean point's events:
 // its slice holds the burst or misses it), or whose slice held its events unevenly, is read whole
-// within a budget, or past it over slices spread across it (finishSampledGroups). A value seen fewer than `minSampledHits`
-// times in the slices cannot be ranked by them (a field of nearly unique values: the values the
-// slices over-count make the list, at 2-6x their counts, explore14 F2): when the list holds such a value and the range holds at most `recountEvents` x
+// within a budget, or past it over slices spread across it (finishSampledGroups). A value seen
+// fewer than `minSampledHits` times in the slices cannot be ranked by them (a field of nearly
+// unique values: the values the slices over-count make the list, at 2-6x their counts, explore14
+// F2): when the list holds such a value and the range holds at most `recountEvents` x
 // groupSample events, the slices' most frequent values, up to 10 x topN, are counted exactly over
 // the whole range and the top ones by those counts listed.
 // Two full scans of an attribute over 30 M events read 2 x 10 GB of arrays (12-31 s on 18.16), the
@@ -325,9 +326,10 @@ export const recountEvents = 10
 
 /**
  * A sampled read's counts scaled, with the series' exact events per point (pointEvents): each
- * point's by its events over its slice's (a ratio estimate). A point with events but none in its slice (all of them
- * outside it), and a burst (burstPoint times the mean point's events), is read whole, exactly,
- * the smallest first, up to wholePointsBudget events together.
+ * point's by its events over its slice's (a ratio estimate). A point with events but none in its
+ * slice (all of them outside it), a burst (burstPoint times the mean point's events) and a point
+ * whose slice held its events unevenly are read whole, exactly, the smallest first, up to
+ * wholePointsBudget events together; past that, over slices spread across the point.
  * When a listed value was seen fewer than minSampledHits times in the slices and the range holds
  * at most recountEvents x sample events, the candidates (with the top values of the points whose
  * slice held none of their events, and of the bursts) are counted exactly instead. Then the top values are chosen
@@ -371,11 +373,13 @@ export async function finishSampledGroups (plan: StatsPlan, grouped: StatsGroups
   }
   const listedHits = slices.values.slice(0, plan.topN).map((v) => v.hits)
   if (listedHits.length > 0 && Math.min(...listedHits) < minSampledHits && eventsInRange <= recountEvents * plan.groupSample) {
-    // The points whose slice held none of their events, and the bursts, add their own top values
-    // to the candidates: a burst between two slices would otherwise be missing from the list (a
-    // run of test/query/reads.test.ts listed a lonely event of 1 and not the burst of 2,000 beside it).
+    // The points whose slice held none of their events, the bursts and the uneven points add their
+    // own top values to the candidates: a burst between two slices would otherwise be missing from
+    // the list (a run of test/query/reads.test.ts listed a lonely event of 1 and not the burst of
+    // 2,000 beside it).
     const candidates = new Set(slices.values.map((v) => v.hash))
-    const missed = wholePoints(plan, [...pointEvents].filter(([t, n]) => isBurst(n) || (n > 0 && (slices.events.get(t) ?? 0) === 0)))
+    const inSlice = (t: number): number => slices.events.get(t) ?? 0
+    const missed = wholePoints(plan, [...pointEvents].filter(([t, n]) => n > 0 && (isBurst(n) || inSlice(t) === 0 || isUneven(n, inSlice(t)))))
     // Their own top values: their other values would not make the list.
     if (missed.length > 0) for (const row of await slices.readPoints(missed, plan.topN)) candidates.add(row.h)
     for (const row of await slices.recount([...candidates])) put(Number(row.t), row.value, Number(row.n))
