@@ -619,28 +619,33 @@ t.test('stats?by= sampled, bursts past the budget for whole points: read again o
   const tgt = await createIngestTarget(s, 'surges')
   const end = Math.floor(Date.now() / 600_000) * 600_000 - 600_000
   const start = end - 86_400_000
-  // 60,000 events spread over the day, and four bursts of 80,000 events each within a minute, 200
-  // s into four 10-minute points: the points whose events are read whole hold 100,000 at most,
-  // so three bursts were left to the estimate of their point's slice (57 s of its 10 minutes),
-  // which most often missed the burst (its 80,000 events counted 0, and given to a, b and c).
+  // 60,000 events spread over the day, and four bursts of 80,000 events each, of 3 s to a minute,
+  // at different places of four hours (and of their 10-minute points): the points whose events
+  // are read whole hold 100,000 at most, so three bursts were left to the estimate of their
+  // point's slice, which most often missed the burst (its 80,000 events counted 0, and given to
+  // a, b and c), then to slices spread evenly over the point, which missed a burst of 3 s at the
+  // point's start and one of 90 s in an hour (explore31).
   const lines: string[] = []
   for (let i = 0; i < 60_000; i++) lines.push(`{"ts":${start + Math.floor(i * 86_400_000 / 60_000)},"service":"${['a', 'b', 'c'][i % 3]}"}`)
-  const bursts = [2, 5, 9, 14].map((hours) => end - hours * 3_600_000 + 200_000)
-  bursts.forEach((at, k) => {
-    for (let i = 0; i < 80_000; i++) lines.push(`{"ts":${at + Math.floor(i * 60_000 / 80_000)},"service":"burst-${k}"}`)
+  const bursts: Array<[number, number]> = [[end - 2 * 3_600_000 + 200_000, 60_000], [end - 5 * 3_600_000, 3000], [end - 9 * 3_600_000 + 1_500_000, 10_000], [end - 14 * 3_600_000 + 2_940_000, 40_000]]
+  bursts.forEach(([at, ms], k) => {
+    for (let i = 0; i < 80_000; i++) lines.push(`{"ts":${at + Math.floor(i * ms / 80_000)},"service":"burst-${k}"}`)
   })
+  lines.sort()
   for (let k = 0; k < lines.length; k += 50_000) t.equal((await postIngest(tgt, lines.slice(k, k + 50_000).join('\n'))).status, 200)
-  const r = await s.api('GET', `/api/streams/surges/stats?from=${start}&to=${end}&step=10m&by=service&sample=20000`)
-  t.equal(r.status, 200)
-  t.equal(r.body.sampled, true)
-  const groups = r.body.groups as Array<{ value: string, count: number }>
-  for (let k = 0; k < 4; k++) {
-    const n = groups.find((g) => g.value === `burst-${k}`)?.count ?? 0
-    t.ok(Math.abs(n - 80_000) <= 16_000, `burst-${k}'s 80,000 events: ${n}`)
-  }
-  for (const v of ['a', 'b', 'c']) {
-    const n = groups.find((g) => g.value === v)?.count ?? 0
-    t.ok(Math.abs(n - 20_000) <= 4000, `${v}'s 20,000 events: ${n}`)
+  for (const step of ['10m', '1h']) {
+    const r = await s.api('GET', `/api/streams/surges/stats?from=${start}&to=${end}&step=${step}&by=service&sample=20000`)
+    t.equal(r.status, 200)
+    t.equal(r.body.sampled, true, `${step}: sampled`)
+    const groups = r.body.groups as Array<{ value: string, count: number }>
+    for (let k = 0; k < 4; k++) {
+      const n = groups.find((g) => g.value === `burst-${k}`)?.count ?? 0
+      t.ok(Math.abs(n - 80_000) <= 16_000, `${step}: burst-${k}'s 80,000 events: ${n}`)
+    }
+    for (const v of ['a', 'b', 'c']) {
+      const n = groups.find((g) => g.value === v)?.count ?? 0
+      t.ok(Math.abs(n - 20_000) <= 4000, `${step}: ${v}'s 20,000 events: ${n}`)
+    }
   }
 })
 
