@@ -337,6 +337,29 @@ export function apportion (total: number, weights: number[]): number[] {
   return parts
 }
 
+/** The key of the events apportioned besides the values (values past the list, events without the field). */
+const restKey = '\u0000rest'
+
+/**
+ * apportion() over successive points, each key carrying what it was given short of (or over) its
+ * exact share to the next point: a point of one or two events gives them to one value, and
+ * without the carry always to the same one, the most frequent or the first of a tie (a test's
+ * most frequent value +23% over 10,800 points of about two events).
+ */
+export class Sharer {
+  #carry = new Map<string, number>()
+
+  share (total: number, keys: readonly string[], weights: readonly number[]): number[] {
+    const sum = weights.reduce((a, b) => a + b, 0)
+    if (sum <= 0) return weights.map(() => 0)
+    const exact = weights.map((w, i) => Math.max(0, total * w / sum + (this.#carry.get(keys[i]) ?? 0)))
+    const parts = apportion(total, exact)
+    const scale = total / Math.max(Number.MIN_VALUE, exact.reduce((a, b) => a + b, 0))
+    parts.forEach((n, i) => this.#carry.set(keys[i], exact[i] * scale - n))
+    return parts
+  }
+}
+
 /** Points read whole hold at most this many events together: a quarter of the sample, at least 100,000 (~0.1 s on 18.16). */
 const wholePointsBudget = (plan: StatsPlan): number => Math.max(plan.groupSample / 4, 100_000)
 
@@ -426,6 +449,7 @@ export async function finishSampledGroups (plan: StatsPlan, grouped: StatsGroups
   const wanted: Array<[number, number]> = []
   // The estimates of the bursts and uneven points, kept for those the budget leaves out.
   const estimates = new Map<number, Array<[string, number]>>()
+  const sharer = new Sharer()
   for (const [t, events] of pointEvents) {
     if (events === 0) continue
     const inSlice = slices.events.get(t) ?? 0
@@ -433,7 +457,7 @@ export async function finishSampledGroups (plan: StatsPlan, grouped: StatsGroups
       wanted.push([t, events])
       continue
     }
-    const estimate = estimateOf(slices, t, events, inSlice)
+    const estimate = estimateOf(slices, t, events, inSlice, sharer)
     if (isBurst(events) || isUneven(t, events, inSlice)) {
       estimates.set(t, estimate)
       wanted.push([t, events])
@@ -450,10 +474,13 @@ export async function finishSampledGroups (plan: StatsPlan, grouped: StatsGroups
   const overall = slices.values.slice(0, 2 * plan.topN)
   let sliceEvents = 0
   for (const n of slices.events.values()) sliceEvents += n
-  const heldOverall = overall.reduce((sum, v) => sum + v.hits, 0)
-  for (const [t, events] of wanted) {
+  const held = [...overall.map((v) => v.hits), Math.max(0, sliceEvents - overall.reduce((sum, v) => sum + v.hits, 0))]
+  // Shared with the same carries as the estimates (Sharer): a point of one or two events gave
+  // them all to the most frequent value (a test's b +23%, a -19%).
+  const keys = [...overall.map((v) => v.value), restKey]
+  for (const [t, events] of [...wanted].sort((a, b) => a[0] - b[0])) {
     if (read.has(t) || estimates.has(t) || sliceEvents === 0) continue
-    const shares = apportion(events, [...overall.map((v) => v.hits), Math.max(0, sliceEvents - heldOverall)])
+    const shares = sharer.share(events, keys, held)
     overall.forEach((v, i) => { if (shares[i] > 0) put(t, v.value, shares[i]) })
   }
   // As many of their values as the slices' candidates: the values listed are chosen over every
@@ -468,7 +495,7 @@ export async function finishSampledGroups (plan: StatsPlan, grouped: StatsGroups
   // (spreadEstimates).
   const left = [...estimates.keys()].filter((t) => !read.has(t))
     .sort((a, b) => pointEvents.get(b)! - pointEvents.get(a)!).slice(0, maxSpreadSlices / minSpreadSlices)
-  if (left.length > 0) for (const [t, estimate] of await spreadEstimates(plan, slices, left, pointEvents)) estimates.set(t, estimate)
+  if (left.length > 0) for (const [t, estimate] of await spreadEstimates(plan, slices, left, pointEvents, sharer)) estimates.set(t, estimate)
   for (const [t, estimate] of estimates) if (!read.has(t)) for (const [value, n] of estimate) if (n > 0) put(t, value, n)
   for (const row of await wholeRead) put(Number(row.t), row.value, Number(row.n))
   return finished()
@@ -478,10 +505,10 @@ export async function finishSampledGroups (plan: StatsPlan, grouped: StatsGroups
  * Point t's events shared out by what its slices held: the values', and the rest (values past
  * the list, events without the field), in whole events that add up to the point's.
  */
-function estimateOf (slices: SliceGroups, t: number, events: number, inSlices: number): Array<[string, number]> {
+function estimateOf (slices: SliceGroups, t: number, events: number, inSlices: number, sharer: Sharer): Array<[string, number]> {
   const here = slices.values.filter((v) => v.points.has(t))
   const counted = here.reduce((sum, v) => sum + v.points.get(t)!, 0)
-  const shares = apportion(events, [...here.map((v) => v.points.get(t)!), inSlices - counted])
+  const shares = sharer.share(events, [...here.map((v) => v.value), restKey], [...here.map((v) => v.points.get(t)!), inSlices - counted])
   return here.map((v, i) => [v.value, shares[i]])
 }
 
@@ -506,7 +533,7 @@ const spreadBins = 600
  * burst of 90-120 s in an hour's point and one in the first 3 s of a 10-minute point (explore31:
  * a 600,000-event burst of one service counted 0).
  */
-async function spreadEstimates (plan: StatsPlan, slices: SampledCounts, points: number[], pointEvents: ReadonlyMap<number, number>): Promise<Map<number, Array<[string, number]>>> {
+async function spreadEstimates (plan: StatsPlan, slices: SampledCounts, points: number[], pointEvents: ReadonlyMap<number, number>, sharer: Sharer): Promise<Map<number, Array<[string, number]>>> {
   const step = plan.stepMs
   let binMs = Math.max(1, Math.min(step, Math.max(1000, Math.floor(step / spreadBins))))
   while (step % binMs !== 0) binMs--
@@ -529,7 +556,7 @@ async function spreadEstimates (plan: StatsPlan, slices: SampledCounts, points: 
     const rows = weighed((k) => spread.events.get(k) ?? 0)
     if (rows > 0) {
       const here = spread.values.map((v) => ({ value: v.value, n: weighed((k) => v.points.get(k) ?? 0) })).filter((v) => v.n > 0)
-      const shares = apportion(pointEvents.get(t)!, [...here.map((v) => v.n), Math.max(0, rows - here.reduce((sum, v) => sum + v.n, 0))])
+      const shares = sharer.share(pointEvents.get(t)!, [...here.map((v) => v.value), restKey], [...here.map((v) => v.n), Math.max(0, rows - here.reduce((sum, v) => sum + v.n, 0))])
       estimates.set(t, here.map((v, i) => [v.value, shares[i]]))
     }
     first += cut.length

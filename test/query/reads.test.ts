@@ -676,12 +676,16 @@ t.test('stats?by= sampled over 10,800 points, most of whose slices hold nothing 
   const start = end - 6 * 3_600_000
   // 200,000 events over 6 hours in 2-second points, one in 10 of region r0: about one match a
   // slice, so thousands of points had none in theirs and were all read whole, one statement each
-  // (explore31: 10,800 points answered 504 after 27 s). Points of about two matches are each a
-  // rough estimate: the counts within 40% (a run gave -18% to +22%).
+  // (explore31: 10,800 points answered 504 after 27 s). Points of about two matches, each shared
+  // out alone, gave them to the most frequent value: +23% and -19% (Sharer).
+  // mulberry32: a linear congruential generator's successive numbers fall on a lattice, and
+  // the slices, which pick events by their place in time, read a biased share of its values.
   let seed = 11
   const random = (): number => {
-    seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0
-    return seed / 4_294_967_296
+    seed = (seed + 0x6D2B79F5) | 0
+    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x
+    return ((x ^ (x >>> 14)) >>> 0) / 4_294_967_296
   }
   const truth: Record<string, number> = {}
   const lines = Array.from({ length: 200_000 }, (_, i) => {
@@ -694,7 +698,7 @@ t.test('stats?by= sampled over 10,800 points, most of whose slices hold nothing 
   const r = await s.api('GET', `/api/streams/finesteps/stats?from=${start}&to=${end}&step=2s&by=service&sample=10000&q=${encodeURIComponent('region:r0')}`)
   t.equal(r.status, 200)
   t.equal(r.body.sampled, true)
-  for (const g of r.body.groups as Array<{ value: string, count: number }>) t.ok(Math.abs(g.count - truth[g.value]) <= truth[g.value] * 0.4, `${g.value}: ${g.count} for ${truth[g.value]}`)
+  for (const g of r.body.groups as Array<{ value: string, count: number }>) t.ok(Math.abs(g.count - truth[g.value]) <= truth[g.value] * 0.2, `${g.value}: ${g.count} for ${truth[g.value]}`)
   t.equal((r.body.groups as unknown[]).length, 3)
   const series = r.body.series as Array<{ count: number, groups: Record<string, number> }>
   t.ok(series.every((p) => Object.values(p.groups).reduce((a, b) => a + b, 0) <= p.count), 'no point\'s groups pass its events')
