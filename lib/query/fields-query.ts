@@ -604,7 +604,7 @@ async function sliceReads (clickhouse: ClickHouse, rows: SqlFragment, slices: re
 }
 
 /** values[k] for a row of slice k (slices in time order and apart; the row in one of them). */
-function sliceIndexSql (slices: readonly Slice[], values: readonly number[]): SqlFragment {
+export function sliceIndexSql (slices: ReadonlyArray<{ hi: number }>, values: readonly number[]): SqlFragment {
   if (slices.length === 1) return sql`${values[0]}`
   return sql`multiIf(${joinSql(slices.slice(0, -1).map((x, k) => sql`ts < ${x.hi}, ${values[k]}`), ', ')}, ${values[values.length - 1]})`
 }
