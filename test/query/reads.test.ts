@@ -1,9 +1,11 @@
 // The reads beside /events (docs/api.md sections 7.4-7.8): stats?by= any field, /fields,
 // context around an event by its id, /export as NDJSON, and the limits every read runs under.
 import t from 'tap'
+import type { Test } from 'tap'
 import { startServer } from '../helpers/server.ts'
 import type { TestServer } from '../helpers/server.ts'
 import { createIngestTarget, postIngest } from '../helpers/ingest.ts'
+import type { IngestTarget } from '../helpers/ingest.ts'
 import { waitFor } from '../helpers/wait-for.ts'
 
 let s: TestServer
@@ -32,6 +34,29 @@ t.before(async () => {
 })
 
 const range = `from=${base}&to=${base + 300_000}`
+
+/** Numbers in [0, 1) from `seed` (mulberry32): a test's random data is the same on every run. */
+function seededRandom (seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6D2B79F5) | 0
+    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x
+    return ((x ^ (x >>> 14)) >>> 0) / 4_294_967_296
+  }
+}
+
+/** NDJSON lines posted in bodies of `per` lines, each answered 200. */
+async function postLines (t: Test, tgt: IngestTarget, lines: string[], per = 50_000): Promise<void> {
+  for (let k = 0; k < lines.length; k += per) t.equal((await postIngest(tgt, lines.slice(k, k + per).join('\n'))).status, 200)
+}
+
+/** A day of 10-minute points ending before now, and 60,000 events of services a, b and c spread evenly over it. */
+function spreadDay (): { start: number, end: number, lines: string[] } {
+  const end = Math.floor(Date.now() / 600_000) * 600_000 - 600_000
+  const start = end - 86_400_000
+  const lines = Array.from({ length: 60_000 }, (_, i) => `{"ts":${start + Math.floor(i * 86_400_000 / 60_000)},"service":"${['a', 'b', 'c'][i % 3]}"}`)
+  return { start, end, lines }
+}
 
 t.test('stats?by= an attribute and a column: top values and per-point groups', async (t) => {
   const r = await s.api('GET', `/api/streams/app/stats?${range}&step=60s&by=service`)
@@ -539,18 +564,14 @@ t.test('stats?by= sampled of a field every event has, its listed values holding 
   const end = Math.floor(Date.now() / 600_000) * 600_000 - 600_000
   const start = end - 86_400_000
   // 400,000 events over the day, each with a user: 99 in 100 one of 40 users, the rest each a user
-  // of its own. The slices hold more values than are read, so the points are scaled by time, and
-  // the listed values hold nearly all of a slice: about half the points' scaled counts pass their
+  // of its own. The slices hold more values than are read, so the points were scaled by time, and
+  // the listed values hold nearly all of a slice: about half the points' scaled counts passed their
   // events by chance. Those were read whole up to the budget (100,000 events) and the rest of them
   // left out, the users counted about a fifth short.
   // At random times (a slice of evenly spaced events holds exactly its share, and no scaled count
   // passes its point's events), from a seeded generator.
   const n = 400_000
-  let seed = 42
-  const random = (): number => {
-    seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0
-    return seed / 4_294_967_296
-  }
+  const random = seededRandom(42)
   const times = Array.from({ length: n }, () => start + Math.floor(random() * 86_400_000)).sort((a, b) => a - b)
   const truth = new Map<string, number>()
   const lines: string[] = []
@@ -559,7 +580,7 @@ t.test('stats?by= sampled of a field every event has, its listed values holding 
     truth.set(user, (truth.get(user) ?? 0) + 1)
     lines.push(`{"ts":${times[i]},"user":"${user}"}`)
   }
-  for (let k = 0; k < n; k += 50_000) t.equal((await postIngest(tgt, lines.slice(k, k + 50_000).join('\n'))).status, 200)
+  await postLines(t, tgt, lines)
   for (const q of ['', 'user:*']) {
     const r = await s.api('GET', `/api/streams/everyone/stats?from=${start}&to=${end}&step=10m&by=user&top=5&sample=20000${q === '' ? '' : `&q=${encodeURIComponent(q)}`}`)
     t.equal(r.status, 200)
@@ -584,11 +605,7 @@ t.test('stats?by= sampled of a many-valued field over points whose events come i
   // others each a user of its own, so the slices hold more values than are listed. A slice (a
   // tenth of its point here) that misses the clump holds a third of its share of the events:
   // scaled by time, the point's users were counted a third of what they are.
-  let seed = 7
-  const random = (): number => {
-    seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0
-    return seed / 4_294_967_296
-  }
+  const random = seededRandom(7)
   const times: number[] = []
   for (let t0 = start; t0 < end; t0 += 600_000) {
     const clump = t0 + Math.floor(random() * 420_000)
@@ -601,7 +618,7 @@ t.test('stats?by= sampled of a many-valued field over points whose events come i
     truth.set(user, (truth.get(user) ?? 0) + 1)
     return `{"ts":${ts},"user":"${user}"}`
   })
-  for (let k = 0; k < lines.length; k += 50_000) t.equal((await postIngest(tgt, lines.slice(k, k + 50_000).join('\n'))).status, 200)
+  await postLines(t, tgt, lines)
   const r = await s.api('GET', `/api/streams/clumps/stats?from=${start}&to=${end}&step=10m&by=user&top=5&sample=20000`)
   t.equal(r.status, 200)
   t.equal(r.body.sampled, true)
@@ -617,22 +634,19 @@ t.test('stats?by= sampled of a many-valued field over points whose events come i
 
 t.test('stats?by= sampled, bursts past the budget for whole points: read again over slices spread across their points (explore30 finding 5)', async (t) => {
   const tgt = await createIngestTarget(s, 'surges')
-  const end = Math.floor(Date.now() / 600_000) * 600_000 - 600_000
-  const start = end - 86_400_000
+  const { start, end, lines } = spreadDay()
   // 60,000 events spread over the day, and four bursts of 80,000 events each, of 3 s to a minute,
   // at different places of four hours (and of their 10-minute points): the points whose events
   // are read whole hold 100,000 at most, so three bursts were left to the estimate of their
   // point's slice, which most often missed the burst (its 80,000 events counted 0, and given to
   // a, b and c), then to slices spread evenly over the point, which missed a burst of 3 s at the
   // point's start and one of 90 s in an hour (explore31).
-  const lines: string[] = []
-  for (let i = 0; i < 60_000; i++) lines.push(`{"ts":${start + Math.floor(i * 86_400_000 / 60_000)},"service":"${['a', 'b', 'c'][i % 3]}"}`)
   const bursts: Array<[number, number]> = [[end - 2 * 3_600_000 + 200_000, 60_000], [end - 5 * 3_600_000, 3000], [end - 9 * 3_600_000 + 1_500_000, 10_000], [end - 14 * 3_600_000 + 2_940_000, 40_000]]
   bursts.forEach(([at, ms], k) => {
     for (let i = 0; i < 80_000; i++) lines.push(`{"ts":${at + Math.floor(i * ms / 80_000)},"service":"burst-${k}"}`)
   })
   lines.sort()
-  for (let k = 0; k < lines.length; k += 50_000) t.equal((await postIngest(tgt, lines.slice(k, k + 50_000).join('\n'))).status, 200)
+  await postLines(t, tgt, lines)
   for (const step of ['10m', '1h']) {
     const r = await s.api('GET', `/api/streams/surges/stats?from=${start}&to=${end}&step=${step}&by=service&sample=20000`)
     t.equal(r.status, 200)
@@ -651,13 +665,10 @@ t.test('stats?by= sampled, bursts past the budget for whole points: read again o
 
 t.test('stats?by= sampled, a burst under twice the mean point: its point read whole as its slice held it unevenly (explore30)', async (t) => {
   const tgt = await createIngestTarget(s, 'blips')
-  const end = Math.floor(Date.now() / 600_000) * 600_000 - 600_000
-  const start = end - 86_400_000
+  const { start, end, lines } = spreadDay()
   // 60,000 events spread over the day (about 417 a 10-minute point), and 300 of one more service
   // in 3 s of one point: 717 events there, under twice the mean point, so not a burst by its
   // count. Its slice (a tenth of the point) missed the 3 s, or held them and little else.
-  const lines: string[] = []
-  for (let i = 0; i < 60_000; i++) lines.push(`{"ts":${start + Math.floor(i * 86_400_000 / 60_000)},"service":"${['a', 'b', 'c'][i % 3]}"}`)
   const at = end - 5 * 3_600_000 + 321_000
   for (let i = 0; i < 300; i++) lines.push(`{"ts":${at + i * 10},"service":"blip"}`)
   lines.sort()
@@ -678,15 +689,7 @@ t.test('stats?by= sampled over 10,800 points, most of whose slices hold nothing 
   // slice, so thousands of points had none in theirs and were all read whole, one statement each
   // (explore31: 10,800 points answered 504 after 27 s). Points of about two matches, each shared
   // out alone, gave them to the most frequent value: +23% and -19% (Sharer).
-  // mulberry32: a linear congruential generator's successive numbers fall on a lattice, and
-  // the slices, which pick events by their place in time, read a biased share of its values.
-  let seed = 11
-  const random = (): number => {
-    seed = (seed + 0x6D2B79F5) | 0
-    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed)
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x
-    return ((x ^ (x >>> 14)) >>> 0) / 4_294_967_296
-  }
+  const random = seededRandom(11)
   const truth: Record<string, number> = {}
   const lines = Array.from({ length: 200_000 }, (_, i) => {
     const service = ['a', 'b', 'c'][Math.floor(random() * 3)]
@@ -694,7 +697,7 @@ t.test('stats?by= sampled over 10,800 points, most of whose slices hold nothing 
     if (region === 'r0') truth[service] = (truth[service] ?? 0) + 1
     return `{"ts":${start + Math.floor(i * 21_600_000 / 200_000)},"service":"${service}","region":"${region}"}`
   })
-  for (let k = 0; k < lines.length; k += 50_000) t.equal((await postIngest(tgt, lines.slice(k, k + 50_000).join('\n'))).status, 200)
+  await postLines(t, tgt, lines)
   const r = await s.api('GET', `/api/streams/finesteps/stats?from=${start}&to=${end}&step=2s&by=service&sample=10000&q=${encodeURIComponent('region:r0')}`)
   t.equal(r.status, 200)
   t.equal(r.body.sampled, true)
@@ -713,7 +716,7 @@ t.test('/fields sampled from inside a minute: the events of that minute before t
     ...Array.from({ length: 300 }, (_, i) => ({ ts: minute + 31_000 + i * 90, service: 'edge' })),
     ...Array.from({ length: 20_000 }, (_, i) => ({ ts: minute + 60_000 + Math.floor(i * 10_740_000 / 20_000), service: 'spread' })),
   ]
-  for (let k = 0; k < lines.length; k += 20_000) t.equal((await postIngest(tgt, lines.slice(k, k + 20_000).map((l) => JSON.stringify(l)).join('\n'))).status, 200)
+  await postLines(t, tgt, lines.map((l) => JSON.stringify(l)), 20_000)
   const r = await s.api('GET', `/api/streams/edges/fields?from=${minute + 30_000}&to=${minute + 10_800_000}&sample=5000`)
   t.equal(r.status, 200)
   t.equal(r.body.total, 20_300)
@@ -737,7 +740,7 @@ t.test('/fields sampled over bursts too big to read whole, in the first seconds 
     for (let i = 0; i < 50; i++) lines.push({ ts: minute + 10_000 + i * 1000, service: 'neighbor' })
   }
   lines.sort((x, y) => x.ts - y.ts)
-  for (let k = 0; k < lines.length; k += 20_000) t.equal((await postIngest(tgt, lines.slice(k, k + 20_000).map((l) => JSON.stringify(l)).join('\n'))).status, 200)
+  await postLines(t, tgt, lines.map((l) => JSON.stringify(l)), 20_000)
   for (const q of ['', 'service:*']) {
     const r = await s.api('GET', `/api/streams/minstart/fields?from=${start}&to=${end}&sample=5000&top=10${q === '' ? '' : `&q=${encodeURIComponent(q)}`}`)
     t.equal(r.status, 200)
