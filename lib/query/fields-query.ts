@@ -68,7 +68,7 @@ const minSampleSlices = 12
  */
 const minSliceRows = 4096
 /** Rows of a granule (MergeTree's index_granularity): a read of one matching row reads its granule. */
-const granuleRows = 8192
+export const granuleRows = 8192
 /**
  * Rows a read's passes may read at most before it samples (docs/api.md section 7.6): each pass
  * reads every column of the granules holding a match, about 0.5 s per million rows on 18.16 here.

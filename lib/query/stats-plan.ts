@@ -121,8 +121,14 @@ export interface StatsParams {
   rollupsPurged?: boolean
   /** `by=`: the field to group by (stats-groups.ts); absent: no groups. */
   by?: GroupBy
-  /** `sample=`: events a by= counts exactly; over more it samples (stats-groups.ts). 0: never. Default groupSampleRows. */
+  /**
+   * `sample=`: events a by= counts exactly; over more it samples (stats-groups.ts). 0: never.
+   * Absent: groupSampleRows, and a range whose slices would read about as many rows as it holds
+   * is counted exactly (stats-groups.ts groupSlices).
+   */
   groupSample?: number
+  /** Count exactly up to what the slices would read, as without `sample=` (default: groupSample not given). */
+  groupSampleAuto?: boolean
 }
 
 export interface StatsPlan {
@@ -144,6 +150,8 @@ export interface StatsPlan {
   groupsFromRollup: boolean
   /** Events a by= from raw rows counts exactly; over more it samples. 0: never. */
   groupSample: number
+  /** `sample` was not given: a range the slices would read nearly whole is counted exactly too. */
+  groupSampleAuto: boolean
 }
 
 function isWholeMs (value: number): boolean {
@@ -183,5 +191,5 @@ export function planStats (params: StatsParams): StatsPlan {
     throw new SluiceError('invalid_query', `step ${stepMs} ms gives ${points} points over this range; at most ${maxPoints}: use a larger step`, { details: { parameter: 'step' } })
   }
   const prewhere = filter !== null && params.prewhere !== undefined ? sql` PREWHERE ${params.prewhere}` : sql``
-  return { orgId: params.orgId, stream: params.stream, source, from: alignedFrom, to: alignedTo, stepMs, topN, filter, prewhere, hiddenBefore: params.hiddenBefore ?? 0, groupsFromRollup, groupSample: params.groupSample ?? groupSampleRows }
+  return { orgId: params.orgId, stream: params.stream, source, from: alignedFrom, to: alignedTo, stepMs, topN, filter, prewhere, hiddenBefore: params.hiddenBefore ?? 0, groupsFromRollup, groupSample: params.groupSample ?? groupSampleRows, groupSampleAuto: params.groupSampleAuto ?? params.groupSample === undefined }
 }

@@ -33,7 +33,7 @@ export function registerStatsRoute (router: Router, deps: ReadDeps): void {
       topN: integerParam(read.params, 'top', 1, maxTopN, defaultTopN),
       hiddenBefore: read.hiddenBefore,
       rollupsPurged: deps.accounts.store.rollupsPurged(read.orgId, read.stream.name),
-      groupSample: integerParam(read.params, 'sample', 0, maxGroupSampleRows, groupSampleRows),
+      groupSample: read.params.has('sample') ? integerParam(read.params, 'sample', 0, maxGroupSampleRows, groupSampleRows) : undefined,
       by: by === undefined ? undefined : { text: fieldTextSql(by, read.scope), present: fieldPresentSql(by, read.scope), isLevel, isAttribute: by.kind === 'attribute' },
     }), isScan(read.range.from, read.range.to, rawRows))
     sendSerialized(ctx, 200, serializeStats, result)

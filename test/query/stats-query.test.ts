@@ -12,6 +12,12 @@ import { queryStats, planStats, roundPercentile } from '../../lib/query/stats-qu
 import { parseFilter } from '../../lib/query/filter-parser.ts'
 import { filterToSql } from '../../lib/query/filter-sql.ts'
 import type { StatsResult, StatsSource } from '../../lib/query/stats-query.ts'
+import type { ClickHouse, RequestOptions } from '../../lib/storage/clickhouse.ts'
+import type { SqlFragment } from '../../lib/storage/sql.ts'
+import { fieldPresentSql, fieldTextSql, resolveField } from '../../lib/query/field-ref.ts'
+import { noLegacyRows } from '../../lib/query/attr-sql.ts'
+import { readError } from '../../lib/query/read-limits.ts'
+import { SluiceError } from '../../lib/errors.ts'
 import { createRandom } from '../../bench/payload.ts' // seeded, so every run stores the same rows
 
 const minute = 60_000
@@ -379,6 +385,40 @@ t.test('the automatic choice serves each range from its table', async (t) => {
     const got = await queryStats(clickhouse, { ...stream, from, to: now })
     checkAgainst(t, got, expectStats(rows, 'org_a', 'web', got.from, got.to, got.step_ms), `${rangeMs / minute} min`)
   }
+})
+
+t.test('by= without sample= counts exactly what its slices would read nearly whole, and samples a field past the group limit', async (t) => {
+  // org_a/web: 3,000 events over two days, `bytes` of about 2,700 distinct values. With `sample`
+  // 500 the slices (one a point) would read a granule each: all 3,000 rows.
+  const from = day0
+  const to = day0 + 48 * hour
+  const ref = resolveField('bytes')
+  const by = { text: fieldTextSql(ref, noLegacyRows), present: fieldPresentSql(ref, noLegacyRows) }
+  const exact = await queryStats(clickhouse, { ...stream, from, to, stepMs: hour, by, groupSample: 0 })
+  const given = await queryStats(clickhouse, { ...stream, from, to, stepMs: hour, by, groupSample: 500 })
+  t.equal(given.sampled, true, 'sample=500 given: sampled')
+  const auto = await queryStats(clickhouse, { ...stream, from, to, stepMs: hour, by, groupSample: 500, groupSampleAuto: true })
+  t.equal(auto.sampled, false, 'no sample= given: counted exactly')
+  t.same(auto.groups, exact.groups, 'the exact top values')
+  t.same(auto.series, exact.series, 'and points')
+
+  // A read may group at most 1,000 keys: the exact read fails, and the slices' 500 events answer.
+  const limited = new Proxy(clickhouse, {
+    get (target, name) {
+      if (name === 'query') {
+        return async (statement: SqlFragment | string, options?: RequestOptions) => await target.query(statement,
+          { ...options, settings: { ...options?.settings, max_rows_to_group_by: 1000, group_by_overflow_mode: 'throw', max_threads: 1 } })
+      }
+      const value = Reflect.get(target, name) as unknown
+      return typeof value === 'function' ? value.bind(target) : value
+    },
+  }) satisfies ClickHouse
+  const failure = await queryStats(limited, { ...stream, from, to, stepMs: hour, by, groupSample: 0 }).then(() => null, readError)
+  t.equal(failure instanceof SluiceError ? failure.code : failure, 'query_too_expensive', 'an exact read is past the limit')
+  const fallback = await queryStats(limited, { ...stream, from, to, stepMs: hour, by, groupSample: 500, groupSampleAuto: true })
+  t.equal(fallback.sampled, true, 'sampled instead of failing')
+  t.equal(fallback.totals.count, exact.totals.count, 'the series exact')
+  t.ok(fallback.groups !== undefined && fallback.groups.length > 0, 'groups listed')
 })
 
 t.test('slowest paths ranks the 100 busiest paths only', async (t) => {
