@@ -97,7 +97,7 @@ for (const json of [false, true]) {
     const at = Date.now() - 5000
     logger.info('invoice sent', { timestamp: new Date(at).toISOString() })
     logger.debug('cache miss', { timestamp: new Date(at + 1).toISOString() })
-    logger.error('charge declined', { timestamp: new Date(at + 2).toISOString(), order_id: 'o-7', amount: 12.5 })
+    logger.error('charge declined', { timestamp: new Date(at + 2).toISOString(), order_id: 'o-7', amount: 12.5, user: { id: 45 }, paid: false })
     const events = await eventsWhenStored(tgt, 3)
     t.same(errors, [])
     t.equal(events.length, 3)
@@ -114,6 +114,12 @@ for (const json of [false, true]) {
     const found = await s.api('GET', `/api/streams/${tgt.stream}/events?from=now-1h&q=${encodeURIComponent('order_id:o-7 amount:>12')}`)
     t.equal(found.status, 200)
     t.same(found.body.events.map((e: { message: string }) => e.message.split(' {')[0]), ['charge declined'], 'winston\'s meta is findable as attributes')
+    // JSON mode sends the meta as structured metadata too, in text (`user` as `{"id":45}`): the
+    // line's typed values stand (explore32 F1), as in protobuf mode.
+    const declined = attrsOf(events[2])
+    t.same([declined.amount, declined.user, declined.paid, declined.order_id], [12.5, { id: 45 }, false, 'o-7'], 'the meta as sent')
+    const nested = await s.api('GET', `/api/streams/${tgt.stream}/events?from=now-1h&q=${encodeURIComponent('user.id:45 paid:false')}`)
+    t.equal(nested.body.events.length, 1, 'a nested key of the meta found by its dotted path')
   })
 }
 

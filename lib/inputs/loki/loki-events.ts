@@ -140,10 +140,22 @@ function addLineKey (event: Obj, name: string, value: unknown): void {
     event[column] = value
   } else if (eventKeys.has(name) || column !== undefined) {
     const only = attrsOnlyOf(event)
-    if (!Object.hasOwn(only, name)) only[name] = value
-  } else if (!Object.hasOwn(event, name)) {
+    if (!Object.hasOwn(only, name) || restates(only[name], value)) only[name] = value
+  } else if (!Object.hasOwn(event, name) || restates(event[name], value)) {
     event[name] = value
   }
+}
+
+/**
+ * Whether a label or metadata value (a string: Loki's protocol has no other) is the line's own
+ * value of that key as text, which the line then gives typed: winston-loki with `json: true` sends
+ * its meta both as structured metadata (`user` as `{"id":45}`, `amount` as `12.5`) and in the
+ * line, and `user.id:45` should find it as it does the protobuf mode's (explore32 F1). A string
+ * that says something else still wins over the line's key (docs/api.md section 9.2).
+ */
+function restates (said: unknown, value: unknown): boolean {
+  if (typeof said !== 'string' || typeof value === 'string') return false
+  return said === (typeof value === 'number' || typeof value === 'boolean' ? String(value) : JSON.stringify(value))
 }
 
 /** Nanoseconds since the epoch (a decimal string, or a number) to ms; NaN when not one. */
