@@ -200,6 +200,13 @@ function isPlainObject (value: unknown): value is JsonObject {
  */
 export const attrsOnly: unique symbol = Symbol('attrsOnly')
 
+/**
+ * Marks an event object whose field keys came from a protocol's attributes (OTLP): a value that
+ * does not fit its field stays in attrs under its key, as an alias's does, instead of failing the
+ * record (`status: "n/a"`). A symbol: no JSON line can hold it.
+ */
+export const lenientFields: unique symbol = Symbol('lenientFields')
+
 /** The event object's attrsOnly record, made (without a prototype: keys are data) on first use. */
 export function attrsOnlyOf (event: Record<string | symbol, unknown>): Record<string, unknown> {
   return (event[attrsOnly] ??= Object.create(null)) as Record<string, unknown>
@@ -225,6 +232,7 @@ export function normalizeEvent (value: unknown, bounds: TimeBounds, row: EventRo
   }
   row.reset(bounds.receivedAt)
   const line = value
+  const lenient = (line as { [lenientFields]?: boolean })[lenientFields] === true
   // "log" is not on Object.prototype, so a plain read sees only the line's own key. Likewise the
   // for-in loops below see own keys only: nothing in a worker adds enumerable prototype keys.
   const log = line.log
@@ -283,7 +291,7 @@ export function normalizeEvent (value: unknown, bounds: TimeBounds, row: EventRo
     if (outcome === stored) {
       filled |= 1 << field
       used.add(key)
-    } else if (!format2 && !isPlainObject(v) && eventFields[field].strict) {
+    } else if (!format2 && !isPlainObject(v) && eventFields[field].strict && !lenient) {
       if (outcome === wrongType) return new EventRejection('invalid_field', eventFields[field].message)
       return rejectTs(v, bounds)
     }

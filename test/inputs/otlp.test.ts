@@ -256,6 +256,46 @@ t.test('an attribute `host` (Fluent Bit\'s record key) fills host; host.name win
   t.equal(attrsOf(by('resource named')).severityNumber, 25, '...and is kept, as in an NDJSON line')
 })
 
+t.test('an attribute named like an event field fills it when the record left it empty, as its aliases do (explore32 F2)', async (t) => {
+  const tgt = await createIngestTarget(s, 'otel-fields')
+  const ns = String(BigInt(Date.now()) * 1_000_000n)
+  const text = (key: string, value: string) => ({ key, value: { stringValue: value } })
+  const body = {
+    resourceLogs: [{
+      resource: { attributes: [text('service.name', 'billing'), text('trace_id', 'fromresource')] },
+      scopeLogs: [{
+        logRecords: [
+          // No traceId, no severity, no body: the attributes fill them, as traceId, severity and msg would.
+          { timeUnixNano: ns, attributes: [text('trace_id', 'ABCDEF0123456789ABCDEF0123456789'), text('span_id', '0123456789abcdef'), text('level', 'warning'), text('message', 'from attributes'), { key: 'status', value: { intValue: '502' } }] },
+          { timeUnixNano: ns, attributes: [text('traceId', 'abcdef0123456789abcdef0123456789'), text('severity', 'warning'), text('msg', 'from aliases')] },
+          // The record's own fields win; the attributes stay in attrs under their keys.
+          { timeUnixNano: ns, traceId: 'feedfacefeedfacefeedfacefeedface', severityNumber: 17, body: { stringValue: 'own fields' }, attributes: [text('trace_id', 'other'), text('level', 'info'), text('message', 'not the body')] },
+          // A value that does not fit its field stays in attrs, and the record is stored.
+          { timeUnixNano: ns, body: { stringValue: 'bad values' }, attributes: [text('status', 'n/a'), { key: 'rt', value: { stringValue: 'slow' } }, { key: 'path', value: { intValue: '3' } }] },
+        ],
+      }],
+    }],
+  }
+  const r = await post('/v1/logs', JSON.stringify(body), { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/json' })
+  t.equal(r.status, 200)
+  t.same(json(r.bytes), {}, 'every record stored')
+  const events = await storedEvents(tgt)
+  const by = (m: string) => events.find((e) => e.message === m)!
+  const filled = by('from attributes')
+  t.same([filled.trace_id, filled.span_id, filled.level, filled.status], ['abcdef0123456789abcdef0123456789', '0123456789abcdef', 'warn', 502], 'the fields filled, ids in lowercase')
+  t.same(attrsOf(filled), {}, 'nothing left over: the resource\'s trace_id gives way to the record\'s')
+  const aliased = by('from aliases')
+  t.same([aliased.trace_id, aliased.level], [filled.trace_id, 'warn'], 'the same as the aliases give')
+  const own = by('own fields')
+  t.same([own.trace_id, own.level], ['feedfacefeedfacefeedfacefeedface', 'error'])
+  t.same(attrsOf(own), { trace_id: 'other', level: 'info', message: 'not the body' }, 'the record\'s fields win; the attributes kept')
+  const bad = by('bad values')
+  t.same([bad.status, bad.rt, bad.path, bad.trace_id], [null, null, null, 'fromresource'])
+  t.same(attrsOf(bad), { status: 'n/a', rt: 'slow', path: 3 }, 'kept in attrs under their keys')
+  const found = await s.api('GET', `/api/streams/${tgt.stream}/events?from=now-1h&q=${encodeURIComponent('trace_id:ABCDEF0123456789ABCDEF0123456789')}`)
+  t.same(found.body.events.map((e: StoredEvent) => e.message).sort(), ['from aliases', 'from attributes'], 'trace_id: finds both')
+})
+
 t.test('refusals: undecodable bodies, content types, tokens', async (t) => {
   const tgt = await createIngestTarget(s, 'otel-refusals')
   const auth = { authorization: `Bearer ${tgt.token}` }

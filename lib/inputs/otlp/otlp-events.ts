@@ -22,22 +22,33 @@
 //   other attributes, then resource attributes             -> attrs under their own keys
 //   a kvlist body's keys, below both                       -> attrs too (the message is its JSON)
 // A record attribute wins over a resource attribute of the same key. An attribute whose key is a
-// field of the event (ts, message, level, host, ...) is kept in attrs under its key (normalize.ts
+// field of the event (trace_id, level, message, status, ...) fills it when the record left it
+// empty, as its aliases do (addAttributes); else it is kept in attrs under its key (normalize.ts
 // attrsOnly): reads name it `attrs.<key>`.
 import { Buffer } from 'node:buffer'
 import type { BodyError, RecordSink } from '../../ingest/parse-task.ts'
 import { invalidBody } from '../body-task.ts'
 import { eventFields } from '../../events/fields.ts'
 import { levelNames, levelOfSeverityNumber, levelOfSeverityText } from '../../events/level.ts'
-import { attrsOnly, attrsOnlyOf, maxValueDepth } from '../../events/normalize.ts'
+import { attrsOnly, attrsOnlyOf, lenientFields, maxValueDepth } from '../../events/normalize.ts'
 import { int64Value, isRawInteger, numberOrText } from '../../events/json-integers.ts'
 
 type Obj = Record<string | symbol, unknown>
 
 export type IdEncoding = 'hex' | 'base64'
 
-/** Keys an event of this adapter may hold as fields; attributes of these names go to attrs only. */
+/** Keys an event of this adapter may hold as fields; attributes of these names fill them only when the record did not. */
 const eventKeys = new Set(['log', 'event_name', 'scope.name', ...eventFields.flatMap((f) => [f.name, f.key])])
+/**
+ * Keys only the record sets: `log` would make the event a format-2 line, `event_name` and
+ * `scope.name` are the record's eventName and scope. Attributes of these names go to attrs.
+ */
+const recordOnlyKeys = new Set(['log', 'event_name', 'scope.name'])
+/** An event field's name or key, and every name that can fill that field (its name, key and aliases). */
+const fieldNames = new Map(eventFields.flatMap((f) => {
+  const names = [f.name, f.key, ...f.aliases]
+  return [[f.name, names], [f.key, names]] as Array<[string, string[]]>
+}))
 
 /** Attribute keys that fill a column, and the column; the first key of a column that is valid wins. */
 const columnAttributes: Array<[string, string]> = [
@@ -171,13 +182,25 @@ function mapColumns (event: Obj, sources: readonly Obj[]): void {
   }
 }
 
-function addAttributes (event: Obj, attributes: Obj): void {
+/**
+ * Adds attributes below what the record itself filled: a key named like an event field fills it
+ * when the record left it empty (`trace_id` without a traceId, `level` without a severity), as
+ * its aliases (`traceId`, `severity`) do, and a value that does not fit stays in attrs under its
+ * key (lenientFields; explore32 F2: `trace_id` stayed in attrs where `traceId` filled the
+ * column); else attrs under its key. `fromAttributes`: the keys attributes set, so a resource's
+ * key does not shadow a record's.
+ */
+function addAttributes (event: Obj, attributes: Obj, fromAttributes: Set<string>, lower = false): void {
   for (const key in attributes) {
-    if (eventKeys.has(key)) {
+    // A resource's (or a structured body's) key gives way to any name of its field the record or
+    // its attributes used: a record attribute `traceId` wins over a resource `trace_id`.
+    const taken = lower && fieldNames.get(key)?.some((name) => event[name] !== undefined) === true
+    if (event[key] === undefined && !recordOnlyKeys.has(key) && !taken) {
+      event[key] = attributes[key]
+      fromAttributes.add(key)
+    } else if (eventKeys.has(key) && !fromAttributes.has(key)) {
       const only = attrsOnlyOf(event)
       if (only[key] === undefined) only[key] = attributes[key]
-    } else if (event[key] === undefined) {
-      event[key] = attributes[key]
     }
   }
 }
@@ -204,11 +227,13 @@ function recordEvent (record: Obj, resource: Obj, scopeName: string | null, ids:
   if (scopeName !== null) event['scope.name'] = scopeName
   const attributes = keyValues(record.attributes, 1)
   mapColumns(event, [attributes, resource])
-  addAttributes(event, attributes)
-  addAttributes(event, resource)
+  const fromAttributes = new Set<string>()
+  addAttributes(event, attributes, fromAttributes)
+  addAttributes(event, resource, fromAttributes, true)
   // A structured body (a kvlist): its keys are attributes too, below the record's and the
   // resource's (docs/api.md section 9.1); the message is its JSON text.
-  if (isObj(body) && !isRawInteger(body)) addAttributes(event, body)
+  if (isObj(body) && !isRawInteger(body)) addAttributes(event, body, fromAttributes, true)
+  if (fromAttributes.size > 0) event[lenientFields] = true
   return event
 }
 
