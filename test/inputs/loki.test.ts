@@ -123,6 +123,47 @@ for (const json of [false, true]) {
   })
 }
 
+t.test('winston-loki with useWinstonMetaAsLabels: a meta value 0 or false is a label as its text, every entry stored once (explore32 F3)', async (t) => {
+  const tgt = await createIngestTarget(s, 'winston-labels')
+  const errors: unknown[] = []
+  const transport = new LokiTransport({
+    host: s.url,
+    basicAuth: `shipper:${tgt.token}`,
+    labels: { job: 'billing' },
+    json: true,
+    useWinstonMetaAsLabels: true,
+    batching: false,
+    onConnectionError: (err: unknown) => { errors.push(err) },
+  })
+  const logger = winston.createLogger({ level: 'info', transports: [transport] })
+  logger.info('entry a', { n: 1, flag: true })
+  logger.info('entry b', { n: 0, flag: false })
+  logger.info('entry c', { n: 2 })
+  const events = await eventsWhenStored(tgt, 3)
+  t.same(errors, [], 'no entry refused')
+  t.same(events.map((e) => e.message!.split(' ').slice(0, 2).join(' ')).sort(), ['entry a', 'entry b', 'entry c'])
+  const found = await s.api('GET', `/api/streams/${tgt.stream}/events?from=now-1h&q=${encodeURIComponent('n:0 flag:false')}`)
+  t.same(found.body.events.map((e: StoredEvent) => e.message!.split(' ').slice(0, 2).join(' ')), ['entry b'], 'found by its labels')
+})
+
+t.test('Loki JSON: label and metadata values that are numbers or booleans are their text; an object is refused', async (t) => {
+  const tgt = await createIngestTarget(s, 'loki-typed-labels')
+  const ns = `${Date.now() - 1000}000000`
+  const body = {
+    streams: [
+      { stream: { job: 'x', n: 0, ok: false, gone: null }, values: [[ns, 'typed labels', { attempt: 3, retried: true }]] },
+      { stream: { job: 'x', nested: { a: 1 } }, values: [[ns, 'object label']] },
+      { stream: { job: 'x' }, values: [[ns, 'object metadata', { m: [1] }]] },
+    ],
+  }
+  const r = await push('/loki/api/v1/push', Buffer.from(JSON.stringify(body)), { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/json' })
+  t.equal(r.status, 400, 'the entries with an object refused, the other stored')
+  t.equal(r.body.error, 'entries_rejected')
+  t.equal(r.body.ingested, 1)
+  const [stored] = await eventsWhenStored(tgt, 1)
+  t.same(attrsOf(stored), { job: 'x', n: '0', ok: 'false', attempt: '3', retried: 'true' }, 'as text; a null label is none')
+})
+
 t.test('hand-built protobuf + snappy: labels, escapes, structured metadata, ns timestamps', async (t) => {
   const tgt = await createIngestTarget(s, 'loki-pb')
   const seconds = Math.floor(Date.now() / 1000) - 60

@@ -172,11 +172,11 @@ class StreamEvents {
   n = 0
   constructor (sink: RecordSink) { this.#sink = sink }
 
-  /** Emits the entries of one stream; labels null: the stream's labels were malformed. */
-  emit (labels: Array<[string, string]> | null, entries: Iterable<Entry | string>): void {
+  /** Emits the entries of one stream; labels null: the stream's labels were malformed, as `problem` says. */
+  emit (labels: Array<[string, string]> | null, entries: Iterable<Entry | string>, problem = 'the stream\'s labels are not of the form {name="value", ...}'): void {
     for (const entry of entries) {
       this.n++
-      if (labels === null) { this.#sink.fail(this.n, 'invalid_field', 'the stream\'s labels are not of the form {name="value", ...}'); continue }
+      if (labels === null) { this.#sink.fail(this.n, 'invalid_field', problem); continue }
       if (typeof entry === 'string') { this.#sink.fail(this.n, 'invalid_field', entry); continue }
       if (Number.isNaN(entry.ms)) { this.#sink.fail(this.n, 'invalid_field', 'the timestamp must be a string of nanoseconds since the epoch'); continue }
       if (typeof entry.line !== 'string') { this.#sink.fail(this.n, 'invalid_field', 'the line must be a string'); continue }
@@ -198,19 +198,29 @@ export function lokiJsonEvents (body: unknown, sink: RecordSink): BodyError | nu
   const out = new StreamEvents(sink)
   for (const stream of body.streams) {
     const values = isObj(stream) && Array.isArray(stream.values) ? stream.values : []
-    let labels: Array<[string, string]> | null = []
-    if (isObj(stream) && stream.stream !== undefined) {
-      if (!isObj(stream.stream)) labels = null
-      else {
-        for (const [k, v] of Object.entries(stream.stream)) {
-          if (typeof v !== 'string') { labels = null; break }
-          labels.push([k, v])
-        }
-      }
-    }
-    out.emit(labels, jsonEntries(values))
+    const labels = isObj(stream) && stream.stream !== undefined ? textPairs(stream.stream) : []
+    out.emit(labels, jsonEntries(values), 'the stream\'s labels must be an object of strings (numbers and booleans are taken as their text)')
   }
   return null
+}
+
+/**
+ * A JSON object of label or metadata values as name-text pairs, or null when it is no object or a
+ * value is an object or an array. Loki's protocol has strings only, but winston-loki with
+ * `useWinstonMetaAsLabels` sends a meta value 0, false or "" unconverted (`value ? String(value) :
+ * value`): a number or a boolean is taken as its text, and null as no label, so that one entry is
+ * not refused while its batch's others are stored, which the client answers by sending them all
+ * again every minute (explore32 F3).
+ */
+function textPairs (object: unknown): Array<[string, string]> | null {
+  if (!isObj(object)) return null
+  const pairs: Array<[string, string]> = []
+  for (const [k, v] of Object.entries(object)) {
+    if (typeof v === 'string') pairs.push([k, v])
+    else if (typeof v === 'number' || typeof v === 'boolean') pairs.push([k, String(v)])
+    else if (v !== null) return null
+  }
+  return pairs
 }
 
 function * jsonEntries (values: unknown[]): Generator<Entry | string> {
@@ -221,11 +231,11 @@ function * jsonEntries (values: unknown[]): Generator<Entry | string> {
     }
     let metadata: Array<[string, string]> | null = null
     if (value.length === 3) {
-      if (!isObj(value[2]) || !Object.values(value[2]).every((v) => typeof v === 'string')) {
-        yield 'structured metadata must be an object of strings'
+      metadata = textPairs(value[2])
+      if (metadata === null) {
+        yield 'structured metadata must be an object of strings (numbers and booleans are taken as their text)'
         continue
       }
-      metadata = Object.entries(value[2] as Record<string, string>)
     }
     yield { ms: nanosToMs(value[0]), line: value[1], metadata }
   }
