@@ -66,7 +66,7 @@ export interface EventField {
 /** In the events API's member order. */
 export const eventFields: readonly EventField[] = [
   { name: 'ts', key: 'ts', column: 'ts', type: 'UInt64', rule: 'ts', format: 1, message: 'ts must be an RFC 3339 string or a number of epoch seconds, milliseconds, microseconds or nanoseconds', aliases: ['time', 'timestamp', '@timestamp', 'date', 'timereported'], strict: true },
-  { name: 'host', key: 'host', column: 'host', type: 'Nullable(String)', rule: 'string', format: 1, message: 'host must be a string', aliases: ['hostname', 'host.name', 'fromhost'], strict: true },
+  { name: 'host', key: 'host', column: 'host', type: 'Nullable(String)', rule: 'string', format: 1, message: 'host must be a string', aliases: ['hostname', 'host.name', 'host.hostname', 'fromhost'], strict: true },
   { name: 'path', key: 'path', column: 'path', type: 'Nullable(String)', rule: 'string', format: 1, message: 'path must be a string', aliases: ['url.path', 'uri'], strict: true },
   { name: 'status', key: 'status', column: 'status', type: 'Nullable(UInt16)', rule: 'status', format: 1, message: 'status must be an integer 100-599', aliases: ['http.response.status_code', 'http.status_code'], strict: true },
   { name: 'rt', key: 'rt', column: 'rt', type: 'Nullable(Float64)', rule: 'seconds', format: 1, message: 'rt must be a finite number >= 0 (seconds)', aliases: ['request_time'], strict: true },

@@ -33,10 +33,19 @@ const byName = new Map<string, number>([
 /** The longest name byName knows, in characters. */
 const longestName = Math.max(...[...byName.keys()].map((name) => name.length))
 
-/** A level from a name (any case), -1 when it is none. */
+/**
+ * A level from a name (any case, blanks around it ignored, as levelOfSeverityText does: `" info"`
+ * is info in every input, explore32 F5), -1 when it is none.
+ */
 export function levelOfName (text: string): number {
+  if (text.length > 0 && (isBlank(text.charCodeAt(0)) || isBlank(text.charCodeAt(text.length - 1)))) text = text.trim()
   if (text.length > longestName) return -1
   return byName.get(text.toLowerCase()) ?? -1
+}
+
+/** Space, tab, CR or LF. */
+function isBlank (c: number): boolean {
+  return c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d
 }
 
 /** byName's names as bytes with their levels, for levelOfNameBytes. */
@@ -48,10 +57,12 @@ const namesByLength: Uint8Array[] = Array.from({ length: longestName + 1 }, (_, 
 
 /**
  * levelOfName of the text src[start, end), read in place without a string (the line scanner's
- * strings): ASCII letters compared case-insensitively, anything else never matches. Only the
- * names of the text's length are compared.
+ * strings): ASCII letters compared case-insensitively, blanks around them ignored, anything else
+ * never matches. Only the names of the text's length are compared.
  */
 export function levelOfNameBytes (src: Uint8Array, start: number, end: number): number {
+  while (start < end && isBlank(src[start])) start++
+  while (end > start && isBlank(src[end - 1])) end--
   const length = end - start
   if (length === 0 || length > longestName) return -1
   const candidates = namesByLength[length]

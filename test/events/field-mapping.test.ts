@@ -111,6 +111,7 @@ t.test('level: names, syslog and pino numbers, OpenTelemetry severity numbers', 
     ['trace', 'trace'], ['DEBUG', 'debug'], ['Info', 'info'], ['warn', 'warn'], ['warning', 'warn'], ['WARNING', 'warn'],
     ['error', 'error'], ['err', 'error'], ['fatal', 'fatal'], ['crit', 'fatal'], ['critical', 'fatal'], ['alert', 'fatal'],
     ['emerg', 'fatal'], ['panic', 'fatal'], ['notice', 'info'], ['informational', 'info'], ['verbose', 'debug'], ['silly', 'trace'],
+    [' info', 'info'], ['info ', 'info'], [' Warning\n', 'warn'], [' ', null], // blanks around a name, as OTLP's severityText (explore32 F5)
     [10, 'trace'], [20, 'debug'], [30, 'info'], [35, 'info'], [40, 'warn'], [50, 'error'], [60, 'fatal'], [100, 'fatal'],
     [0, 'fatal'], [1, 'fatal'], [2, 'fatal'], [3, 'error'], [4, 'warn'], [5, 'info'], [6, 'info'], [7, 'debug'], ['30', 'info'], ['3', 'error'],
     [8, null], [9, null], [-1, null], [1.5, null], ['loud', null], ['', null], [true, null], [null, null],
@@ -131,6 +132,12 @@ t.test('level: names, syslog and pino numbers, OpenTelemetry severity numbers', 
   t.match(stored({ level: 'loud', severity: 'err' }), { level: 'error', attrs: '{"level":"loud"}' }, 'then the aliases')
   t.equal(stored({ levelname: 'WARNING' }).level, 'warn', 'Python logging')
   t.equal(stored({ log: JSON.stringify({ level: 50, msg: 'x' }) }).level, 'error', 'in a JSON log')
+})
+
+t.test('ECS host.hostname (what @elastic/ecs-pino-format writes for pino\'s hostname) fills host; host.name wins over it', async (t) => {
+  t.match(stored({ message: 'a', host: { hostname: 'es-host' } }), { host: 'es-host', attrs: '{"host":{"hostname":"es-host"}}' })
+  t.match(stored({ message: 'a', 'host.hostname': 'flat' }), { host: 'flat' })
+  t.match(stored({ message: 'a', host: { name: 'named', hostname: 'es-host' } }), { host: 'named' })
 })
 
 t.test('rsyslog\'s default JSON (StdJSONFmt): fromhost, priority and timereported fill host, level and ts', async (t) => {

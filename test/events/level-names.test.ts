@@ -25,7 +25,7 @@ t.test('names in any case, with the step digit or as the enum name', async (t) =
 })
 
 t.test('one table: every name a line may carry is read the same by the protocol inputs', async (t) => {
-  for (const name of ['dbg', 'verbose', 'silly', 'http', 'severe', 'notice', 'crit', 'warning', 'Err']) {
+  for (const name of ['dbg', 'verbose', 'silly', 'http', 'severe', 'notice', 'crit', 'warning', 'Err', ' info', 'info ']) {
     t.equal(levelOfSeverityText(name), levelOfName(name), name)
     t.ok(levelOfName(name) >= 0, `${name} is a level`)
   }

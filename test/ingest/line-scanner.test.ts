@@ -122,7 +122,7 @@ const stringBodies = [
   'web-01', '', ' ', 'GET', '/api/v1/users', 'caf\u00e9', '\u00e9\u{1f600}', '\u2028', 'tab\there', 'a"quote', 'back\\slash',
   'line\nbreak', 'nul\u0000char', '\u007f', '{"host":"nested"}', '2025-11-21T11:59:00Z', '1763726340000',
 ]
-const levelTexts = ['info', 'INFO', 'Warning', 'warn', 'err', 'ERROR', 'crit', 'fatal', 'debug', 'trace', 'notice', 'verbose', 'loud', '', 'inf', 'info ', '30', '3', 'caf\u00e9']
+const levelTexts = ['info', 'INFO', 'Warning', 'warn', 'err', 'ERROR', 'crit', 'fatal', 'debug', 'trace', 'notice', 'verbose', 'loud', '', 'inf', 'info ', ' WARN', ' \t', '30', '3', 'caf\u00e9']
 const rawEscapes = ['\\/', '\\u0041', '\\u00e9', '\\u20ac', '\\ud83d\\ude00', '\\ud800', '\\udc00x', '\\b', '\\f', '\\r', '\\u001f', '\\u005C', '\\U0041', '\\x41', '\\']
 const numbers = [
   '0', '-0', '1', '99', '100', '200', '599', '600', '200.0', '2e2', '2E+2', '1.5', '0.25', '-1', '1e999', '-1e999', '1E400',

@@ -270,6 +270,8 @@ t.test('an attribute named like an event field fills it when the record left it 
           { timeUnixNano: ns, attributes: [text('traceId', 'abcdef0123456789abcdef0123456789'), text('severity', 'warning'), text('msg', 'from aliases')] },
           // The record's own fields win; the attributes stay in attrs under their keys.
           { timeUnixNano: ns, traceId: 'feedfacefeedfacefeedfacefeedface', severityNumber: 17, body: { stringValue: 'own fields' }, attributes: [text('trace_id', 'other'), text('level', 'info'), text('message', 'not the body')] },
+          // All-zero ids are the specification's invalid ones: no ids (explore32 F7).
+          { timeUnixNano: ns, traceId: '0'.repeat(32), spanId: '0'.repeat(16), body: { stringValue: 'zero ids' } },
           // A value that does not fit its field stays in attrs, and the record is stored.
           { timeUnixNano: ns, body: { stringValue: 'bad values' }, attributes: [text('status', 'n/a'), { key: 'rt', value: { stringValue: 'slow' } }, { key: 'path', value: { intValue: '3' } }] },
         ],
@@ -289,6 +291,7 @@ t.test('an attribute named like an event field fills it when the record left it 
   const own = by('own fields')
   t.same([own.trace_id, own.level], ['feedfacefeedfacefeedfacefeedface', 'error'])
   t.same(attrsOf(own), { trace_id: 'other', level: 'info', message: 'not the body' }, 'the record\'s fields win; the attributes kept')
+  t.same([by('zero ids').trace_id, by('zero ids').span_id], ['fromresource', null], 'zero ids are none (the resource\'s trace_id then fills it)')
   const bad = by('bad values')
   t.same([bad.status, bad.rt, bad.path, bad.trace_id], [null, null, null, 'fromresource'])
   t.same(attrsOf(bad), { status: 'n/a', rt: 'slow', path: 3 }, 'kept in attrs under their keys')

@@ -132,8 +132,9 @@ function nanosToMs (raw: unknown): number {
 
 function idText (value: unknown, encoding: IdEncoding): string | null {
   if (typeof value !== 'string' || value === '') return null
-  if (encoding === 'base64') return Buffer.from(value, 'base64').toString('hex')
-  return /^[0-9a-fA-F]+$/.test(value) ? value.toLowerCase() : value
+  const id = encoding === 'base64' ? Buffer.from(value, 'base64').toString('hex') : /^[0-9a-fA-F]+$/.test(value) ? value.toLowerCase() : value
+  // All zeros is the specification's invalid id, which SDKs send for a record outside a span: no id (explore32 F7).
+  return /^0+$/.test(id) ? null : id
 }
 
 function levelOf (record: Obj): string | null {
