@@ -65,8 +65,8 @@ export interface EventField {
 
 /** In the events API's member order. */
 export const eventFields: readonly EventField[] = [
-  { name: 'ts', key: 'ts', column: 'ts', type: 'UInt64', rule: 'ts', format: 1, message: 'ts must be an RFC 3339 string or a number of epoch seconds, milliseconds, microseconds or nanoseconds', aliases: ['time', 'timestamp', '@timestamp', 'date', 'timereported'], strict: true },
-  { name: 'host', key: 'host', column: 'host', type: 'Nullable(String)', rule: 'string', format: 1, message: 'host must be a string', aliases: ['hostname', 'host.name', 'host.hostname', 'fromhost'], strict: true },
+  { name: 'ts', key: 'ts', column: 'ts', type: 'UInt64', rule: 'ts', format: 1, message: 'ts must be an RFC 3339 string or a number of epoch seconds, milliseconds, microseconds or nanoseconds', aliases: ['time', 'timestamp', '@timestamp', 'date', 'timereported', '__REALTIME_TIMESTAMP'], strict: true },
+  { name: 'host', key: 'host', column: 'host', type: 'Nullable(String)', rule: 'string', format: 1, message: 'host must be a string', aliases: ['hostname', 'host.name', 'host.hostname', 'fromhost', '_HOSTNAME'], strict: true },
   { name: 'path', key: 'path', column: 'path', type: 'Nullable(String)', rule: 'string', format: 1, message: 'path must be a string', aliases: ['url.path', 'uri'], strict: true },
   { name: 'status', key: 'status', column: 'status', type: 'Nullable(UInt16)', rule: 'status', format: 1, message: 'status must be an integer 100-599', aliases: ['http.response.status_code', 'http.status_code'], strict: true },
   { name: 'rt', key: 'rt', column: 'rt', type: 'Nullable(Float64)', rule: 'seconds', format: 1, message: 'rt must be a finite number >= 0 (seconds)', aliases: ['request_time'], strict: true },
@@ -76,7 +76,7 @@ export const eventFields: readonly EventField[] = [
   { name: 'user_agent', key: 'user_agent', column: 'user_agent', type: 'Nullable(String)', rule: 'string', format: 1, message: 'user_agent must be a string', aliases: ['user_agent.original', 'http.user_agent', 'http_user_agent'], strict: true },
   { name: 'message', key: 'log', column: 'message', type: 'Nullable(String)', rule: 'string', format: 2, message: 'log must be a string', aliases: ['message', 'msg', 'MESSAGE', 'body', 'short_message'], strict: true },
   { name: 'filename', key: 'filename', column: 'filename', type: 'Nullable(String)', rule: 'string', format: 2, message: 'filename must be a string', aliases: ['log.file.path'], strict: true },
-  { name: 'level', key: 'level', column: 'level', type: 'Nullable(String)', rule: 'level', format: 1, message: 'level must be a level name or number', aliases: ['severity', 'severity_text', 'severityText', 'levelname', 'log.level', 'severityNumber', 'severity_number', 'priority'], strict: false },
+  { name: 'level', key: 'level', column: 'level', type: 'Nullable(String)', rule: 'level', format: 1, message: 'level must be a level name or number', aliases: ['severity', 'severity_text', 'severityText', 'levelname', 'log.level', 'severityNumber', 'severity_number', 'priority', 'PRIORITY'], strict: false },
   { name: 'service', key: 'service', column: 'service', type: 'Nullable(String)', rule: 'string', format: 1, message: 'service must be a string', aliases: ['service.name', 'service_name'], strict: false },
   { name: 'trace_id', key: 'trace_id', column: 'trace_id', type: 'Nullable(String)', rule: 'string', format: 1, message: 'trace_id must be a string', aliases: ['traceId', 'trace.id'], strict: false, hexId: true },
   { name: 'span_id', key: 'span_id', column: 'span_id', type: 'Nullable(String)', rule: 'string', format: 1, message: 'span_id must be a string', aliases: ['spanId', 'span.id'], strict: false, hexId: true },
@@ -87,10 +87,11 @@ export const severityNumberAliases: ReadonlySet<string> = new Set(['severityNumb
 
 /**
  * Aliases whose numbers are syslog severities 0-7 only: rsyslog's `priority` (StdJSONFmt's
- * `syslogpriority-text` is a severity name; its number is the severity, not the PRI). A larger
- * number there is some other priority (a ticket's, a PRI) and no level.
+ * `syslogpriority-text` is a severity name; its number is the severity, not the PRI) and
+ * journald's `PRIORITY` (a digit in a string, as Fluent Bit's systemd input passes it on). A
+ * larger number there is some other priority (a ticket's, a PRI) and no level.
  */
-export const syslogSeverityAliases: ReadonlySet<string> = new Set(['priority'])
+export const syslogSeverityAliases: ReadonlySet<string> = new Set(['priority', 'PRIORITY'])
 
 /** How numbers under a level key read (level.ts levelOf): the level rule, OpenTelemetry's, or syslog's 0-7. */
 export function levelNumberingOf (key: string): LevelNumbering {

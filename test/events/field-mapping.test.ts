@@ -134,6 +134,13 @@ t.test('level: names, syslog and pino numbers, OpenTelemetry severity numbers', 
   t.equal(stored({ log: JSON.stringify({ level: 50, msg: 'x' }) }).level, 'error', 'in a JSON log')
 })
 
+t.test('journald\'s fields (Fluent Bit\'s systemd input passes them on as they are): MESSAGE, PRIORITY, _HOSTNAME, __REALTIME_TIMESTAMP', async (t) => {
+  const line = { MESSAGE: 'Started Session 7 of user root.', PRIORITY: '6', _HOSTNAME: 'node-3', __REALTIME_TIMESTAMP: '1763722800123456', SYSLOG_IDENTIFIER: 'systemd', _PID: '1' }
+  t.match(stored(line), { message: 'Started Session 7 of user root.', level: 'info', host: 'node-3', ts: 1763722800123, attrs: '{"SYSLOG_IDENTIFIER":"systemd","_PID":"1"}' })
+  t.match(stored({ ...line, PRIORITY: '3' }), { level: 'error' })
+  t.match(stored({ ...line, PRIORITY: '30' }), { level: null }, 'a syslog severity only')
+})
+
 t.test('ECS host.hostname (what @elastic/ecs-pino-format writes for pino\'s hostname) fills host; host.name wins over it', async (t) => {
   t.match(stored({ message: 'a', host: { hostname: 'es-host' } }), { host: 'es-host', attrs: '{"host":{"hostname":"es-host"}}' })
   t.match(stored({ message: 'a', 'host.hostname': 'flat' }), { host: 'flat' })

@@ -116,7 +116,7 @@ const chance = (p: number): boolean => random() < p
 
 /** The format-1 fields of the field table: every one is generated, so the test covers a new column. */
 const fieldKeys: readonly string[] = eventFields.filter((f) => f.format === 1).map((f) => f.key)
-const otherKeys = ['stream', 'pod', 'message', 'filename', 'msg', 'time', '@timestamp', 'severity', 'http', 'levelname', '__proto__', 'constructor', '1', '01', '-1', 'a b', 'é', 'k"q', 'x\\y', '', 'hostname', 'ts2', 'log2', 'Host']
+const otherKeys = ['stream', 'pod', 'message', 'filename', 'msg', 'time', '@timestamp', 'severity', 'http', 'levelname', 'PRIORITY', '_HOSTNAME', '__REALTIME_TIMESTAMP', 'priority', '__proto__', 'constructor', '1', '01', '-1', 'a b', 'é', 'k"q', 'x\\y', '', 'hostname', 'ts2', 'log2', 'Host']
 const escapedKeys = ['"\\u0068ost"', '"ho\\u0073t"', '"\\u006cog"', '"a\\/b"', '"a\\nb"', '"\\"q\\""']
 const stringBodies = [
   'web-01', '', ' ', 'GET', '/api/v1/users', 'caf\u00e9', '\u00e9\u{1f600}', '\u2028', 'tab\there', 'a"quote', 'back\\slash',
