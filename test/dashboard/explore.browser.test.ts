@@ -484,6 +484,16 @@ t.test('Explore in Chromium', { skip }, async (t: Test) => {
     t.pass('the hits count the event the tail brought')
     t.equal(await page.locator('#x-table tbody tr.event', { hasText: 'live: not for this search' }).count(), 0, 'the filter applies to the tail')
     t.equal(await page.locator('#x-table tbody tr.event').first().textContent().then((x) => x?.includes('mallory')), true, 'newest on top')
+    // An event older than the live window arrives too: the tail shows it and the hits count it,
+    // until the sidebar's next read (5 s after an arrival) counts the window again (explore32c F1:
+    // the hits grew by every arrival and never fell).
+    const late: AppLog = { service: 'auth', host: 'web-1', ts: Date.now() - 20 * 60_000, level: SeverityNumber.INFO, body: 'live: from before the window', attributes: { 'order.id': 'o-0' } }
+    logs.push(late)
+    await sendWithSdk([late])
+    await page.locator('#x-table tbody tr.event', { hasText: 'live: from before the window' }).waitFor({ timeout: waitMs })
+    await page.locator('#x-hits', { hasText: new RegExp(`^${hitsBefore + 2} hits$`) }).waitFor({ timeout: waitMs })
+    await page.locator('#x-hits', { hasText: new RegExp(`^${hitsBefore + 1} hits?$`) }).waitFor({ timeout: waitMs })
+    t.pass('the hits are the window\'s again once the sidebar reads it')
     await page.click('#x-pause')
     const paused: AppLog = { service: 'auth', host: 'web-1', ts: Date.now(), level: SeverityNumber.INFO, body: 'live: while paused', attributes: { 'order.id': 'o-3' } }
     logs.push(paused)

@@ -385,11 +385,17 @@ export class Explore {
     this.#fieldsTimer = window.setTimeout(() => {
       this.#fieldsTimer = 0
       if (signal.aborted) return
+      // The read counts the last 15 minutes as of now, the tail's arrivals so far included: the
+      // hits become its total plus what arrives after it, so that events leaving the window leave
+      // the hits too (explore32c F1: the hits grew by every arrival and never fell).
+      const arrived = this.#feed?.received ?? 0
       api.get(streamPath(state.stream, 'fields', { ...readRange(state), q: state.q, top: topValues, sample: fieldsSample }), { signal })
         .then((/** @type {FieldsAnswer} */ answer) => {
           if (signal.aborted) return
           this.#remember(answer)
           this.#sidebar.update(answer, this.#sidebarContext())
+          this.#hits = answer.total - arrived
+          this.#renderHits()
         })
         .catch(() => {}) // the next arrival tries again; the tail goes on either way
     }, liveFieldsMs)
