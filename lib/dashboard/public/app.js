@@ -13,7 +13,7 @@ import { DetailDrawer, EventsTable, renderTotals, TopLists } from './panels.js'
 import { forgetToken, keepToken, showNoStreams, showScreen, showSignIn, showSignInError, storedToken, wireSignIn } from './sign-in.js'
 import { state, streamKey } from './state.js'
 import { retryDelayMs, setBanner, setConn, setLoading, showQueryError } from './status-bar.js'
-import { formatRange, readHash, writeHash } from './url-state.js'
+import { formatRange, readHash, resolveWindow, writeHash } from './url-state.js'
 import { Explore, firstPagePath } from './explore-view.js'
 import { isMostlyAccessLog } from './explore-columns.js'
 import { streamPath } from './view-common.js'
@@ -332,6 +332,7 @@ function startView () {
   stopView()
   const controller = new AbortController()
   state.view = controller
+  state.window = resolveWindow(state, Date.now())
   setLoading(true)
   showQueryError(null)
   setBanner(null)

@@ -51,6 +51,8 @@ const fieldsSample = 50_000
 const blobMaxEvents = 100_000
 /** Live mode's histogram, sidebar and backfill cover this much time before the tail (ms). */
 const liveSpan = '15m'
+/** liveSpan in ms. */
+const liveSpanMs = 15 * 60_000
 /** Live mode: how long after events arrive the sidebar is read again (ms). */
 const liveFieldsMs = 5000
 
@@ -59,7 +61,7 @@ const liveFieldsMs = 5000
  * @param {import('./state.js').AppState} state
  */
 function readRange (state) {
-  return state.range === 'live' ? { from: `now-${liveSpan}`, to: 'now' } : rangeParams(state)
+  return state.range === 'live' ? { from: `now-${liveSpan}`, to: 'now' } : state.window ?? rangeParams(state)
 }
 
 /**
@@ -294,8 +296,9 @@ export class Explore {
     const { api, state } = this.#host
     const button = $('x-export', HTMLButtonElement)
     const path = streamPath(state.stream, 'export', { ...this.#range, q: state.q })
-    const stamp = new Date().toISOString().slice(0, 19).replace(/[:T]/g, '-')
-    const name = `${state.stream}-${stamp}.ndjson`
+    // Named by its range as the API's Content-Disposition names it (live: the range up to now).
+    const range = state.window ?? { from: Date.now() - liveSpanMs, to: Date.now() }
+    const name = `${state.stream}-${new Date(range.from).toISOString()}-${new Date(range.to).toISOString()}.ndjson`.replace(/:/g, '')
     /** @type {((options: object) => Promise<any>) | undefined} the File System Access API (Chromium) */
     const savePicker = /** @type {any} */ (window).showSaveFilePicker
     const hits = this.#totalHits

@@ -33,7 +33,7 @@ export class HistoryView {
   constructor (host, signal) {
     this.#host = host
     this.#signal = signal
-    this.#range = rangeParams(host.state)
+    this.#range = host.state.window ?? rangeParams(host.state)
   }
 
   async start () {

@@ -17,6 +17,9 @@ export const streamKey = 'sluice.stream'
  * @property {string | null} stream
  * @property {string} range 'live', a key of rangeMs, or 'custom'
  * @property {{ from: number, to: number } | null} custom the range in ms for 'custom'
+ * @property {{ from: number, to: number } | null} window the historical range as the view
+ *   started reading it, in ms (a preset's `now` taken once), so its reads and its export count
+ *   the same events; null live
  * @property {string} q
  * @property {'explore' | 'panels' | null} mode the view asked for (URL or a click); null: by the stream's events
  * @property {string[] | null} columns Explore's chosen columns, null for the default
@@ -34,6 +37,7 @@ export const state = {
   stream: null,
   range: 'live',
   custom: null,
+  window: null,
   q: '',
   mode: null,
   columns: null,

@@ -67,6 +67,20 @@ export function rangeParams (state) {
 }
 
 /**
+ * The historical range in ms as of `now` (a preset's end taken once: the reads of one view, and
+ * its export, then count the same events; explore32c F2), or null for live.
+ * @param {AppState} state
+ * @param {number} now ms
+ * @returns {{ from: number, to: number } | null}
+ */
+export function resolveWindow (state, now) {
+  if (state.range === 'live') return null
+  if (state.range === 'custom' && state.custom) return { from: state.custom.from, to: state.custom.to }
+  const span = rangeMs[state.range]
+  return span === undefined ? null : { from: now - span, to: now }
+}
+
+/**
  * Length of a historical range, ms.
  * @param {AppState} state
  */
