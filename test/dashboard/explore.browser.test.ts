@@ -425,6 +425,15 @@ t.test('Explore in Chromium', { skip }, async (t: Test) => {
     t.ok(await page.evaluate(() => document.querySelector('#q') === (globalThis as any).document.activeElement), '/ focuses the search')
   })
 
+  await t.test('an access log among application logs says its request where the message would be', async (t) => {
+    const line = JSON.stringify({ ts: Date.now() - 10_000, method: 'POST', path: '/checkout/pay', status: 502, host: 'web-9', rt: 0.25 })
+    t.equal((await postIngest(app, line)).status, 200)
+    await search('path:/checkout/pay')
+    const cell = page.locator('#x-table tbody tr.event td.c-message').first()
+    t.equal(await cell.textContent(), 'POST /checkout/pay 502 web-9', 'not an empty row (explore32c F4)')
+    t.equal(await cell.getAttribute('class'), 'c-message x-summary', 'dimmed: not a message')
+  })
+
   await t.test('a bad query shows where it is wrong', async (t) => {
     expectedConsole = /status of 400/
     await page.fill('#q', 'service:checkout (level:error')

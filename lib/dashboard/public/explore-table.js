@@ -7,7 +7,7 @@
 import { copyText, el, replaceChildren, targetOf } from './dom.js'
 import { formatBytes, formatEventTime, formatSeconds, statusClass } from './format.js'
 import { eventColumns, fieldValue, flatAttrs, isColumn, valueText } from './explore-columns.js'
-import { levelBadge, maxTailRows } from './panels.js'
+import { levelBadge, maxTailRows, summarizeAttrs } from './panels.js'
 
 /** @typedef {import('./types.js').SluiceEvent} SluiceEvent */
 
@@ -236,6 +236,12 @@ export class ExploreTable {
     const value = fieldValue(event, name)
     const cls = `c-${cssName(name)}`
     if (name === 'ts') return el('td', { class: cls, title: new Date(event.ts).toISOString() }, formatEventTime(event.ts, { withDate: this.#withDate }))
+    if (name === 'message' && value === undefined) {
+      // No message (an access log beside application logs): its request, else its attributes,
+      // dimmed, so that the row says what it is (explore32c F4: such rows showed only a time).
+      const summary = requestOf(event) ?? summarizeAttrs(event.attrs) ?? event.user_agent ?? null
+      return el('td', { class: cls + ' x-summary', title: summary !== null && summary.length > 40 ? summary.slice(0, 2000) : null }, summary ?? '')
+    }
     if (value === undefined) return el('td', { class: cls })
     if (name === 'level') return el('td', { class: cls }, levelBadge(value))
     if (name === 'status') return el('td', { class: cls }, el('span', { class: `status s${statusClass(value)}` }, String(value)))
@@ -291,4 +297,17 @@ export class ExploreTable {
 /** @param {string} name a field name as a CSS class part */
 function cssName (name) {
   return name.replace(/[^a-zA-Z0-9_-]/g, '_')
+}
+
+/**
+ * An access log's request as a line (`GET /api/orders 502 web-1`), or null without method, path
+ * and status.
+ * @param {SluiceEvent} event
+ * @returns {string | null}
+ */
+function requestOf (event) {
+  const parts = [event.method, event.path, event.status].filter((part) => part != null)
+  if (parts.length === 0) return null
+  if (event.host != null) parts.push(event.host)
+  return parts.join(' ')
 }

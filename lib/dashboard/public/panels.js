@@ -301,10 +301,12 @@ export class EventsTable {
 }
 
 /**
+ * An event's attributes as `key=value ...`, or null when it has none: what a row without a
+ * message shows in its place (the panels' table; Explore's message column after the request).
  * @param {SluiceEvent['attrs']} attrs
  * @returns {string | null}
  */
-function summarizeAttrs (attrs) {
+export function summarizeAttrs (attrs) {
   if (!attrs || typeof attrs !== 'object') return null
   const keys = Object.keys(attrs)
   return keys.length === 0 ? null : keys.map((k) => `${k}=${JSON.stringify(attrs[k])}`).join(' ')
