@@ -62,10 +62,11 @@ export function showNoStreams () {
   showScreen('nostreams')
   const origin = location.origin
   replaceChildren($('nostreams-help'),
-    el('p', {}, 'Create one with curl:'),
-    codeBlock(`export SLUICE_TOKEN=$(cat data/admin-token)\ncurl -s -X POST ${origin}/api/streams \\\n  -H "Authorization: Bearer $SLUICE_TOKEN" \\\n  -H 'Content-Type: application/json' -d '{"name":"web"}'`),
+    // With a token of this org: data/admin-token is the first org's (explore32c F6).
+    el('p', {}, 'Create one with a token of this org that may create streams (the one you signed in with, if it has streams:create), with curl:'),
+    codeBlock(`export SLUICE_TOKEN='<your token>'\ncurl -s -X POST ${origin}/api/streams \\\n  -H "Authorization: Bearer $SLUICE_TOKEN" \\\n  -H 'Content-Type: application/json' -d '{"name":"web"}'`),
     el('p', {}, 'or with the CLI, on the Sluice host:'),
-    codeBlock('npx sluice stream create web'))
+    codeBlock('npx sluice stream create web # with SLUICE_TOKEN set as above'))
 }
 
 /**
