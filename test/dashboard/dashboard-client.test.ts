@@ -21,6 +21,7 @@ const query = await import(new URL('explore-query.js', publicUrl).href) as {
   excludedTerms (q: string): Array<{ name: string, label: string, term: string }>
   dropTerm (q: string, term: string): string
   wordAt (q: string, caret: number): { start: number, end: number, negated: boolean, field: string | null, text: string }
+  emptySearchHints (q: string): Array<{ text: string, q: string }>
 }
 
 function parse (chunks: string[]): Array<[string, string]> {
@@ -151,4 +152,13 @@ t.test('filter terms: adding to q', async (t) => {
   t.equal(format.addTerms('level:error OR status:5xx', ['path:/x']), '(level:error OR status:5xx) path:/x', 'a top-level OR is kept whole')
   t.equal(format.addTerms('(a OR b) c', ['path:/x']), '(a OR b) c path:/x', 'an OR inside parentheses needs none')
   t.equal(format.addTerms('"x OR y" c', ['path:/x']), '"x OR y" c path:/x', 'an OR inside quotes is text')
+})
+
+t.test('a search that found nothing: hints for a bare trace or span id and lower-case keywords (explore32c F7)', async (t) => {
+  const trace = '4bf92f3577b34da6a3ce929d0e0e4736'
+  t.same(query.emptySearchHints(trace).map((h) => h.q), [`trace_id:${trace}`])
+  t.same(query.emptySearchHints(`level:error 00f067aa0ba902b7`).map((h) => h.q), ['level:error span_id:00f067aa0ba902b7'])
+  t.same(query.emptySearchHints('service:users or service:payments').map((h) => h.q), ['service:users OR service:payments'])
+  t.same(query.emptySearchHints('level:error timeout'), [], 'nothing to say')
+  t.same(query.emptySearchHints('"or"'), [], 'a quoted word is meant')
 })

@@ -434,6 +434,20 @@ t.test('Explore in Chromium', { skip }, async (t: Test) => {
     t.equal(await cell.getAttribute('class'), 'c-message x-summary', 'dimmed: not a message')
   })
 
+  await t.test('a search that finds nothing offers what a bare trace id or a lower-case or meant', async (t) => {
+    const trace = '4bf92f3577b34da6a3ce929d0e0e4736'
+    const traced: AppLog = { service: 'checkout', host: 'web-2', ts: Date.now() - 5000, level: SeverityNumber.INFO, body: 'traced request', attributes: { trace_id: trace, 'order.id': 'o-t' } }
+    logs.push(traced)
+    await sendWithSdk([traced])
+    await search(trace)
+    const hint = page.locator('#x-empty .x-hint button', { hasText: `Search trace_id:${trace}` })
+    await hint.waitFor({ timeout: waitMs })
+    await hint.click()
+    await waitReady()
+    t.equal(await page.inputValue('#q'), `trace_id:${trace}`)
+    t.equal(await page.textContent('#x-hits'), '1 hit', 'found by its trace id (an OTLP attribute trace_id fills the column)')
+  })
+
   await t.test('a bad query shows where it is wrong', async (t) => {
     expectedConsole = /status of 400/
     await page.fill('#q', 'service:checkout (level:error')

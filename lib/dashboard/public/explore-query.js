@@ -4,7 +4,7 @@
 // parentheses first, since AND binds tighter); a second click on the same value turning it into
 // its exclusion, a third removing it; and the word under the caret, for the suggestions. Names
 // and values are quoted by format.js's quoteField and quoteValue.
-import { filterTerm as fieldTerm, quoteField, quoteValue } from './format.js'
+import { filterTerm as fieldTerm, quoteField, quoteValue, splitTerms } from './format.js'
 
 export { quoteField, quoteValue }
 
@@ -238,4 +238,30 @@ export function wordAt (q, caret) {
 function valueText (raw) {
   const quoted = /^"((?:\\.|[^"\\])*)/.exec(raw)
   return quoted === null ? raw : unquote(quoted[1])
+}
+
+/** Lower-case spellings of q's keywords, which q searches as words (docs/api.md section 7.2). */
+const lowerKeywords = new Set(['or', 'and', 'not'])
+
+/**
+ * What a search that found nothing may have meant, for the slips a newcomer makes (explore32c
+ * F7): a bare trace or span id, which as a word is looked for in the message, path and user agent
+ * only; `or`, `and` or `not` in lower case, which are words. Each hint with the search it offers.
+ * @param {string} q
+ * @returns {Array<{ text: string, q: string }>}
+ */
+export function emptySearchHints (q) {
+  const terms = splitTerms(q)
+  /** @type {Array<{ text: string, q: string }>} */
+  const hints = []
+  for (const [field, digits] of /** @type {const} */ ([['trace_id', 32], ['span_id', 16]])) {
+    const id = terms.find((t) => t.length === digits && /^[0-9a-fA-F]+$/.test(t))
+    if (id !== undefined) {
+      hints.push({ text: `A bare word is looked for in the message, path and user agent. Search ${id} as a ${field === 'trace_id' ? 'trace' : 'span'} id?`, q: terms.map((t) => t === id ? `${field}:${t}` : t).join(' ') })
+    }
+  }
+  if (terms.some((t) => lowerKeywords.has(t))) {
+    hints.push({ text: 'OR, AND and NOT are upper case: in lower case they are words to search for.', q: terms.map((t) => lowerKeywords.has(t) ? t.toUpperCase() : t).join(' ') })
+  }
+  return hints
 }

@@ -18,7 +18,7 @@ import { defaultColumns, fieldValue, valueText } from './explore-columns.js'
 import { ContextView } from './explore-context.js'
 import { createHistogram } from './explore-histogram.js'
 import { followEvents, LiveFeed } from './explore-live.js'
-import { dropTerm, setFilter, toggleFilter } from './explore-query.js'
+import { dropTerm, emptySearchHints, setFilter, toggleFilter } from './explore-query.js'
 import { FieldSidebar } from './explore-sidebar.js'
 import { SearchSuggestions } from './explore-suggest.js'
 import { ExploreTable } from './explore-table.js'
@@ -445,8 +445,11 @@ export class Explore {
     const box = $('x-empty')
     if (kind === null) { show(box, false); return }
     const q = this.#host.state.q
+    const hints = q ? emptySearchHints(q) : []
     replaceChildren(box,
       el('p', { class: 'empty-title' }, q ? `No events match “${q}”${kind === 'live' ? ' yet' : ' in this range'}.` : kind === 'live' ? 'Waiting for events…' : 'No events in this range.'),
+      ...hints.map((hint) => el('p', { class: 'x-hint' }, hint.text, ' ',
+        el('button', { type: 'button', class: 'btn', onclick: () => this.#host.applySearch(hint.q) }, `Search ${hint.q}`))),
       q ? el('button', { type: 'button', class: 'btn', onclick: () => this.#host.applySearch('') }, 'Clear the search') : null)
     show(box)
   }
