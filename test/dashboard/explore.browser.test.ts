@@ -514,7 +514,7 @@ t.test('Explore in Chromium', { skip }, async (t: Test) => {
     logs.push(late)
     await sendWithSdk([late])
     await page.locator('#x-table tbody tr.event', { hasText: 'live: from before the window' }).waitFor({ timeout: waitMs })
-    await page.locator('#x-hits', { hasText: new RegExp(`^${hitsBefore + 2} hits$`) }).waitFor({ timeout: waitMs })
+    // (The row and the hits are drawn in one frame, so here the hits count it: +2 until the read.)
     await page.locator('#x-hits', { hasText: new RegExp(`^${hitsBefore + 1} hits?$`) }).waitFor({ timeout: waitMs })
     t.pass('the hits are the window\'s again once the sidebar reads it')
     await page.click('#x-pause')
@@ -566,6 +566,23 @@ t.test('Explore in Chromium', { skip }, async (t: Test) => {
     const cut = await page.locator('#x-table tbody td.c-ts').evaluateAll((tds) => tds.filter((td) => td.scrollWidth > td.clientWidth).length)
     t.equal(cut, 0, 'no time cell is cut short')
     t.match(await page.locator('#x-table tbody td.c-ts').first().textContent(), /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d/)
+  })
+
+  await t.test('a preset range starts on the histogram\'s buckets: its legend adds up to the hits', async (t) => {
+    // An event a minute before the day: /stats counts whole hours here (by=level over a day reads
+    // the hourly rollup), so the legend counted it while the hits, over exactly 24 h, did not
+    // (explore32c F3). Not in `logs`: whether the day's first hour holds it depends on the clock.
+    const edge: AppLog = { service: 'edge', host: 'web-1', ts: Date.now() - 86_400_000 - 60_000, level: SeverityNumber.INFO, body: 'just before the day', attributes: { 'order.id': 'o-e' } }
+    await sendWithSdk([edge])
+    await search('')
+    await page.click('[data-range="24h"]')
+    await waitReady()
+    await page.mouse.move(0, 0) // off the plot: the legend shows the totals
+    const hits = Number((await page.textContent('#x-hits'))!.replace(/\D/g, ''))
+    const legend = await page.locator('#x-hist .u-legend .u-series:not(:first-child) .u-value').allTextContents()
+    t.equal(legend.reduce((sum, v) => sum + Number(v.replace(/\D/g, '')), 0), hits, `the series add up to the hits (${legend.join(' + ')})`)
+    const hash = hashOf()
+    t.equal(hash.get('range'), '24h', 'the URL keeps the preset')
   })
 
   await t.test('a range dragged on the histogram snaps to its buckets: the hits and the histogram count the same events', async (t) => {

@@ -77,8 +77,20 @@ export function resolveWindow (state, now) {
   if (state.range === 'live') return null
   if (state.range === 'custom' && state.custom) return { from: state.custom.from, to: state.custom.to }
   const span = rangeMs[state.range]
-  return span === undefined ? null : { from: now - span, to: now }
+  if (span === undefined) return null
+  // The start on the histogram's buckets, as a zoom's ends are, so that the hits, the sidebar and
+  // the histogram count the same events (explore32c F3: /stats widens a range to whole steps, and
+  // its legend counted 5,067 beside 5,046 hits). The grid is a multiple of every step /stats picks
+  // for the preset (docs/api.md 7.4: about 100 points; whole minutes from the minute rollup,
+  // whole hours for by=level over a day), so the range is at most one grid longer. The end stays
+  // now: /stats widens it into the future, which holds no events yet, and events arriving later
+  // are not the view's (its export holds what it counted).
+  const grid = presetGridMs[state.range] ?? 1000
+  return { from: Math.floor((now - span) / grid) * grid, to: now }
 }
+
+/** Per preset range: the grid its ends are put on (resolveWindow). */
+const presetGridMs = /** @type {Readonly<Record<string, number>>} */ ({ '15m': 10_000, '1h': 30_000, '24h': 3_600_000, '7d': 3_600_000 })
 
 /**
  * Length of a historical range, ms.
