@@ -185,6 +185,7 @@ const managementPaths: Json = {
       operationId: 'getStats', tags: ['read'], security: pat, summary: 'Series, totals, top lists and groups by any field (PAT data:read; docs/api.md section 7.4)',
       parameters: [stream, ...timeRange, queryParam('step', '`10s`, `1m`, `1h`, ...'), queryParam('top', 'Top-list length, 1-100, default 10', { type: 'integer', minimum: 1, maximum: 100 }),
         queryParam('by', 'A field (column or attribute, docs/api.md section 7.2) whose top values give `groups` and each point\'s `groups`'),
+        queryParam('lists', '`all` (default) or `none`: without the top lists (their reads skipped; `top`\'s lists empty, `totals.unique_sources` null)', { type: 'string', enum: ['all', 'none'] }),
         queryParam('sample', 'With `by`: events counted exactly, default 500000 (absent: also up to twice the rows its slices would read, at most 5000000); over more the groups are counted over slices and scaled (`sampled`); 0: always exact', { type: 'integer', minimum: 0, maximum: 100000000 })],
       responses: { 200: ok('Stats', ref('Stats')), ...readErrors },
     },

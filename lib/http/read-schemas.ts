@@ -65,7 +65,7 @@ export const statsSchema = {
     totals: {
       type: 'object',
       required: ['count', 'error_rate', 'bytes', 'unique_sources'],
-      properties: { count: integer, error_rate: number, bytes: integer, unique_sources: integer },
+      properties: { count: integer, error_rate: number, bytes: integer, unique_sources: { type: ['integer', 'null'], description: 'null with `lists=none`' } },
     },
     groups: { ...counted('value'), description: 'With `by`: the field\'s top values over the range, count descending' },
     sampled: { type: 'boolean', description: 'With `by`: true when the values were found over slices of the range (`sample`): their counts scaled up, or counted again exactly over the whole range, and a rare value may be missing; false when every event was counted' },

@@ -129,6 +129,11 @@ export interface StatsParams {
   groupSample?: number
   /** Count exactly up to what the slices would read, as without `sample=` (default: groupSample not given). */
   groupSampleAuto?: boolean
+  /**
+   * `lists=none`: false, and the top lists' statements are not run (the answer's lists are empty,
+   * `unique_sources` null): a histogram's read, which needs the series and the groups only.
+   */
+  lists?: boolean
 }
 
 export interface StatsPlan {

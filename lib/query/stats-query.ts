@@ -58,7 +58,8 @@ export interface StatsResult {
   to: number
   step_ms: number
   series: SeriesPoint[]
-  totals: { count: number, error_rate: number, bytes: number, unique_sources: number }
+  /** unique_sources: null without the top lists (`lists=none`). */
+  totals: { count: number, error_rate: number, bytes: number, unique_sources: number | null }
   /** With `by`: the field's top values over the range, count descending. */
   groups?: Array<{ value: string, count: number }>
   /** With `by`: the groups were counted over slices of the range and scaled up (stats-groups.ts). */
@@ -298,9 +299,14 @@ function matchesOf (rows: SeriesRow[]): number {
 
 export async function queryStats (clickhouse: ClickHouse, params: StatsParams): Promise<StatsResult> {
   const plan = planStats(params)
-  const partsReady = planTopParts(clickhouse, plan)
-  const countLists = async (): Promise<DimRow[]> => clickhouse.query<DimRow>(countDimsSql(plan, await partsReady))
+  // Without the top lists (lists=none: the dashboard's histogram) their statements are not run:
+  // over an hour of 1.25 M events they were most of the read (bench/README.md, "stats without its
+  // top lists").
+  const lists = params.lists !== false
+  const partsReady = lists ? planTopParts(clickhouse, plan) : Promise.resolve({ raw: null, hours: null })
+  const countLists = async (): Promise<DimRow[]> => lists ? await clickhouse.query<DimRow>(countDimsSql(plan, await partsReady)) : []
   const pathLists = async (): Promise<[PathCountRow, PathRtRow[]]> => {
+    if (!lists) return [{ by_count: [], by_not_found: [], busiest: [] }, []]
     const parts = await partsReady
     const [counts] = await clickhouse.query<PathCountRow>(pathCountsSql(plan, parts))
     if (counts.busiest.length === 0) return [counts, []]
@@ -367,7 +373,7 @@ export async function queryStats (clickhouse: ClickHouse, params: StatsParams): 
       count,
       error_rate: count > 0 ? errors / count : 0,
       bytes,
-      unique_sources: dims.get('src')?.distinct_values ?? 0,
+      unique_sources: lists ? dims.get('src')?.distinct_values ?? 0 : null,
     },
     ...(grouped === undefined ? {} : { groups: grouped.groups, sampled: grouped.sampled }),
     top: {

@@ -9,6 +9,7 @@ import { integerParam } from '../http/query-params.ts'
 import { queryStats } from './stats-query.ts'
 import { defaultTopN, groupSampleRows, levelRollupMinRangeMs, maxGroupSampleRows, maxTopN, parseStep } from './stats-plan.ts'
 import { isScan } from './read-limits.ts'
+import { SluiceError } from '../errors.ts'
 import { fieldPresentSql, fieldTextSql, quotedName, resolveField } from './field-ref.ts'
 
 export function registerStatsRoute (router: Router, deps: ReadDeps): void {
@@ -35,7 +36,16 @@ export function registerStatsRoute (router: Router, deps: ReadDeps): void {
       rollupsPurged: deps.accounts.store.rollupsPurged(read.orgId, read.stream.name),
       groupSample: read.params.has('sample') ? integerParam(read.params, 'sample', 0, maxGroupSampleRows, groupSampleRows) : undefined,
       by: by === undefined ? undefined : { text: fieldTextSql(by, read.scope), present: fieldPresentSql(by, read.scope), isLevel, isAttribute: by.kind === 'attribute' },
+      lists: listsParam(read.params),
     }), isScan(read.range.from, read.range.to, rawRows))
     sendSerialized(ctx, 200, serializeStats, result)
   })
+}
+
+/** `lists`: `all` (the default) or `none` (no top lists: docs/api.md section 7.4). */
+function listsParam (params: URLSearchParams): boolean {
+  const value = params.get('lists')
+  if (value === null || value === 'all') return true
+  if (value === 'none') return false
+  throw new SluiceError('invalid_query', 'lists must be all or none', { details: { parameter: 'lists' } })
 }

@@ -46,10 +46,23 @@ t.test('q narrows series, totals and top lists', async (t) => {
   t.same(r.body.top.paths.map((p: { path: string }) => p.path), ['/b'])
 })
 
+t.test('lists=none: the same series and groups without the top lists', async (t) => {
+  const all = await s.api('GET', `/api/streams/web/stats?${range()}&step=1m&by=host`)
+  const none = await s.api('GET', `/api/streams/web/stats?${range()}&step=1m&by=host&lists=none`)
+  t.equal(none.status, 200)
+  t.same(none.body.series, all.body.series)
+  t.same(none.body.groups, all.body.groups)
+  t.same([none.body.totals.count, none.body.totals.bytes, none.body.totals.error_rate], [120, 12000, (20 + 10) / 120])
+  t.equal(none.body.totals.unique_sources, null, 'unique sources are a top list\'s count')
+  t.same(Object.values(none.body.top), Array.from({ length: 9 }, () => []), 'every list empty')
+  t.same((await s.api('GET', `/api/streams/web/stats?${range()}&lists=all`)).body, (await s.api('GET', `/api/streams/web/stats?${range()}`)).body, 'all is the default')
+})
+
 t.test('bad parameters are 400 invalid_query', async (t) => {
-  for (const qs of ['step=fast', 'top=0', 'top=1000', `from=${base}&to=${base - 1}`, 'q=' + encodeURIComponent('status:abc')]) {
+  for (const qs of ['step=fast', 'top=0', 'top=1000', `from=${base}&to=${base - 1}`, 'q=' + encodeURIComponent('status:abc'), 'lists=some']) {
     const r = await s.api('GET', `/api/streams/web/stats?${qs}`)
     t.equal(r.status, 400, qs)
     t.equal(r.body.error, 'invalid_query')
   }
+  t.equal((await s.api('GET', '/api/streams/web/stats?lists=0')).body.parameter, 'lists')
 })

@@ -206,8 +206,10 @@ export class Explore {
     busy('x-hist', true)
     busy('x-fields', true)
 
-    // Each part is drawn as its read answers (the events page first: it is the cheapest read),
-    // so a slow /fields or /stats over a long range holds back only its own part.
+    // Each part is drawn as its read answers (the events page first: it is the cheapest read), so
+    // a slow /fields or /stats over a long range holds back only its own part. The histogram
+    // reads the series and the groups only (lists=none: the top lists, most of a raw range's
+    // stats read, are the panels').
     /** @param {string} name */
     const mark = (name) => { if (!signal.aborted) performance.mark(`explore:${name}`) }
     for (const name of ['fields', 'histogram', 'events', 'rendered']) performance.clearMarks(`explore:${name}`)
@@ -221,7 +223,7 @@ export class Explore {
         this.#sidebar.refresh(this.#sidebarContext()) // the columns may have changed
         mark('events')
       }))
-    const stats = inTurn(() => api.get(streamPath(state.stream, 'stats', { ...this.#range, q, by: state.by }), { signal })
+    const stats = inTurn(() => api.get(streamPath(state.stream, 'stats', { ...this.#range, q, by: state.by, lists: 'none' }), { signal })
       .then((/** @type {StatsAnswer} */ answer) => { if (!signal.aborted) { this.#showStats(answer); busy('x-hist', false); mark('histogram') } }))
     const fields = inTurn(() => api.get(streamPath(state.stream, 'fields', { ...this.#range, q, top: topValues, sample: fieldsSample }), { signal })
       .then((/** @type {FieldsAnswer} */ answer) => {
@@ -500,7 +502,7 @@ export class Explore {
     $('x-grouped').textContent = `by ${name}`
     busy('x-hist', true)
     try {
-      this.#showStats(await api.get(streamPath(state.stream, 'stats', { ...this.#range, q: state.q, by: name }), { signal }))
+      this.#showStats(await api.get(streamPath(state.stream, 'stats', { ...this.#range, q: state.q, by: name, lists: 'none' }), { signal }))
     } catch (err) {
       this.#host.handleFailure(err, () => {})
     } finally {
