@@ -13,7 +13,9 @@ const format = await import(new URL('format.js', publicUrl).href) as {
   filterTerm (field: string, v: unknown): string
   splitTerms (q: string): string[]
   addTerms (q: string, terms: string[]): string
+  zoneLabel (ms?: number): string
 }
+const urlState = await import(new URL('url-state.js', publicUrl).href) as { formatRange (from: number, to: number): string }
 const query = await import(new URL('explore-query.js', publicUrl).href) as {
   toggleFilter (q: string, name: string, value: string, options?: { exclude?: boolean }): string
   filterState (q: string, name: string, value: string): 'for' | 'against' | null
@@ -161,4 +163,11 @@ t.test('a search that found nothing: hints for a bare trace or span id and lower
   t.same(query.emptySearchHints('service:users or service:payments').map((h) => h.q), ['service:users OR service:payments'])
   t.same(query.emptySearchHints('level:error timeout'), [], 'nothing to say')
   t.same(query.emptySearchHints('"or"'), [], 'a quoted word is meant')
+})
+
+t.test('times say their zone; a range with seconds shows them (explore32c F13, F14)', async (t) => {
+  t.match(format.zoneLabel(), /^UTC([+-]\d\d:\d\d)?$/)
+  const from = Date.UTC(2026, 10, 29, 9, 52, 50)
+  t.match(urlState.formatRange(from, from + 190_000), /\d\d:\d\d:50 → \d\d:\d\d:00$/, 'a zoom\'s seconds')
+  t.match(urlState.formatRange(from - 50_000, from + 250_000), /\d\d:\d\d → \d\d:\d\d$/, 'whole minutes without')
 })

@@ -189,6 +189,15 @@ t.test('Explore in Chromium', { skip }, async (t: Test) => {
     t.pass('back to app in Explore')
   })
 
+  await t.test('a stream made after sign-in is in the picker once it gets the focus (explore32c F8)', async (t) => {
+    await createIngestTarget(s, 'later')
+    t.equal(await page.locator('#stream-select option[value="later"]').count(), 0, 'not read yet')
+    await page.focus('#stream-select')
+    await page.locator('#stream-select option[value="later"]').waitFor({ state: 'attached', timeout: waitMs })
+    t.equal(await page.inputValue('#stream-select'), 'app', 'the stream shown stays picked')
+    await page.focus('#q')
+  })
+
   await t.test('the search box suggests field names, then their values', async (t) => {
     await page.fill('#q', '')
     await page.click('#q')

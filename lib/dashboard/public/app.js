@@ -88,9 +88,11 @@ function wireControls () {
   window.addEventListener('hashchange', () => {
     if (readHashIntoPage() && state.stream && !$('screen-dashboard').hidden) {
       streamSelect.value = state.stream
+      if (streamSelect.value !== state.stream) void refreshStreamOptions() // a stream made since the list was read
       startView()
     }
   })
+  streamSelect.addEventListener('focus', () => void refreshStreamOptions())
 }
 
 /** The URL hash into state and the search box; true when it changed the view. */
@@ -118,6 +120,31 @@ function signOut () {
   forgetToken()
   state.token = ''
   signInAgain()
+}
+
+/**
+ * The picker's streams read again (when it gets the focus, or a link names a stream it lacks), so
+ * that one created since sign-in can be picked without a reload (explore32c F8). The view is left
+ * as it is; a failure leaves the list as it was.
+ */
+async function refreshStreamOptions () {
+  /** @type {{ streams: StreamInfo[] }} */
+  let answer
+  try {
+    answer = await api.get('/api/streams')
+  } catch {
+    return
+  }
+  const names = (/** @type {StreamInfo[]} */ list) => list.map((s) => s.name).join('\n')
+  if (names(answer.streams) === names(state.streams) || answer.streams.length === 0) return
+  state.streams = answer.streams
+  fillStreamSelect()
+  streamSelect.value = state.stream ?? ''
+}
+
+/** The picker's options: the streams of state.streams. */
+function fillStreamSelect () {
+  replaceChildren(streamSelect, state.streams.map((s) => el('option', { value: s.name, title: s.description || null }, s.name)))
 }
 
 /**
@@ -149,7 +176,7 @@ async function loadStreams ({ fromSignIn = false, gone = null } = {}) {
   // A stream named by the link (or just deleted) that is not there: say so, beside the one shown.
   const missing = gone ?? (state.stream !== null && !names.includes(state.stream) ? state.stream : null)
   if (state.stream === null || !names.includes(state.stream)) state.stream = remembered !== null && names.includes(remembered) ? remembered : names[0]
-  replaceChildren(streamSelect, state.streams.map((s) => el('option', { value: s.name, title: s.description || null }, s.name)))
+  fillStreamSelect()
   streamSelect.value = state.stream
   showScreen('dashboard')
   startView()

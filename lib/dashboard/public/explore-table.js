@@ -5,7 +5,7 @@
 // the event's actions (show context, copy as JSON). The cursor row moves with j/k (keyboard in
 // explore-view.js). Every value goes into the page as text (dom.js).
 import { copyText, el, replaceChildren, targetOf } from './dom.js'
-import { formatBytes, formatEventTime, formatSeconds, statusClass } from './format.js'
+import { formatBytes, formatEventTime, formatSeconds, statusClass, zoneLabel } from './format.js'
 import { eventColumns, fieldValue, flatAttrs, isColumn, valueText } from './explore-columns.js'
 import { levelBadge, maxTailRows, summarizeAttrs } from './panels.js'
 
@@ -211,6 +211,8 @@ export class ExploreTable {
     const head = this.#table.tHead ?? this.#table.createTHead()
     replaceChildren(head, el('tr', {}, this.#columns.map((name) => el('th', { scope: 'col', class: `c-${cssName(name)}`, dataset: { column: name } },
       labelOf(name),
+      // The zone the times are in (explore32c F13), beside the Time heading.
+      name === 'ts' ? el('span', { class: 'x-zone' }, ` ${zoneLabel()}`) : null,
       name === 'ts' ? null : el('button', {
         type: 'button', class: 'x-remove', title: `Remove the ${name} column`, 'aria-label': `Remove the ${name} column`,
         onclick: () => this.#handlers.onColumn(name),

@@ -205,3 +205,15 @@ export function addTerms (q, terms) {
   }
   return parts.join(' ')
 }
+
+/**
+ * The browser's time zone as the page shows times in it: `UTC`, or `UTC+01:00` (the offset now),
+ * said beside the times (explore32c F13: no zone was shown anywhere).
+ * @param {number} [ms] the time whose offset to name (default now)
+ */
+export function zoneLabel (ms = Date.now()) {
+  const offset = -new Date(ms).getTimezoneOffset()
+  if (offset === 0) return 'UTC'
+  const abs = Math.abs(offset)
+  return `UTC${offset > 0 ? '+' : '-'}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`
+}

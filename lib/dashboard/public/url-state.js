@@ -108,7 +108,9 @@ export function rangeSpanMs (state) {
 export function formatRange (from, to) {
   /** @param {number} ms */
   const day = (ms) => new Date(ms).toLocaleDateString(undefined, { month: 'short', day: 'numeric' })
+  // Seconds when an end has them (a zoom's), else minutes (explore32c F14).
+  const length = from % 60_000 !== 0 || to % 60_000 !== 0 ? 8 : 5
   /** @param {number} ms */
-  const time = (ms) => formatEventTime(ms).slice(0, 5)
+  const time = (ms) => formatEventTime(ms).slice(0, length)
   return day(from) === day(to) ? `${day(from)} ${time(from)} → ${time(to)}` : `${day(from)} ${time(from)} → ${day(to)} ${time(to)}`
 }
