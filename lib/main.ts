@@ -8,6 +8,7 @@ import { createApp } from './app.ts'
 import { bootstrapTokenProblem } from './accounts/bootstrap.ts'
 import { MissingClickHouseError } from './storage/managed-clickhouse.ts'
 import { ChdbDirectoryError, ChdbMissingError, chdbThreadPoolSize, isChdbUrl } from './storage/chdb-engine.ts'
+import { DataDirInUseError } from './storage/managed-clickhouse/leftovers.ts'
 
 function printWelcome (config: Config, baseUrl: string, token: string | null, tokenFile: string): void {
   const tokenLine = token
@@ -57,7 +58,7 @@ export async function main (env: Record<string, string | undefined> = process.en
       process.stderr.write(`sluice: ${err.message}\n`)
       process.exit(69) // EX_UNAVAILABLE
     }
-    if (err instanceof ChdbDirectoryError) {
+    if (err instanceof ChdbDirectoryError || err instanceof DataDirInUseError) {
       process.stderr.write(`sluice: ${err.message}\nSluice did not start.\n`)
       process.exit(73) // EX_CANTCREAT
     }

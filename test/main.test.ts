@@ -77,6 +77,11 @@ t.test('starts with a managed ClickHouse, serves the README flow, stops cleanly'
   const chPid = Number(pidFile.trim().split(/\s+/)[0])
   t.ok(chPid > 0, `managed ClickHouse pid ${chPid}`)
 
+  // A second start on the same data dir, while this one runs: one line and exit 73, no stack (explore32c F16).
+  const second = await failedStart({ ...env, SLUICE_PORT: '0' })
+  t.equal(second.code, 73, second.stderr)
+  t.match(second.stderr, /^sluice: \S+ is in use by ClickHouse pid \d+ of the running Sluice pid \d+; .*\nSluice did not start\.\n$/)
+
   const call = apiCaller(url, token)
   t.equal((await call('POST', '/api/streams', { name: 'web' })).status, 201)
   const issued = await call('POST', '/api/streams/web/ingest-token', {})

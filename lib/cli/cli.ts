@@ -8,6 +8,7 @@ import { join, resolve } from 'node:path'
 import { ConfigError, loadConfig } from '../config.ts'
 import { createLogger } from '../logger.ts'
 import { connectClickHouse } from '../app/storage-setup.ts'
+import { DataDirInUseError } from '../storage/managed-clickhouse/leftovers.ts'
 import { migrate } from '../storage/migrate.ts'
 import { main } from '../main.ts'
 import { ApiClient, CliError } from './api-client.ts'
@@ -120,7 +121,7 @@ try {
   const code = await run(process.argv.slice(2), process.env)
   if (code >= 0) process.exitCode = code
 } catch (err) {
-  if (err instanceof CliError || err instanceof ConfigError) {
+  if (err instanceof CliError || err instanceof ConfigError || err instanceof DataDirInUseError) {
     process.stderr.write(`sluice: ${err instanceof CliError ? `${err.code}: ` : ''}${err.message}\n`)
     process.exitCode = 1
   } else if (err instanceof Error && typeof (err as NodeJS.ErrnoException).code === 'string') {

@@ -96,7 +96,7 @@ t.test('a server left running by an earlier run is stopped once its Sluice is go
   t.teardown(() => { if (isRunning(orphanPid)) process.kill(orphanPid, 'SIGKILL') })
 
   writeFileSync(pidFile, `${orphanPid} ${process.ppid}\n`) // owned by a Sluice that still runs
-  await t.rejects(startManagedClickHouse({ dataDir, startTimeoutMs, log: captureLog().log }), { message: /in use/ })
+  await t.rejects(startManagedClickHouse({ dataDir, startTimeoutMs, log: captureLog().log }), { name: 'DataDirInUseError', message: /in use/ })
   t.equal(await selectOne(first.url), '1', 'the other Sluice keeps its server')
 
   const deadPid = spawnSync(process.execPath, ['-e', '']).pid

@@ -55,6 +55,14 @@ function isRunning (pid: number): boolean {
   }
 }
 
+/** The data dir's ClickHouse belongs to a Sluice that still runs: said as a one-line error, not a stack (explore32c F16). */
+export class DataDirInUseError extends Error {
+  constructor (dataDir: string, pid: number | undefined, owner: number) {
+    super(`${dataDir} is in use by ClickHouse pid ${pid} of the running Sluice pid ${owner}; stop that one or give this one another data dir (SLUICE_DATA_DIR)`)
+    this.name = 'DataDirInUseError'
+  }
+}
+
 /**
  * A ClickHouse still running on dataDir is killed when the Sluice that started it is gone (it
  * crashed or was SIGKILLed). One whose Sluice still runs is left alone: starting fails instead.
@@ -63,7 +71,7 @@ export async function clearLeftovers (dataDir: string, stopTimeoutMs: number, lo
   const pidsIn = (file: string): number[] => (tailOf(join(dataDir, file)).match(/\d+/g) ?? []).map(Number)
   const [pid, owner] = pidsIn(pidFileName)
   if (owner !== undefined && owner !== process.pid && isRunning(owner) && isClickHouseOf(pid, dataDir)) {
-    throw new Error(`${dataDir} is in use by ClickHouse pid ${pid} of the running Sluice pid ${owner}; stop that one or give this one another data dir`)
+    throw new DataDirInUseError(dataDir, pid, owner)
   }
   for (const leftover of [pid, pidsIn('data/status')[0]]) { // ClickHouse writes `PID: n` to status
     if (await terminateClickHouse(leftover, dataDir, stopTimeoutMs)) {
