@@ -159,7 +159,7 @@ t.test('filter terms: adding to q', async (t) => {
 t.test('a search that found nothing: hints for a bare trace or span id and lower-case keywords (explore32c F7)', async (t) => {
   const trace = '4bf92f3577b34da6a3ce929d0e0e4736'
   t.same(query.emptySearchHints(trace).map((h) => h.q), [`trace_id:${trace}`])
-  t.same(query.emptySearchHints(`level:error 00f067aa0ba902b7`).map((h) => h.q), ['level:error span_id:00f067aa0ba902b7'])
+  t.same(query.emptySearchHints('level:error 00f067aa0ba902b7').map((h) => h.q), ['level:error span_id:00f067aa0ba902b7'])
   t.same(query.emptySearchHints('service:users or service:payments').map((h) => h.q), ['service:users OR service:payments'])
   t.same(query.emptySearchHints('level:error timeout'), [], 'nothing to say')
   t.same(query.emptySearchHints('"or"'), [], 'a quoted word is meant')

@@ -270,7 +270,9 @@ export class ExploreTable {
           el('button', { type: 'button', class: 'btn btn-small x-show-context', disabled: !event.id, onclick: () => this.#handlers.onContext(event) }, 'Show context'),
           copy,
           el('span', { class: 'muted small' }, event.id ? `id ${event.id}` : '')),
-        event.message == null ? null : el('pre', { class: 'code wrap x-message' }, event.message),
+        // The message filters as the fields do (explore32c F9: it had no + and −).
+        event.message == null ? null : el('div', { class: 'x-message-block', dataset: { field: 'message' } },
+          el('pre', { class: 'code wrap x-message' }, event.message), this.#actions('message', event.message)),
         el('dl', { class: 'x-kv' }, columns.map(([name, value]) => this.#pair(name, value, name === 'ts' ? `${formatEventTime(event.ts, { withDate: true })} · ${event.ts}` : null))),
         el('h3', {}, 'Attributes'),
         attrs.length === 0 ? el('p', { class: 'muted' }, 'None') : el('dl', { class: 'x-kv' }, attrs.map(([name, value]) => this.#pair(name, value, null))))))
@@ -283,16 +285,26 @@ export class ExploreTable {
    */
   #pair (name, value, shown) {
     const text = valueText(value)
-    const filterable = name !== 'ts' && text.length <= 1000
     return el('div', { class: 'x-pair', dataset: { field: name } },
       el('dt', {}, name),
       el('dd', {},
         el('span', { class: 'x-pair-value' }, shown ?? text),
-        filterable ? el('span', { class: 'x-pair-actions' },
-          el('button', { type: 'button', class: 'x-icon x-for', title: `Filter for ${name}:${text}`, onclick: () => this.#handlers.onFilter(name, text, false) }, '+'),
-          el('button', { type: 'button', class: 'x-icon x-against', title: `Exclude ${name}:${text}`, onclick: () => this.#handlers.onFilter(name, text, true) }, '−'),
-          el('button', { type: 'button', class: 'x-icon x-col', 'aria-pressed': String(this.#columns.includes(name)), title: `Show ${name} as a column`, onclick: () => this.#handlers.onColumn(name) }, 'col'))
-          : null))
+        name === 'ts' ? null : this.#actions(name, text)))
+  }
+
+  /**
+   * A value's filter for (+), exclude (−) and column buttons; none when the text a filter would
+   * hold (its first line: a stack trace is filtered for by it) passes 1,000 characters.
+   * @param {string} name
+   * @param {string} text
+   */
+  #actions (name, text) {
+    const line = text.includes('\n') ? text.slice(0, text.indexOf('\n')) : text
+    if (line.length > 1000) return null
+    return el('span', { class: 'x-pair-actions' },
+      el('button', { type: 'button', class: 'x-icon x-for', title: `Filter for ${name}:${text}`, onclick: () => this.#handlers.onFilter(name, text, false) }, '+'),
+      el('button', { type: 'button', class: 'x-icon x-against', title: `Exclude ${name}:${text}`, onclick: () => this.#handlers.onFilter(name, text, true) }, '−'),
+      el('button', { type: 'button', class: 'x-icon x-col', 'aria-pressed': String(this.#columns.includes(name)), title: `Show ${name} as a column`, onclick: () => this.#handlers.onColumn(name) }, 'col'))
   }
 }
 
