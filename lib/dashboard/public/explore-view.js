@@ -25,6 +25,7 @@ import { ExploreTable } from './explore-table.js'
 import { maxTailRows } from './panels.js'
 import { setBanner, setConn, setLoading } from './status-bar.js'
 import { rangeParams, rangeSpanMs } from './url-state.js'
+import { rangeMs } from './state.js'
 import { readsInTurn, streamPath } from './view-common.js'
 
 /** @typedef {import('./types.js').SluiceEvent} SluiceEvent */
@@ -51,8 +52,6 @@ const fieldsSample = 50_000
 const blobMaxEvents = 100_000
 /** Live mode's histogram, sidebar and backfill cover this much time before the tail (ms). */
 const liveSpan = '15m'
-/** liveSpan in ms. */
-const liveSpanMs = 15 * 60_000
 /** Live mode: how long after events arrive the sidebar is read again (ms). */
 const liveFieldsMs = 5000
 
@@ -299,7 +298,7 @@ export class Explore {
     const button = $('x-export', HTMLButtonElement)
     const path = streamPath(state.stream, 'export', { ...this.#range, q: state.q })
     // Named by its range as the API's Content-Disposition names it (live: the range up to now).
-    const range = state.window ?? { from: Date.now() - liveSpanMs, to: Date.now() }
+    const range = state.window ?? { from: Date.now() - rangeMs[liveSpan], to: Date.now() }
     const name = `${state.stream}-${new Date(range.from).toISOString()}-${new Date(range.to).toISOString()}.ndjson`.replace(/:/g, '')
     /** @type {((options: object) => Promise<any>) | undefined} the File System Access API (Chromium) */
     const savePicker = /** @type {any} */ (window).showSaveFilePicker

@@ -206,6 +206,9 @@ function addAttributes (event: Obj, attributes: Obj, fromAttributes: Set<string>
   }
 }
 
+/** The keys the record being converted took from attributes (recordEvent; addAttributes). */
+const recordAttributeKeys = new Set<string>()
+
 /** One LogRecord as a Sluice event, or the reason it fails. */
 function recordEvent (record: Obj, resource: Obj, scopeName: string | null, ids: IdEncoding): Obj | string {
   const event = dict()
@@ -228,7 +231,9 @@ function recordEvent (record: Obj, resource: Obj, scopeName: string | null, ids:
   if (scopeName !== null) event['scope.name'] = scopeName
   const attributes = keyValues(record.attributes, 1)
   mapColumns(event, [attributes, resource])
-  const fromAttributes = new Set<string>()
+  // One set for every record (a worker converts one record at a time): no allocation per record.
+  const fromAttributes = recordAttributeKeys
+  fromAttributes.clear()
   addAttributes(event, attributes, fromAttributes)
   addAttributes(event, resource, fromAttributes, true)
   // A structured body (a kvlist): its keys are attributes too, below the record's and the
