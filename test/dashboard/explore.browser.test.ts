@@ -390,6 +390,15 @@ t.test('Explore in Chromium', { skip }, async (t: Test) => {
     t.equal(await page.textContent('#x-grouped'), 'by service')
     t.equal(hashOf().get('by'), 'service')
     t.equal(await page.getAttribute('.x-field[data-field="service"] .x-group', 'aria-pressed'), 'true')
+    // The pressed button toggles back to the default grouping.
+    const statsByLevel = page.waitForRequest((r) => r.url().includes('/stats?') && r.url().includes('by=level'))
+    await page.click('.x-field[data-field="service"] .x-group')
+    await statsByLevel
+    await page.locator('#x-grouped', { hasText: 'by level' }).waitFor({ timeout: waitMs })
+    t.equal(hashOf().get('by'), null, 'by level is not written in the URL')
+    t.equal(await page.getAttribute('.x-field[data-field="service"] .x-group', 'aria-pressed'), 'false')
+    await page.click('.x-field[data-field="service"] .x-group')
+    await page.locator('#x-grouped', { hasText: 'by service' }).waitFor({ timeout: waitMs })
   })
 
   await t.test('a row opens with every field and attribute; context shows its neighbours', async (t) => {
@@ -415,6 +424,9 @@ t.test('Explore in Chromium', { skip }, async (t: Test) => {
     const times = await rows.evaluateAll((trs) => trs.map((tr) => tr.querySelector('td.c-ts').title))
     t.same(times, [...times].sort(), 'in time order')
     t.equal(hashOf().get('ctx'), id)
+    const newer = sameHost.length - at - 1 < 20
+    t.equal((await page.textContent('#x-more-after'))?.trim(), newer ? 'Check for newer' : 'More after', 'at the newest event the button reads again')
+    t.equal(await page.isEnabled('#x-more-after'), true)
     if (at > 20) {
       const shown = await rows.count()
       await page.click('#x-more-before')

@@ -159,7 +159,7 @@ export function createCharts (targets, { onZoom }) {
     return {
       width: Math.max(200, target.clientWidth),
       height: plotHeight,
-      padding: [10, 12, 0, 0],
+      padding: [10, 24, 0, 0], // right: room for the last time label
       scales: { x: { time: true, range: () => xRange }, y: { range: fromZero } },
       axes: axes(colors, formatValue),
       cursor: { sync: { key: 'sluice' }, drag: { x: true, y: false, setScale: false }, points: { size: 6 } },

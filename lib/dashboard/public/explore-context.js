@@ -33,6 +33,8 @@ export class ContextView {
   #id = null
   #before = contextStep
   #after = contextStep
+  /** The last read had fewer events after than asked: "more after" then reads again for newer ones. */
+  #atNewest = false
   /** @type {AbortController | null} */
   #loading = null
 
@@ -51,7 +53,10 @@ export class ContextView {
     })
     $('x-context-close').addEventListener('click', () => this.close())
     $('x-more-before').addEventListener('click', () => { this.#before += contextStep; void this.#load('before') })
-    $('x-more-after').addEventListener('click', () => { this.#after += contextStep; void this.#load('after') })
+    $('x-more-after').addEventListener('click', () => {
+      if (!this.#atNewest) this.#after += contextStep
+      void this.#load('after')
+    })
   }
 
   get isOpen () { return !this.#root.hidden }
@@ -106,7 +111,10 @@ export class ContextView {
     replaceChildren($('x-context-title'), 'Context: ', el('span', { class: 'x-context-where' }, where.join(' · ')))
     $('x-context-sub').textContent = `${formatCount(before.length)} before · ${formatCount(after.length)} after, same host and service`
     $('x-more-before', HTMLButtonElement).disabled = before.length < this.#before
-    $('x-more-after', HTMLButtonElement).disabled = after.length < this.#after
+    // Fewer after than asked is the newest event so far, not the end: events keep arriving
+    // (explore32c F10), so the button stays and reads again.
+    this.#atNewest = after.length < this.#after
+    $('x-more-after').textContent = this.#atNewest ? 'Check for newer' : 'More after'
     this.#table.reset(this.#table.columns, { withDate: true })
     this.#table.append([...before, event, ...after])
     const row = this.#table.rowById(id)

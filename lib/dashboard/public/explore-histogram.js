@@ -89,7 +89,7 @@ export function createHistogram (target, { onZoom }) {
     const options = {
       width: Math.max(200, target.clientWidth),
       height: plotHeight,
-      padding: [8, 12, 0, 0],
+      padding: [8, 24, 0, 0], // right: room for the last time label (explore32c F12)
       scales: { x: { time: true, range: () => [current.from / 1000, current.to / 1000] }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
       axes: [
         { stroke: axis, grid, ticks: { stroke: grid.stroke, width: 1, size: 4 }, font, space: 70, size: 28, gap: 4, values: timeTicks },

@@ -8,6 +8,7 @@ import { el, replaceChildren } from './dom.js'
 import { formatCount, formatCountOf, formatPercent } from './format.js'
 import { excludedTerms, filterState } from './explore-query.js'
 import { levelBadge } from './panels.js'
+import { defaultBy } from './url-state.js'
 
 /** @typedef {import('./types.js').FieldsAnswer} FieldsAnswer */
 /** @typedef {import('./types.js').FieldInfo} FieldInfo */
@@ -144,7 +145,7 @@ export class FieldSidebar {
         }, 'col'),
         el('button', {
           type: 'button', class: 'x-icon x-group', 'aria-pressed': String(isGroup),
-          title: isGroup ? `The histogram is grouped by ${name}` : `Group the histogram by ${name}`,
+          title: isGroup ? (name === defaultBy ? `The histogram is grouped by ${name}` : `Grouped by ${name}: group by ${defaultBy} again`) : `Group the histogram by ${name}`,
           onclick: () => this.#handlers.onGroup(name),
         }, 'group')),
       values)

@@ -24,7 +24,7 @@ import { SearchSuggestions } from './explore-suggest.js'
 import { ExploreTable } from './explore-table.js'
 import { maxTailRows } from './panels.js'
 import { setBanner, setConn, setLoading } from './status-bar.js'
-import { rangeParams, rangeSpanMs } from './url-state.js'
+import { defaultBy, rangeParams, rangeSpanMs } from './url-state.js'
 import { rangeMs } from './state.js'
 import { readsInTurn, streamPath } from './view-common.js'
 
@@ -488,12 +488,14 @@ export class Explore {
   }
 
   /**
-   * Groups the histogram by another field: only /stats is read again.
-   * @param {string} name
+   * Groups the histogram by another field, or by level again when it is grouped by this one
+   * (the group button toggles): only /stats is read again.
+   * @param {string} field
    */
-  async #groupBy (name) {
+  async #groupBy (field) {
     const { api, state } = this.#host
     const signal = this.#signal
+    const name = state.by === field ? defaultBy : field
     if (signal === null || state.by === name) return
     state.by = name
     this.#host.writeHash()

@@ -5,6 +5,9 @@
 import { rangeMs } from './state.js'
 import { formatEventTime } from './format.js'
 
+/** What Explore's histogram is grouped by when the URL does not say. */
+export const defaultBy = 'level'
+
 /** @typedef {import('./state.js').AppState} AppState */
 
 /**
@@ -29,7 +32,7 @@ export function readHash (state, hash) {
   state.mode = mode === 'explore' || mode === 'panels' ? mode : null
   const cols = params.get('cols')
   state.columns = cols ? cols.split(',').filter((c) => c !== '') : null
-  state.by = params.get('by') || 'level'
+  state.by = params.get('by') || defaultBy
   state.event = params.get('ev') || null
   state.context = params.get('ctx') || null
   return snapshot(state) !== before
@@ -50,7 +53,7 @@ export function writeHash (state) {
   if (state.q) params.set('q', state.q)
   if (state.mode) params.set('view', state.mode)
   if (state.columns) params.set('cols', state.columns.join(','))
-  if (state.by !== 'level') params.set('by', state.by)
+  if (state.by !== defaultBy) params.set('by', state.by)
   if (state.event) params.set('ev', state.event)
   if (state.context) params.set('ctx', state.context)
   window.history.replaceState(null, '', '#' + params)
