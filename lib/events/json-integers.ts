@@ -1,4 +1,4 @@
-// JSON.parse for event lines, keeping an integer's digits (docs/api.md section 6.4, "Numbers").
+// JSON.parse for event lines, keeping an integer's digits (docs/api.md section 6.4, "An integer keeps its digits as sent").
 //
 // JSON.parse reads every number into a double, so an integer past 2^53 (a snowflake id, an
 // order number, an int64 counter) would be stored as another integer: 9007199254740993 as

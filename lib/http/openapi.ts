@@ -263,7 +263,7 @@ const managementPaths: Json = {
 const otlpLogs = (operationId: string): Json => ({
   post: {
     operationId, tags: ['inputs'], security: ingestToken,
-    summary: 'OTLP/HTTP logs export, protobuf or JSON, to the ingest token\'s stream (docs/api.md, OTLP and Loki push)',
+    summary: 'OTLP/HTTP logs export, protobuf or JSON, to the ingest token\'s stream (docs/api.md section 9)',
     parameters: [idempotencyKey],
     requestBody: { required: true, content: { 'application/x-protobuf': { schema: { type: 'string', contentEncoding: 'binary' } }, 'application/json': { schema: { type: 'object' } } } },
     responses: {

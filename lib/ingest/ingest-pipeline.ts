@@ -1,5 +1,5 @@
 // The ingest pipeline: every stage a request body goes through, wired here in the order of the
-// README's request lifecycle, for every input route (NDJSON, and protocol inputs that reuse it).
+// README's "How it works", for every input route (NDJSON, and protocol inputs that reuse it).
 // The route authenticates and finds the stream, then calls runIngest with its own answer.
 //
 //   admission (rate, concurrency, uncommitted bytes: 429)  ─ content type, encoding, declared

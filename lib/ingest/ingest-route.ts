@@ -63,7 +63,7 @@ export function refuseWrappedBody (outcome: IngestOutcome): void {
   throw new SluiceError('wrapped_body', message, { details: { ...summaryBody(outcome), ingested: 0 } })
 }
 
-/** The ingest summary (docs/api.md section 6.4), or the refusal of a body that stored nothing. */
+/** The ingest summary (docs/api.md section 6.6), or the refusal of a body that stored nothing. */
 export function ndjsonAnswer (outcome: IngestOutcome): IngestAnswer {
   if (!outcome.sawInput) throw new SluiceError('empty_body', 'The body holds no lines: send one JSON object per line')
   const body = summaryBody(outcome)

@@ -227,7 +227,7 @@ export class InsertRetries {
     const rows = sumRows(writes)
     // One block, hence one part per partition, however many rows the batch holds. The rollup views
     // run on the other cores instead of one after another in the inserting thread: with one insert
-    // in flight, the insert's time is the writer's ceiling (bench/README.md, "parallel views").
+    // in flight, the insert's time is the writer's ceiling (bench/README.md, finding 8).
     const settings: Record<string, string> = {
       max_insert_block_size: String(Math.max(rows, serverInsertBlockRows)),
       parallel_view_processing: '1',
