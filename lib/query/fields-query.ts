@@ -139,6 +139,19 @@ export interface FieldsResult {
 const listedColumns = eventFields.flatMap((f, i) => f.name === 'ts' ? [] : [{ name: f.name, column: f.column, numeric: !isStringField[i] }])
 
 /**
+ * The listed columns in two halves (text columns by turns, the numeric ones with the half of
+ * fewer), read by two chains side by side when sampled: a sampled read's columns take two
+ * statements one after the other (topK, then the count), the longest chain of the request.
+ */
+const columnHalves: ReadonlyArray<readonly number[]> = (() => {
+  const text = listedColumns.flatMap((c, i) => c.numeric ? [] : [i])
+  const halves: number[][] = [text.filter((_, k) => k % 2 === 0), text.filter((_, k) => k % 2 === 1)]
+  halves[1].push(...listedColumns.flatMap((c, i) => c.numeric ? [i] : []))
+  return halves.map((h) => h.sort((a, b) => a - b))
+})()
+const allColumns: readonly number[] = listedColumns.map((_, i) => i)
+
+/**
  * Each attribute pair with how many times its path occurred in the event up to it. A path an
  * event holds twice (`{"user.id":5,"user":{"id":6}}`) counts once, by its first value, as every
  * read takes it (attr-sql.ts: indexOf): firstOfPath keeps only that pair. (arrayEnumerateUniq
@@ -232,21 +245,27 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
   const seenOnce = scale !== 1
   // Columns and attributes are independent: two chains of queries, side by side (as /stats runs
   // its parts), each query on one thread (the read's max_threads).
-  const columnsChain = async (): Promise<ColumnValues[]> => {
+  const columnsChain = async (indexes: readonly number[]): Promise<ColumnValues[]> => {
     // Sampled, a text column's values are counted apart only for its candidates: the sample's
     // topK (columnCandidates), in one pass before. Exact, every value is.
     let candidates: string[][] | null = null
     if (scale !== 1) {
-      const text = listedColumns.flatMap((c, i) => c.numeric ? [] : [i])
+      const text = indexes.filter((i) => !listedColumns[i].numeric)
       const row = (await clickhouse.query<Record<string, string[]>>(sql`SELECT ${joinSql(text.map((i) =>
         sql`arrayMap(h -> toString(h), topK(${columnCandidates})(cityHash64(${columnSql(listedColumns[i].column, params.scope)}))) AS top_${rawSql(String(i))}`), ', ')}
         FROM events ${rows}`))[0]
-      candidates = listedColumns.map((c, i) => c.numeric ? [] : row[`top_${i}`])
+      candidates = listedColumns.map((c, i) => c.numeric || !text.includes(i) ? [] : row[`top_${i}`])
     }
     // A pass groups every column's values at once; the columns are split so that one pass groups
     // at most maxGroupKeys values (a column has at most one value per matching event).
     const perPass = Math.max(1, Math.floor(params.maxGroupKeys / Math.max(1, rowsRead)))
-    return await columnValues(clickhouse, rows, top, params.scope, candidates, seenOnce, weight, perPass)
+    return await columnValues(clickhouse, rows, top, params.scope, indexes, candidates, seenOnce, weight, perPass)
+  }
+  // Sampled, the columns in two chains (columnHalves); their results fill disjoint columns.
+  const columnsRead = async (): Promise<ColumnValues[]> => {
+    if (scale === 1) return await columnsChain(allColumns)
+    const [a, b] = await Promise.all(columnHalves.map(columnsChain))
+    return a.map((values, i) => columnHalves[0].includes(i) ? values : b[i])
   }
   const attributesChain = async (): Promise<[KeyRow[], Map<string, Array<{ value: string, count: number }>>, boolean]> => {
     // Rows from before migration 11 (their attrs text) are read beside the arrays' keys.
@@ -272,7 +291,7 @@ export async function queryFields (clickhouse: ClickHouse, params: FieldsParams)
   }
   let passes: [ColumnValues[], [KeyRow[], Map<string, Array<{ value: string, count: number }>>, boolean]]
   try {
-    passes = await Promise.all([columnsChain(), attributesChain()])
+    passes = await Promise.all([columnsRead(), attributesChain()])
   } catch (err) {
     // More distinct attribute values than query.maxGroupKeys even for the listed keys (events of
     // many unique-valued attributes: 45,000 events of 30 unique ids answered 422, explore30):
@@ -683,11 +702,11 @@ function topList (values: string[], counts: Array<number | string>): Array<{ val
  * A pass per column (a UNION ALL of GROUP BYs) evaluated q in each: 1.7 of the 2.9 s a /fields
  * of 13,500 matches among 1.2 M events took on 18.16 (explore28b M3; bench/README.md).
  */
-async function columnValues (clickhouse: ClickHouse, rows: SqlFragment, top: number, scope: AttrScope, candidates: string[][] | null,
-  seenOnce: boolean, weight: SqlFragment | null, perPass: number): Promise<ColumnValues[]> {
+async function columnValues (clickhouse: ClickHouse, rows: SqlFragment, top: number, scope: AttrScope, indexes: readonly number[],
+  candidates: string[][] | null, seenOnce: boolean, weight: SqlFragment | null, perPass: number): Promise<ColumnValues[]> {
   const out = listedColumns.map((): ColumnValues => ({ count: 0, top: [] }))
-  for (let first = 0; first < listedColumns.length; first += perPass) {
-    const pass = listedColumns.map((c, i) => ({ c, i })).slice(first, first + perPass)
+  for (let first = 0; first < indexes.length; first += perPass) {
+    const pass = indexes.slice(first, first + perPass).map((i) => ({ c: listedColumns[i], i }))
     const pairs = pass.map(({ c, i }) => sql`(${rawSql(String(i))}, ${c.numeric ? sql`toString(${rawSql(c.column)})` : columnSql(c.column, scope)})`)
     // Whether pair p's value is counted apart: multiIf by column, a text column's by its candidates.
     const kept = candidates === null

@@ -253,6 +253,24 @@ t.test('/fields sampled over long values: their candidates are matched by hash, 
   t.ok(keys.every((f) => f.top.length === 50), 'each with its 50 top values')
 })
 
+t.test('/fields sampled: the columns read by two chains side by side (columnHalves) are all listed with their values', async (t) => {
+  const tgt = await createIngestTarget(s, 'halves')
+  const lines = Array.from({ length: 1200 }, (_, i) => JSON.stringify({
+    ts: base + i * 10, host: `h${i % 3}`, service: `svc${i % 2}`, level: i % 4 === 0 ? 'error' : 'info', status: 200 + (i % 2), message: `m${i % 5}`,
+  }))
+  for (let i = 0; i < lines.length; i += 400) t.equal((await postIngest(tgt, lines.slice(i, i + 400).join('\n'))).body.ingested, 400)
+  const r = await s.api('GET', `/api/streams/halves/fields?from=${base}&to=${base + 20_000}&sample=1000&top=10`)
+  t.equal(r.status, 200)
+  t.equal(r.body.sampled, true)
+  const values = new Map((r.body.fields as Array<{ name: string, count: number, top: Array<{ value: string | number }> }>)
+    .map((f) => [f.name, f.top.map((v) => String(v.value)).sort()]))
+  t.same(values.get('host'), ['h0', 'h1', 'h2'])
+  t.same(values.get('service'), ['svc0', 'svc1'])
+  t.same(values.get('level'), ['error', 'info'])
+  t.same(values.get('status'), ['200', '201'])
+  t.same(values.get('message'), ['m0', 'm1', 'm2', 'm3', 'm4'])
+})
+
 t.test('a q at its limits (20 terms) in every read: /fields and sampled stats?by= too, not a statement past max_query_size (explore27b)', async (t) => {
   const tgt = await createIngestTarget(s, 'wideq')
   // Every column present, so /fields runs a statement per column, each with the filter and the
