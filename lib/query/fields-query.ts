@@ -692,8 +692,9 @@ function topList (values: string[], counts: Array<number | string>): Array<{ val
 }
 
 /**
- * Each listed column's count and `top` most frequent values (a numeric column's as toString
- * writes them), count descending and ties by value, over `rows`: one pass per `perPass` columns,
+ * The count and `top` most frequent values of the listed columns `indexes` (a numeric column's
+ * as toString writes them), count descending and ties by value, over `rows`: one pass per
+ * `perPass` columns,
  * which ARRAY JOINs each event's (column, value) pairs and groups them. A value is counted apart
  * when `candidates` is null (exact) or it is one of its text column's candidates (hashes of their
  * text, a sample's topK), and a numeric column's always (a number hashes cheaply); the others
