@@ -694,11 +694,10 @@ function topList (values: string[], counts: Array<number | string>): Array<{ val
 /**
  * The count and `top` most frequent values of the listed columns `indexes` (a numeric column's
  * as toString writes them), count descending and ties by value, over `rows`: one pass per
- * `perPass` columns,
- * which ARRAY JOINs each event's (column, value) pairs and groups them. A value is counted apart
- * when `candidates` is null (exact) or it is one of its text column's candidates (hashes of their
- * text, a sample's topK), and a numeric column's always (a number hashes cheaply); the others
- * only add to the column's count. `seenOnce` leaves values counted once out of the top values;
+ * `perPass` columns, which ARRAY JOINs each event's (column, value) pairs and groups them. A
+ * value is counted apart when `candidates` is null (exact) or it is one of its text column's
+ * candidates (hashes of their text, a sample's topK), and a numeric column's always (a number
+ * hashes cheaply); the others only add to the column's count. `seenOnce` leaves values counted once out of the top values;
  * sampled, the counts are sums of the rows' `weight`.
  * A pass per column (a UNION ALL of GROUP BYs) evaluated q in each: 1.7 of the 2.9 s a /fields
  * of 13,500 matches among 1.2 M events took on 18.16 (explore28b M3; bench/README.md).
