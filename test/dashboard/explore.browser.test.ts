@@ -399,6 +399,22 @@ t.test('Explore in Chromium', { skip }, async (t: Test) => {
     t.equal(await page.getAttribute('.x-field[data-field="service"] .x-group', 'aria-pressed'), 'false')
     await page.click('.x-field[data-field="service"] .x-group')
     await page.locator('#x-grouped', { hasText: 'by service' }).waitFor({ timeout: waitMs })
+    await page.locator('#x-hist .u-legend th', { hasText: 'checkout' }).waitFor({ timeout: waitMs })
+
+    // A value keeps its colour when a search leaves out the one drawn in the palette's first colour
+    // (the largest group: by rank, every other value's colour moved up one).
+    const legend = page.locator('#x-hist .u-legend .u-series:not(:first-child)')
+    const colours = async (): Promise<Map<string, string>> => new Map(await legend.evaluateAll((rows) => rows.map((row) =>
+      [row.querySelector('th')!.textContent!.trim(), (globalThis as any).getComputedStyle(row.querySelector('.u-marker')!).backgroundColor as string])))
+    const before = await colours()
+    const first = [...before].find(([, colour]) => colour === 'rgb(0, 114, 178)')?.[0] ?? ''
+    t.not(first, '', 'a value in the palette\'s first colour')
+    const rest = [...before.keys()].filter((name) => name !== first && name !== 'other')
+    await search(`-service:${first}`)
+    await page.locator('#x-hist .u-legend th', { hasText: new RegExp(`^\\s*${first}\\s*$`) }).waitFor({ state: 'detached', timeout: waitMs })
+    const after = await colours()
+    for (const name of rest) t.equal(after.get(name), before.get(name), `${name} keeps its colour`)
+    await search('')
   })
 
   await t.test('a row opens with every field and attribute; context shows its neighbours', async (t) => {

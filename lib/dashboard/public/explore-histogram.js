@@ -1,7 +1,8 @@
 // @ts-check
 // Explore's hits histogram: events per bucket of a /stats?by=<field> answer (docs/api.md section
 // 7.4), stacked by the group values (levels in their order and colours, other fields in the
-// Okabe-Ito palette), plus "other" for events outside the listed values or without the field.
+// Okabe-Ito palette, a value keeping its colour from one search to the next), plus "other" for
+// events outside the listed values or without the field.
 // Dragging across it selects a time range (onZoom). uPlot is the global of /assets/uplot.js.
 import { timeTicks, zoomOnSelect } from './charts.js'
 import { formatCount, formatEventTime } from './format.js'
@@ -32,6 +33,13 @@ export function createHistogram (target, { onZoom }) {
   let chart = null
   /** @type {{ xs: number[], labels: string[], counts: number[][], from: number, to: number, stepMs: number, complete: boolean } | null} */
   let data = null
+  /**
+   * The colour each value of a field was drawn in, so a value keeps it while the tab is open: by
+   * rank, checkout turned from green to amber when a search left another service out
+   * (explore32c F11), and a value first seen live moved the colours of those after it.
+   * @type {Map<string, Map<string, string>>}
+   */
+  const drawnIn = new Map()
 
   /**
    * Live: the series a value first seen in an arriving event goes into, made for it when it may
@@ -62,11 +70,33 @@ export function createHistogram (target, { onZoom }) {
    */
   function colorsOf (labels, by) {
     const style = getComputedStyle(document.documentElement)
-    return labels.map((label, i) => {
+    const field = drawnIn.get(by) ?? new Map()
+    drawnIn.set(by, field)
+    /** @type {(string | undefined)[]} */
+    const colors = labels.map((label, i) => {
       if (label === 'other') return style.getPropertyValue('--border-strong').trim() || '#cfd4dc'
       if (by === 'level' && levelOrder.includes(label)) return style.getPropertyValue(`--c-lvl-${label}`).trim() || palette[i % palette.length]
-      return palette[i % palette.length]
+      return undefined
     })
+    // A value drawn before keeps its colour; a new one takes the first colour no value here has,
+    // one no value of the field had before when there is one.
+    const used = new Set()
+    labels.forEach((label, i) => {
+      const before = field.get(label)
+      if (colors[i] === undefined && before !== undefined && !used.has(before)) {
+        colors[i] = before
+        used.add(before)
+      }
+    })
+    const held = new Set(field.values())
+    labels.forEach((label, i) => {
+      if (colors[i] !== undefined) return
+      const color = palette.find((c) => !used.has(c) && !held.has(c)) ?? palette.find((c) => !used.has(c)) ?? palette[i % palette.length]
+      colors[i] = color
+      used.add(color)
+      field.set(label, color)
+    })
+    return colors.map((c) => c ?? palette[0])
   }
 
   /** @param {string} by */
