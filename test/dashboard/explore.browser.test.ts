@@ -659,6 +659,41 @@ t.test('Explore in Chromium', { skip }, async (t: Test) => {
     t.equal(legend.reduce((sum, v) => sum + Number(v.replace(/\D/g, '')), 0), inRange, `and the histogram's series add up to them (${legend.join(' + ')})`)
   })
 
+  await t.test('live mode with nothing arriving: an event leaving the 15 minutes leaves the hits', async (t) => {
+    const quiet = await createIngestTarget(s, 'quiet')
+    const now = Date.now()
+    const lines = [
+      // It leaves the live window (the server's last 15 minutes) 20 s from now.
+      { ts: now - 15 * 60_000 + 20_000, service: 'batch', level: 'info', message: 'near the window\'s start' },
+      { ts: now - 60_000, service: 'batch', level: 'info', message: 'a minute ago' },
+    ]
+    t.equal((await postIngest(quiet, lines.map((l) => JSON.stringify(l)).join('\n'))).status, 200)
+    // A page of its own, on a clock the test moves (Playwright's clock: the page's timers).
+    const context = await browser.newContext({ viewport: { width: 1440, height: 900 } })
+    t.teardown(() => context.close())
+    const quietPage = await context.newPage()
+    await quietPage.clock.install({ time: now })
+    await quietPage.goto(`${s.url}/#stream=quiet&range=live&view=explore`)
+    await quietPage.fill('#token-input', s.adminToken)
+    await quietPage.click('#signin-submit')
+    await quietPage.locator('#screen-dashboard[data-explore="ready"]').waitFor({ timeout: waitMs })
+    await quietPage.locator('#x-hits', { hasText: /^2 hits$/ }).waitFor({ timeout: waitMs })
+    // Nothing arrives. The page reads the window again once a minute of its clock (5 s after it
+    // asks), so the hits fall to 1 once the first event has left the server's window. Read only
+    // after arrivals, they stayed at 2 (no read came).
+    const deadline = Date.now() + 4 * waitMs
+    for (;;) {
+      const read = quietPage.waitForResponse((r) => r.url().includes('/api/streams/quiet/fields'), { timeout: waitMs })
+      await quietPage.clock.fastForward(61_000)
+      await quietPage.clock.fastForward(6_000)
+      await read
+      const fell = await quietPage.locator('#x-hits', { hasText: /^1 hit$/ }).waitFor({ timeout: 1000 }).then(() => true, () => false)
+      if (fell) break
+      if (Date.now() > deadline) throw new Error(`the hits stayed ${await quietPage.textContent('#x-hits')}`)
+    }
+    t.pass('the hits count the window as it moves')
+  })
+
   await t.test('screenshot', async (t) => {
     await search('')
     await page.click('[data-range="1h"]')

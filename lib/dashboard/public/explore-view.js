@@ -54,6 +54,12 @@ const blobMaxEvents = 100_000
 const liveSpan = '15m'
 /** Live mode: how long after events arrive the sidebar is read again (ms). */
 const liveFieldsMs = 5000
+/**
+ * Live mode: how often the sidebar and the hits are read again when nothing arrives (ms), so that
+ * events leaving the 15 minutes leave the hits too: read only after arrivals, a quiet stream's
+ * hits stayed where they were.
+ */
+const liveQuietMs = 60_000
 
 /**
  * The range Explore reads for a state: live mode's last 15 minutes, else the chosen range.
@@ -181,6 +187,10 @@ export class Explore {
       onShow: (events) => { this.#table.prepend(events); this.#showEmpty(null) },
       onChange: () => { this.#renderCount(); this.#renderPause(); this.#renderHits(); this.#refreshFieldsSoon(signal) },
     }) : null
+    if (this.#live) {
+      const quiet = window.setInterval(() => this.#refreshFieldsSoon(signal), liveQuietMs)
+      signal.addEventListener('abort', () => clearInterval(quiet), { once: true })
+    }
     this.#cursor = null
     this.#range = readRange(state)
     this.#hits = 0
