@@ -390,7 +390,8 @@ export class Explore {
 
   /**
    * Live mode: reads the sidebar's fields again a while after events arrived, so that it counts
-   * them too (one read per liveFieldsMs at most, however fast they come).
+   * them too (one read per liveFieldsMs at most, however fast they come), and once per
+   * liveQuietMs when none did.
    * @param {AbortSignal} signal
    */
   #refreshFieldsSoon (signal) {
@@ -411,7 +412,7 @@ export class Explore {
           this.#hits = answer.total - arrived
           this.#renderHits()
         })
-        .catch(() => {}) // the next arrival tries again; the tail goes on either way
+        .catch(() => {}) // the next arrival (or the next minute) tries again; the tail goes on either way
     }, liveFieldsMs)
   }
 
