@@ -13,7 +13,7 @@ import { DetailDrawer, EventsTable, renderTotals, TopLists } from './panels.js'
 import { forgetToken, keepToken, showNoStreams, showScreen, showSignIn, showSignInError, storedToken, wireSignIn } from './sign-in.js'
 import { state, streamKey } from './state.js'
 import { retryDelayMs, setBanner, setConn, setLoading, showQueryError } from './status-bar.js'
-import { formatRange, readHash, resolveWindow, writeHash } from './url-state.js'
+import { defaultBy, formatRange, readHash, resolveWindow, writeHash } from './url-state.js'
 import { Explore, firstPagePath } from './explore-view.js'
 import { isMostlyAccessLog } from './explore-columns.js'
 import { streamPath } from './view-common.js'
@@ -190,7 +190,7 @@ function selectStream (name) {
   state.stream = name
   state.mode = null
   state.columns = null
-  state.by = 'level'
+  state.by = defaultBy
   state.event = null
   state.context = null
   localStorage.setItem(streamKey, name)
