@@ -23,6 +23,7 @@ import { randomUUID } from 'node:crypto'
 import { createLogger } from '../lib/logger.ts'
 import { createClickHouse } from '../lib/storage/clickhouse.ts'
 import { migrate } from '../lib/storage/migrate.ts'
+import { quoteIdentifier, quoteString } from '../lib/storage/sql.ts'
 import { quantile } from './load-driver.ts'
 import { loadFindEvents, needleUser } from './find-dataset.ts'
 
@@ -45,7 +46,6 @@ const user = process.env.CLICKHOUSE_USER ?? 'default'
 const password = process.env.CLICKHOUSE_PASSWORD ?? ''
 const ch = createClickHouse({ url, database: args.database, user, password, requestTimeoutMs: 3_600_000 })
 const progress = (text: string): void => { process.stderr.write(`[attr-layout] ${new Date().toISOString().slice(11, 19)} ${text}\n`) }
-const quote = (s: string): string => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`
 
 /** A storage layout of attributes: its columns, how they are filled from `events`, and how a read addresses a path. */
 interface Layout {
@@ -68,14 +68,14 @@ interface Layout {
   current?: boolean
 }
 
-const idx = (keys: string, path: string): string => `indexOf(${keys}, ${quote(path)})`
+const idx = (keys: string, path: string): string => `indexOf(${keys}, ${quoteString(path)})`
 const arrayValue = (keys: string, values: string) => (path: string): string =>
   `if(${idx(keys, path)} > 0, ${values}[${idx(keys, path)}], NULL)`
 
 /** The attrs text read by the JSON functions 18.16 has (visitParam*), as Sluice reads rows from before migration 11. */
 function visitRaw (path: string): string {
   let raw = 'attrs'
-  for (const segment of path.split('.')) raw = `visitParamExtractRaw(${raw}, ${quote(segment)})`
+  for (const segment of path.split('.')) raw = `visitParamExtractRaw(${raw}, ${quoteString(segment)})`
   return raw
 }
 const visitValue = (path: string): string => {
@@ -83,7 +83,7 @@ const visitValue = (path: string): string => {
   return `multiIf(${raw} = '', NULL, startsWith(${raw}, '"'), visitParamExtractString(concat('{"v":', ${raw}, '}'), 'v'), ${raw})`
 }
 /** The attrs text read by 26.x's JSON functions. */
-const jsonArgs = (path: string): string => path.split('.').map(quote).join(', ')
+const jsonArgs = (path: string): string => path.split('.').map(quoteString).join(', ')
 const jsonValue = (path: string): string =>
   `multiIf(NOT JSONHas(attrs, ${jsonArgs(path)}), NULL, JSONType(attrs, ${jsonArgs(path)}) = 'String', JSONExtractString(attrs, ${jsonArgs(path)}), JSONExtractRaw(attrs, ${jsonArgs(path)}))`
 
@@ -91,12 +91,15 @@ const jsonValue = (path: string): string =>
 function arrayReads (keys: string, values: string): Pick<Layout, 'value' | 'equals' | 'number' | 'has' | 'keys'> {
   return {
     value: arrayValue(keys, values),
-    equals: (p, v) => `has(${values}, ${quote(v)}) AND ${values}[${idx(keys, p)}] = ${quote(v)}`,
+    equals: (p, v) => `has(${values}, ${quoteString(v)}) AND ${values}[${idx(keys, p)}] = ${quoteString(v)}`,
     number: (p) => `toFloat64OrNull(${arrayValue(keys, values)(p)})`,
     has: (p) => `${idx(keys, p)} > 0`,
     keys,
   }
 }
+
+/** A path of the JSON-type column `attr_json` (26.x): `attr_json.\`order\`.\`total\``. */
+const jsonPath = (path: string): string => ['attr_json', ...path.split('.').map(quoteIdentifier)].join('.')
 
 const pairsOf = 'arrayMap((k, v) -> concat(k, \'=\', v), attr_keys, attr_values)'
 const isNumber = 'isNotNull(toFloat64OrNull(v))'
@@ -108,7 +111,7 @@ const candidates: Layout[] = [
     fill: ['attrs'],
     value: embedded ? jsonValue : visitValue,
     // A substring test first: most rows do not hold the value at all.
-    equals: (p, v) => `position(attrs, ${quote(v)}) > 0 AND ${(embedded ? jsonValue : visitValue)(p)} = ${quote(v)}`,
+    equals: (p, v) => `position(attrs, ${quoteString(v)}) > 0 AND ${(embedded ? jsonValue : visitValue)(p)} = ${quoteString(v)}`,
     number: (p) => `toFloat64OrNull(${(embedded ? jsonValue : visitValue)(p)})`,
     has: (p) => embedded ? `JSONHas(attrs, ${jsonArgs(p)})` : `${visitRaw(p)} != ''`,
     // 18.16 has no function that lists a JSON text's keys; 26.x's lists the top level only.
@@ -136,10 +139,10 @@ const candidates: Layout[] = [
     name: 'json+pairs',
     columns: ['attrs String', 'attr_pairs Array(String)'],
     fill: ['attrs', pairsOf],
-    value: (p) => `nullIf(substring(arrayFirst(x -> startsWith(x, ${quote(p + '=')}), attr_pairs), ${p.length + 2}), '')`,
-    equals: (p, v) => `has(attr_pairs, ${quote(`${p}=${v}`)})`,
-    number: (p) => `toFloat64OrNull(substring(arrayFirst(x -> startsWith(x, ${quote(p + '=')}), attr_pairs), ${p.length + 2}))`,
-    has: (p) => `arrayExists(x -> startsWith(x, ${quote(p + '=')}), attr_pairs)`,
+    value: (p) => `nullIf(substring(arrayFirst(x -> startsWith(x, ${quoteString(p + '=')}), attr_pairs), ${p.length + 2}), '')`,
+    equals: (p, v) => `has(attr_pairs, ${quoteString(`${p}=${v}`)})`,
+    number: (p) => `toFloat64OrNull(substring(arrayFirst(x -> startsWith(x, ${quoteString(p + '=')}), attr_pairs), ${p.length + 2}))`,
+    has: (p) => `arrayExists(x -> startsWith(x, ${quoteString(p + '=')}), attr_pairs)`,
     keys: "arrayMap(x -> substring(x, 1, position(x, '=') - 1), attr_pairs)",
   },
   {
@@ -150,7 +153,7 @@ const candidates: Layout[] = [
     value: (p) => `multiIf(${idx('s_keys', p)} > 0, s_values[${idx('s_keys', p)}], ${idx('n_keys', p)} > 0, toString(n_values[${idx('n_keys', p)}]), NULL)`,
     equals: (p, v) => Number.isFinite(Number(v))
       ? `has(n_values, ${Number(v)}) AND n_values[${idx('n_keys', p)}] = ${Number(v)} AND ${idx('n_keys', p)} > 0`
-      : `has(s_values, ${quote(v)}) AND s_values[${idx('s_keys', p)}] = ${quote(v)}`,
+      : `has(s_values, ${quoteString(v)}) AND s_values[${idx('s_keys', p)}] = ${quoteString(v)}`,
     number: (p) => `if(${idx('n_keys', p)} > 0, n_values[${idx('n_keys', p)}], NULL)`,
     has: (p) => `${idx('s_keys', p)} > 0 OR ${idx('n_keys', p)} > 0`,
     keys: 'arrayConcat(s_keys, n_keys)',
@@ -160,10 +163,10 @@ const candidates: Layout[] = [
     current: true,
     columns: ['attrs String', 'attr_map Map(LowCardinality(String), String)'],
     fill: ['attrs', 'mapFromArrays(attr_keys, attr_values)'],
-    value: (p) => `if(mapContains(attr_map, ${quote(p)}), attr_map[${quote(p)}], NULL)`,
-    equals: (p, v) => `attr_map[${quote(p)}] = ${quote(v)}`,
-    number: (p) => `toFloat64OrNull(attr_map[${quote(p)}])`,
-    has: (p) => `mapContains(attr_map, ${quote(p)})`,
+    value: (p) => `if(mapContains(attr_map, ${quoteString(p)}), attr_map[${quoteString(p)}], NULL)`,
+    equals: (p, v) => `attr_map[${quoteString(p)}] = ${quoteString(v)}`,
+    number: (p) => `toFloat64OrNull(attr_map[${quoteString(p)}])`,
+    has: (p) => `mapContains(attr_map, ${quoteString(p)})`,
     keys: 'mapKeys(attr_map)',
   },
   {
@@ -171,10 +174,10 @@ const candidates: Layout[] = [
     current: true,
     columns: ['attrs String', 'attr_json JSON'],
     fill: ['attrs', 'attrs::JSON'],
-    value: (p) => `toString(attr_json.${p.split('.').map((s) => `\`${s}\``).join('.')})`,
-    equals: (p, v) => `toString(attr_json.${p.split('.').map((s) => `\`${s}\``).join('.')}) = ${quote(v)}`,
-    number: (p) => `toFloat64OrNull(toString(attr_json.${p.split('.').map((s) => `\`${s}\``).join('.')}))`,
-    has: (p) => `isNotNull(attr_json.${p.split('.').map((s) => `\`${s}\``).join('.')})`,
+    value: (p) => `toString(${jsonPath(p)})`,
+    equals: (p, v) => `toString(${jsonPath(p)}) = ${quoteString(v)}`,
+    number: (p) => `toFloat64OrNull(toString(${jsonPath(p)}))`,
+    has: (p) => `isNotNull(${jsonPath(p)})`,
     keys: 'JSONAllPaths(attr_json)',
   },
 ]
@@ -223,7 +226,7 @@ async function cpuOf (queryId: string): Promise<{ cpu: number, readRows: number,
     const r = await ch.query<{ u: number, s: number, rr: number, rb: number }>(`SELECT
         ProfileEvents.Values[indexOf(ProfileEvents.Names, 'UserTimeMicroseconds')] AS u,
         ProfileEvents.Values[indexOf(ProfileEvents.Names, 'SystemTimeMicroseconds')] AS s, read_rows AS rr, read_bytes AS rb
-      FROM system.query_log WHERE query_id = ${quote(queryId)} AND type = 2 LIMIT 1`)
+      FROM system.query_log WHERE query_id = ${quoteString(queryId)} AND type = 2 LIMIT 1`)
     if (r.length > 0) return { cpu: (Number(r[0].u) + Number(r[0].s)) / 1e6, readRows: Number(r[0].rr), readBytes: Number(r[0].rb) }
     if (attempt === 20) throw new Error(`no query_log row for ${queryId}`)
   }
