@@ -8,10 +8,11 @@
 // pass it too, is read over one slice of each series point, slices holding about groupSample
 // events together; `sampled` is then true. Without `sample=` (plan.groupSampleAuto), a range the
 // slices would read nearly whole is counted exactly (exactGroupsCeiling). Each point's counts are
-// scaled by its matching events over its slice's (a ratio estimate: the point's events are the series' exact count, its slice's
-// are counted in the same statement), so a point's groups, with the events that lack the field,
-// add up to its events, and a field every event has leaves nothing over for an `other` (explore14
-// F3: scaled by time, a point's groups fell 5% short or passed its events; explore30 finding 4).
+// scaled by its matching events over its slice's (a ratio estimate: the point's events are the
+// series' exact count, its slice's are counted in the same statement), so a point's groups, with
+// the events that lack the field, add up to its events, and a field every event has leaves
+// nothing over for an `other` (explore14 F3: scaled by time, a point's groups fell 5% short or
+// passed its events; explore30 finding 4).
 // A point whose slice holds none of its events, or that is a burst (twice the mean point's events:
 // its slice holds the burst or misses it), or whose slice held its events unevenly, is read whole
 // within a budget, or past it over slices spread across it (finishSampledGroups). A value seen
