@@ -112,6 +112,14 @@ async function search (q: string): Promise<void> {
   await waitReady()
 }
 
+/** Opens the first row of the events list, clicks one of its buttons (`selector` inside the table) and returns the search it makes. */
+async function filterFromFirstRow (selector: string): Promise<string> {
+  await page.locator('#x-table tbody tr.event').first().click()
+  await page.locator(`#x-table ${selector}`).click()
+  await waitReady()
+  return await page.inputValue('#q')
+}
+
 async function columnTexts (name: string): Promise<string[]> {
   return page.locator(`#x-table tbody tr.event td.c-${name}`).allTextContents()
 }
@@ -311,20 +319,11 @@ t.test('Explore in Chromium', { skip }, async (t: Test) => {
     ]
     t.equal((await postIngest(app, lines.map((l) => JSON.stringify(l)).join('\n'))).status, 200)
     await search('"odd level value"')
-    await page.locator('#x-table tbody tr.event').first().click()
-    await page.locator('#x-table .x-pair[data-field="attrs.level"] .x-for').click()
-    await waitReady()
-    t.equal(await page.inputValue('#q'), '"odd level value" attrs.level:custom', 'the attribute a column shadows, as /fields names it')
+    t.equal(await filterFromFirstRow('.x-pair[data-field="attrs.level"] .x-for'), '"odd level value" attrs.level:custom', 'the attribute a column shadows, as /fields names it')
     t.equal(await page.textContent('#x-hits'), '1 hit')
-    await page.locator('#x-table tbody tr.event').first().click()
-    await page.locator('#x-table .x-pair[data-field="attrs.level"] .x-for').click()
-    await waitReady()
-    t.equal(await page.inputValue('#q'), '"odd level value" attrs.level:custom', 'a second + keeps the filter (it does not toggle)')
+    t.equal(await filterFromFirstRow('.x-pair[data-field="attrs.level"] .x-for'), '"odd level value" attrs.level:custom', 'a second + keeps the filter (it does not toggle)')
     await search('"connection reset"')
-    await page.locator('#x-table tbody tr.event').first().click()
-    await page.locator('#x-table .x-pair[data-field="err.stack"] .x-for').click()
-    await waitReady()
-    t.equal(await page.inputValue('#q'), '"connection reset" err.stack:"Error: ECONNRESET"*', 'a multi-line value by its first line')
+    t.equal(await filterFromFirstRow('.x-pair[data-field="err.stack"] .x-for'), '"connection reset" err.stack:"Error: ECONNRESET"*', 'a multi-line value by its first line')
     await page.press('#q', 'Enter')
     await waitReady()
     t.equal(await page.textContent('#x-hits'), '1 hit', 'the same search run again from the box')
@@ -347,10 +346,7 @@ t.test('Explore in Chromium', { skip }, async (t: Test) => {
     logs.push(failed)
     await sendWithSdk([failed])
     await search('order.id:o-m')
-    await page.locator('#x-table tbody tr.event').first().click()
-    await page.locator('#x-table .x-message-block .x-for').click()
-    await waitReady()
-    t.equal(await page.inputValue('#q'), 'order.id:o-m message:"payment failed: card declined"*', 'the message by its first line')
+    t.equal(await filterFromFirstRow('.x-message-block .x-for'), 'order.id:o-m message:"payment failed: card declined"*', 'the message by its first line')
     t.equal(await page.textContent('#x-hits'), '1 hit')
   })
 
