@@ -708,12 +708,12 @@ async function columnValues (clickhouse: ClickHouse, rows: SqlFragment, top: num
   for (let first = 0; first < indexes.length; first += perPass) {
     const pass = indexes.slice(first, first + perPass).map((i) => ({ c: listedColumns[i], i }))
     const pairs = pass.map(({ c, i }) => sql`(${rawSql(String(i))}, ${c.numeric ? sql`toString(${rawSql(c.column)})` : columnSql(c.column, scope)})`)
-    // Whether pair p's value is counted apart: multiIf by column, a text column's by its candidates.
-    const kept = candidates === null
-      ? sql`1`
-      : sql`multiIf(${joinSql(pass.flatMap(({ c, i }) => c.numeric
-        ? []
-        : [sql`p.1 = ${rawSql(String(i))}, ${candidates[i].length === 0 ? sql`0` : sql`cityHash64(assumeNotNull(p.2)) IN (${uint64List(candidates[i])})`}`]), ', ')}${pass.some(({ c }) => !c.numeric) ? sql`, ` : sql``}1)`
+    // Whether pair p's value is counted apart: a text column's when it is one of its candidates,
+    // by multiIf on the column; a numeric column's always (a pass may hold numeric columns only).
+    const textKept = candidates === null ? [] : pass.flatMap(({ c, i }) => c.numeric
+      ? []
+      : [sql`p.1 = ${rawSql(String(i))}, ${candidates[i].length === 0 ? sql`0` : sql`cityHash64(assumeNotNull(p.2)) IN (${uint64List(candidates[i])})`}`])
+    const kept = textKept.length === 0 ? sql`1` : sql`multiIf(${joinSql(textKept, ', ')}, 1)`
     const result = await clickhouse.query<{ i: number, n: number, top_values: string[], top_counts: number[] }>(sql`
       SELECT i, sum(w) AS n, ${topOf(sql`groupArrayIf((v, w), kept AND c >= ${seenOnce ? 2 : 1})`, top)}
       FROM (SELECT p.1 AS i, ${kept} AS kept, if(kept, assumeNotNull(p.2), '') AS v, count() AS c, ${weightedCount(weight)} AS w

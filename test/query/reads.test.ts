@@ -508,6 +508,23 @@ t.test('/fields groups its columns in passes of at most query.maxGroupKeys value
   for (const name of ['path', 'src', 'trace_id']) t.equal(byName.get(name)?.count, 60, name)
 })
 
+t.test('/fields sampled in passes of one column each: a pass of a numeric column alone (explore34 F2)', async (t) => {
+  // A sample of 2,000 events where query.maxGroupKeys is 2,000: one column a pass, so the numeric
+  // columns (status, bytes) each get a pass with no text column in it.
+  const tight = await startServer(t, { query: { maxGroupKeys: 2000 } })
+  const tgt = await createIngestTarget(tight, 'passes')
+  await postIngest(tgt, Array.from({ length: 8000 }, (_, i) => JSON.stringify({
+    ts: base + i, host: `h${i % 2}`, status: 200 + (i % 4), bytes: 1000 + i,
+  })).join('\n'))
+  const r = await tight.api('GET', `/api/streams/passes/fields?from=${base}&to=${base + 8000}&sample=2000&top=4`)
+  t.equal(r.status, 200, JSON.stringify(r.body).slice(0, 200))
+  t.equal(r.body.sampled, true)
+  const byName = new Map((r.body.fields as Array<{ name: string, count: number, top: Array<{ value: unknown, count: number }> }>).map((f) => [f.name, f]))
+  t.same(byName.get('status')?.top.map((v) => v.value).sort(), [200, 201, 202, 203])
+  t.same(byName.get('host')?.top.map((v) => v.value).sort(), ['h0', 'h1'])
+  t.ok(Math.abs((byName.get('bytes')?.count ?? 0) - 8000) <= 800, `bytes in every event: ${byName.get('bytes')?.count}`)
+})
+
 t.test('/fields of events with more attributes than it lists, each value unique, within query.maxGroupKeys', async (t) => {
   // 10 events of 300 attributes with unique values: 3,000 distinct pairs, where the limit is 2,500.
   // The 200 attributes listed hold 2,000 of them: /fields answers, as it did when it grouped only
