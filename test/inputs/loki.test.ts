@@ -164,6 +164,45 @@ t.test('Loki JSON: label and metadata values that are numbers or booleans are th
   t.same(attrsOf(stored), { job: 'x', n: '0', ok: 'false', attempt: '3', retried: 'true' }, 'as text; a null label is none')
 })
 
+t.test('Loki JSON: of two names of one column the first named wins in any order; a line\'s nested service.name fills service (explore34 F3, F4)', async (t) => {
+  const tgt = await createIngestTarget(s, 'loki-column-names')
+  const ns = `${Date.now() - 1000}000000`
+  const body = {
+    streams: [
+      { stream: { level: 'error', detected_level: 'unknown', case: 'c1' }, values: [[ns, 'c1 line']] },
+      { stream: { detected_level: 'warn', level: 'error', case: 'c2' }, values: [[ns, 'c2 line']] },
+      { stream: { level: 'error', case: 'c3' }, values: [[ns, 'c3 line', { detected_level: 'info' }]] },
+      { stream: { service_name: 'svc-a', service: 'svc-b', case: 'c4' }, values: [[ns, 'c4 line']] },
+      { stream: { detected_level: 'unknown', case: 'c5' }, values: [[ns, 'c5 line']] },
+      { stream: { case: 'c6' }, values: [[ns, JSON.stringify({ msg: 'c6 line', service: { name: 'svc-nested', version: '2' }, host: { name: 'h-6' } })]] },
+      { stream: { case: 'c7' }, values: [[ns, JSON.stringify({ msg: 'c7 line', service: { name: 'svc-obj' }, service_name: 'svc-str' })]] },
+    ],
+  }
+  const r = await push('/loki/api/v1/push', Buffer.from(JSON.stringify(body)), { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/json' })
+  t.equal(r.status, 204)
+  const events = await eventsWhenStored(tgt, 7)
+  const byCase = new Map(events.map((e) => [String(attrsOf(e).case), e]))
+  const c = (name: string): StoredEvent => byCase.get(name)!
+  t.equal(c('c1').level, 'error', 'detected_level unknown is no level')
+  t.match(attrsOf(c('c1')), { detected_level: 'unknown' })
+  t.equal(c('c2').level, 'error', 'level wins over detected_level sent before it')
+  t.match(attrsOf(c('c2')), { detected_level: 'warn' })
+  t.equal(c('c3').level, 'error', 'a level label wins over detected_level metadata')
+  t.match(attrsOf(c('c3')), { detected_level: 'info' })
+  t.equal(c('c4').service, 'svc-a', 'service_name wins over service')
+  t.match(attrsOf(c('c4')), { service: 'svc-b' })
+  t.equal(c('c5').level, null)
+  t.equal(c('c6').service, 'svc-nested', 'the line\'s {"service":{"name":..}} as NDJSON reads it')
+  t.equal(c('c6').host, 'h-6')
+  t.match(attrsOf(c('c6')), { service: { version: '2' } })
+  t.equal(c('c7').service, 'svc-str')
+  t.match(attrsOf(c('c7')), { service: { name: 'svc-obj' } }, 'the object that gave way stays in attrs')
+  const found = await s.api('GET', `/api/streams/loki-column-names/events?from=now-1h&q=${encodeURIComponent('level:error')}`)
+  t.same(found.body.events.map((e: { attrs: { case: string } }) => e.attrs.case).sort(), ['c1', 'c2', 'c3'])
+  const nested = await s.api('GET', `/api/streams/loki-column-names/events?from=now-1h&q=${encodeURIComponent('service:svc-nested')}`)
+  t.equal(nested.body.events.length, 1)
+})
+
 t.test('hand-built protobuf + snappy: labels, escapes, structured metadata, ns timestamps', async (t) => {
   const tgt = await createIngestTarget(s, 'loki-pb')
   const seconds = Math.floor(Date.now() / 1000) - 60

@@ -9,6 +9,9 @@
 //   trace_id, span_id (structured metadata, usually)       -> trace_id, span_id
 //   every other label and structured metadata pair        -> attrs under its name
 //   the keys of a JSON object the line holds (lineObject)  -> the same, below labels and metadata
+// Where two names of one column are sent, the first named here wins whatever their order (an
+// explicit `level` over Loki's `detected_level`), the other kept in attrs under its name; a
+// `detected_level` that is no level (Loki's `unknown`) is only an attribute.
 // Structured metadata wins over a stream label of the same name, and both over a key of the
 // line's JSON. A label whose name is a field of the event (ts, message, status, path, ...) is
 // kept in attrs under its name (normalize.ts attrsOnly): reads name it `attrs.<name>`.
@@ -29,7 +32,7 @@ import type { LokiProtoRequest } from './loki-proto.ts'
 
 type Obj = Record<string | symbol, unknown>
 
-/** Label names that fill a column, and the column. */
+/** Label names that fill a column, and the column; of two names of one column, the first listed wins. */
 const columnLabels: Record<string, string> = {
   host: 'host',
   hostname: 'host',
@@ -41,6 +44,7 @@ const columnLabels: Record<string, string> = {
   trace_id: 'trace_id',
   span_id: 'span_id',
 }
+const labelRank: Record<string, number> = Object.fromEntries(Object.keys(columnLabels).map((name, rank) => [name, rank]))
 
 /** Keys an event of this adapter may hold as fields (the field table's, and `log`): labels of these names are renamed. */
 const eventKeys = new Set(['log', ...eventFields.flatMap((f) => [f.name, f.key])])
@@ -76,13 +80,32 @@ function unescapeGo (text: string): string {
   return text.replace(/\\(.)/g, (_, c: string) => c === 'n' ? '\n' : c === 't' ? '\t' : c === 'r' ? '\r' : c)
 }
 
-/** Adds a label or metadata pair to the event: a column when it fills one, else attrs. */
+/** Per event being built: the label or metadata pair that filled each column (a key no JSON can hold). */
+const filledBy = Symbol('filledBy')
+
+/**
+ * Adds a label or metadata pair to the event: a column when it fills one, else attrs. Of two
+ * names of one column the first in columnLabels wins, the other goes to attrs under its name;
+ * the same name again (structured metadata after the labels) replaces the value.
+ */
 function addPair (event: Obj, name: string, value: string): void {
   const column = columnLabels[name]
-  if (column !== undefined) {
-    event[column] = column === 'level' ? (levelNames[levelOfSeverityText(value)] ?? value) : value
-    return
+  const level = column === 'level' ? levelOfSeverityText(value) : -1
+  if (column !== undefined && !(name === 'detected_level' && level < 0)) {
+    const filled = (event[filledBy] ??= Object.create(null)) as Record<string, [string, string]>
+    const holder = filled[column]
+    if (holder === undefined || labelRank[name] <= labelRank[holder[0]]) {
+      if (holder !== undefined && holder[0] !== name) attrPair(event, holder[0], holder[1])
+      event[column] = column === 'level' ? (levelNames[level] ?? value) : value
+      filled[column] = [name, value]
+      return
+    }
   }
+  attrPair(event, name, value)
+}
+
+/** A label or metadata pair kept in attrs under its name (a field's name too: attrs.<name>). */
+function attrPair (event: Obj, name: string, value: string): void {
   if (eventKeys.has(name)) attrsOnlyOf(event)[name] = value
   else event[name] = value
 }
@@ -128,15 +151,21 @@ function parseObject (text: string): Obj | null {
 /**
  * Adds a key of the line's JSON object after labels and metadata, where they left its place
  * empty (they win): a string under a column's label name fills that column (not `level`: pino
- * writes numbers), a key named like an event field goes to attrs under its name, as a label
- * would; any other key is an attribute, nested objects by dotted paths as in NDJSON. A key whose
- * column a label filled is left out (the line holds it), as is the message again (`msg`).
+ * writes numbers), and so does an object under the column's own name, read as NDJSON reads it
+ * (`{"service":{"name":..}}` is `service.name`, an alias: fields.ts); a key named like an event
+ * field goes to attrs under its name, as a label would; any other key is an attribute, nested
+ * objects by dotted paths as in NDJSON. A key whose column a label filled is left out (the line
+ * holds it), as is the message again (`msg`).
  */
 function addLineKey (event: Obj, name: string, value: unknown): void {
   if (messageKeys.has(name) && typeof value === 'string') return
   const column = columnLabels[name]
-  if (column !== undefined && event[column] !== undefined) return
-  if (column !== undefined && column !== 'level' && typeof value === 'string') {
+  if (column !== undefined && (event[filledBy] as Record<string, unknown> | undefined)?.[column] !== undefined) return
+  if (column !== undefined && column !== 'level' && typeof value === 'string' && typeof event[column] !== 'string') {
+    // An object the column's own key held gives way to the string, and stays in attrs.
+    if (event[column] !== undefined) attrsOnlyOf(event)[column] = event[column]
+    event[column] = value
+  } else if (column === name && column !== 'level' && isObj(value) && event[column] === undefined) {
     event[column] = value
   } else if (eventKeys.has(name) || column !== undefined) {
     const only = attrsOnlyOf(event)
