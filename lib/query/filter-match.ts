@@ -23,7 +23,7 @@
 // the next predicate.
 import { foldCase, toWellFormed } from './case-fold.ts'
 import { levelNames } from '../events/level.ts'
-import { numberValue } from './filter-number.ts'
+import { compareBounds, numberValue } from './filter-number.ts'
 import { matchesRegex } from './filter-regex.ts'
 import { flattenAttrsText } from '../events/attr-flatten.ts'
 import type { CompareOperator, FieldRef, FilterNode, FilterTerm } from './filter-parser.ts'
@@ -171,11 +171,13 @@ function compileTerm (node: FilterTerm): Test {
     }
     case 'compare': {
       const number = numberGetter(node.field)
+      // q's number and the double its text denotes (filter-number.ts compareBounds).
+      const { low, high } = compareBounds(node.value)
       const test = compare[node.operator]
-      const bound = node.value.value
+      const bound = node.operator === '>=' || node.operator === '<' ? low : high
       return (view) => {
         const value = number(view)
-        return value !== null && test(value, bound)
+        return value !== null && (test(value, bound) || (node.operator === '=' && value === low))
       }
     }
     case 'statusClass': {

@@ -30,6 +30,7 @@
 // fragment stays, so results are the same with or without them; they only let ClickHouse skip
 // granules. Only positive positions get one: a term under NOT, or an OR with a branch that has
 // none, adds nothing. Not over ranges holding rows from before migration 11 (their pairs are empty).
+import { Buffer } from 'node:buffer'
 import { joinSql, rawSql, sql } from '../storage/sql.ts'
 import type { SqlFragment } from '../storage/sql.ts'
 import { foldCase, foldProbe, foldTable } from './case-fold.ts'
@@ -99,6 +100,13 @@ function numberLiteral (n: FilterNumber): SqlFragment {
   return n.negative ? sql`(-${magnitude})` : magnitude
 }
 
+/** A double exactly, by its bits: a float literal would be read inexactly by 18.16. */
+function doubleLiteral (x: number): SqlFragment {
+  const bits = Buffer.alloc(8)
+  bits.writeDoubleLE(x)
+  return rawSql(`reinterpretAsFloat64(unhex('${bits.toString('hex')}'))`)
+}
+
 /**
  * How the server folds text like case-fold.ts: 'lowerUTF8' where its lowerUTF8 is 18.16's (Poco's
  * tables), 'table' where it is not (26.x lowers with ICU: İ, ẞ, title case, the Kelvin sign...),
@@ -153,8 +161,14 @@ function compileTerm (node: FilterTerm, scope: AttrScope, fold: FoldOf): SqlFrag
       const value = isNumericColumn(field)
         ? rawSql(field.column)
         : numberSql(textSql(field, scope))
-      // The operator comes from the parser's fixed set, never from q as text.
-      return sql`ifNull(${value} ${rawSql(node.operator)} ${numberLiteral(node.value)}, 0)`
+      // The operator comes from the parser's fixed set, never from q as text. A number of 16 or
+      // more digits is also the double its text denotes (filter-number.ts compareBounds).
+      const n = node.value
+      if (n.nearest === n.value) return sql`ifNull(${value} ${rawSql(node.operator)} ${numberLiteral(n)}, 0)`
+      const nearest = doubleLiteral(n.nearest)
+      if (node.operator === '=') return sql`ifNull(indexOf([${numberLiteral(n)}, ${nearest}], ${value}) > 0, 0)`
+      const useNearest = (node.operator === '>=' || node.operator === '<') === (n.nearest < n.value)
+      return sql`ifNull(${value} ${rawSql(node.operator)} ${useNearest ? nearest : numberLiteral(n)}, 0)`
     }
     case 'statusClass':
       return sql`ifNull(intDiv(status, 100) = ${node.digit}, 0)`

@@ -422,9 +422,36 @@ t.test('numbers in text: numberSql in ClickHouse and numberValue in the tail rea
   const bounds = texts.filter((x) => numberValue(x) !== null).slice(0, 60)
   t.ok(bounds.length >= 50, 'enough numeric texts')
   for (const bound of bounds) {
-    for (const q of [`x:=${bound}`, `x:<${bound}`]) {
+    for (const q of [`x:=${bound}`, `x:<${bound}`, `x:>${bound}`]) {
       const sqlIds = await selectIds(clickhouse, 'numbers', q)
       t.same(matchIds(events, q), sqlIds, `${q}: the same events`)
     }
+  }
+})
+
+t.test('a number of 17 digits in q is also the double its text denotes: found as a JSON number and as that text (explore34 F1)', async (t) => {
+  const { clickhouse } = await createTestDatabase(t)
+  await createEventsTable(clickhouse)
+  // JSON.stringify writes the JSON number 99.81234567890123 as 99.81234567890122, as Sluice stores it.
+  const events: Fixture[] = [
+    { id: 1, attrs: JSON.stringify({ x: Number('99.81234567890123') }) },
+    { id: 2, attrs: JSON.stringify({ x: '99.81234567890123' }) },
+    { id: 3, attrs: JSON.stringify({ x: 99.8123456789012 }) },
+    { id: 4, attrs: JSON.stringify({ x: 99.8123456789013 }) },
+  ]
+  t.equal(JSON.parse(events[0].attrs as string).x, 99.81234567890122)
+  await insertEvents(clickhouse, 'digits', events)
+  const expected: Record<string, number[]> = {
+    'x:=99.81234567890123': [1, 2],
+    'x:=99.81234567890122': [1],
+    'x:>=99.81234567890123': [1, 2, 4],
+    'x:<=99.81234567890123': [1, 2, 3],
+    'x:>99.81234567890123': [4],
+    'x:<99.81234567890123': [3],
+    'x:=99.8123456789012': [3],
+  }
+  for (const [q, ids] of Object.entries(expected)) {
+    t.same(await selectIds(clickhouse, 'digits', q), ids, `${q} in ClickHouse`)
+    t.same(matchIds(events, q), ids, `${q} in the tail`)
   }
 })
