@@ -31,6 +31,18 @@ Stop with Ctrl-C.
 `)
 }
 
+/**
+ * The exit code of a start that failed for a reason of its own (docs/api.md section 8.1; sysexits.h):
+ * a setting 78 (EX_CONFIG), no ClickHouse to run 69 (EX_UNAVAILABLE), a directory Sluice cannot
+ * take 73 (EX_CANTCREAT); null for any other error. `sluice serve` and `sluice migrate` alike.
+ */
+export function startFailureExitCode (err: unknown): number | null {
+  if (err instanceof ConfigError) return 78
+  if (err instanceof MissingClickHouseError || err instanceof ChdbMissingError) return 69
+  if (err instanceof ChdbDirectoryError || err instanceof DataDirInUseError) return 73
+  return null
+}
+
 export async function main (env: Record<string, string | undefined> = process.env): Promise<void> {
   let config: Config
   try {
@@ -38,11 +50,10 @@ export async function main (env: Record<string, string | undefined> = process.en
     const tokenProblem = bootstrapTokenProblem(config.bootstrapToken)
     if (tokenProblem !== null) throw new ConfigError([tokenProblem])
   } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`sluice: ${err.message}\nSluice did not start.\n`)
-      process.exit(78) // EX_CONFIG
-    }
-    throw err
+    const code = startFailureExitCode(err)
+    if (code === null) throw err
+    process.stderr.write(`sluice: ${(err as Error).message}\nSluice did not start.\n`)
+    process.exit(code)
   }
   // The embedded engine runs each statement on a libuv thread-pool thread for as long as it runs
   // (lib/storage/chdb-clickhouse.ts), beside zlib's gzip decoding: more threads than its session
@@ -54,13 +65,10 @@ export async function main (env: Record<string, string | undefined> = process.en
   try {
     app = await createApp(config, log)
   } catch (err) {
-    if (err instanceof MissingClickHouseError || err instanceof ChdbMissingError) {
-      process.stderr.write(`sluice: ${err.message}\n`)
-      process.exit(69) // EX_UNAVAILABLE
-    }
-    if (err instanceof ChdbDirectoryError || err instanceof DataDirInUseError) {
-      process.stderr.write(`sluice: ${err.message}\nSluice did not start.\n`)
-      process.exit(73) // EX_CANTCREAT
+    const code = startFailureExitCode(err)
+    if (code !== null) {
+      process.stderr.write(`sluice: ${(err as Error).message}\n${code === 69 ? '' : 'Sluice did not start.\n'}`)
+      process.exit(code)
     }
     log.error('start failed', { err })
     process.exit(1)

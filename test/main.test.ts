@@ -18,6 +18,7 @@ import { createServer } from 'node:net'
 import type { AddressInfo } from 'node:net'
 
 const main = new URL('../lib/main.ts', import.meta.url).pathname
+const cli = new URL('../lib/cli/cli.ts', import.meta.url).pathname
 
 /** `node lib/main.ts` with `env`, resolved once it printed its URL and what to do next. */
 async function startMain (t: Test, env: NodeJS.ProcessEnv, cwd?: string): Promise<{ child: ChildProcessWithoutNullStreams, url: string, stderr: () => string }> {
@@ -36,9 +37,9 @@ async function startMain (t: Test, env: NodeJS.ProcessEnv, cwd?: string): Promis
   return { child, url, stderr: () => stderr }
 }
 
-/** `node lib/main.ts` with `env` that is expected not to start: its exit code and what it said. */
-async function failedStart (env: NodeJS.ProcessEnv): Promise<{ code: number | null, stderr: string }> {
-  const child = spawn(process.execPath, [...serverNodeFlags, main], { env })
+/** `node lib/main.ts` (or `args`: `sluice migrate`) with `env` that is expected not to start: its exit code and what it said. */
+async function failedStart (env: NodeJS.ProcessEnv, args: string[] = [main]): Promise<{ code: number | null, stderr: string }> {
+  const child = spawn(process.execPath, [...serverNodeFlags, ...args], { env })
   let stderr = ''
   child.stderr.on('data', (d) => { stderr += d })
   child.stdout.resume()
@@ -81,6 +82,10 @@ t.test('starts with a managed ClickHouse, serves the README flow, stops cleanly'
   const second = await failedStart({ ...env, SLUICE_PORT: '0' })
   t.equal(second.code, 73, second.stderr)
   t.match(second.stderr, /^sluice: \S+ is in use by ClickHouse pid \d+ of the running Sluice pid \d+; .*\nSluice did not start\.\n$/)
+  // `sluice migrate` beside it: the same exit code, one line (explore34b G2).
+  const migrate = await failedStart({ ...env, SLUICE_PORT: '0' }, [cli, 'migrate'])
+  t.equal(migrate.code, 73, migrate.stderr)
+  t.match(migrate.stderr, /^sluice: \S+ is in use by ClickHouse pid \d+ of the running Sluice pid \d+; .*\n$/)
 
   const call = apiCaller(url, token)
   t.equal((await call('POST', '/api/streams', { name: 'web' })).status, 201)
@@ -157,6 +162,20 @@ t.test('the embedded engine\'s directory a file: a message naming it, exit 73, n
   t.match(stderr, /^sluice: the embedded ClickHouse cannot open its directory .*not-a-dir: EEXIST/m)
   t.match(stderr, /Sluice did not start\./)
   t.notMatch(stderr, /\n\s+at /, 'no stack trace')
+  // `sluice migrate` on it: the same exit code, one line (explore34b G2).
+  const migrate = await failedStart(env, [cli, 'migrate'])
+  t.equal(migrate.code, 73, migrate.stderr)
+  t.match(migrate.stderr, /^sluice: the embedded ClickHouse cannot open its directory .*not-a-dir: EEXIST[^\n]*\n$/)
+})
+
+t.test('a setting that is wrong: exit 78 from `sluice migrate` as from the server, one line (explore34b G2)', async (t) => {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...serverEnv, SLUICE_PORT: 'eighty' }
+  for (const args of [[main], [cli, 'migrate']]) {
+    const { code, stderr } = await failedStart(env, args)
+    t.equal(code, 78, stderr)
+    t.match(stderr, /^sluice: invalid configuration:\n.*SLUICE_PORT/)
+    t.notMatch(stderr, /\n\s+at /, 'no stack trace')
+  }
 })
 
 t.test('starts on the embedded engine (CLICKHOUSE_URL=chdb:<relative dir>), serves the README flow, stops cleanly', {

@@ -5,12 +5,11 @@
 // (SLUICE_INGEST_TOKEN or --token).
 import { readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { ConfigError, loadConfig } from '../config.ts'
+import { loadConfig } from '../config.ts'
 import { createLogger } from '../logger.ts'
 import { connectClickHouse } from '../app/storage-setup.ts'
-import { DataDirInUseError } from '../storage/managed-clickhouse/leftovers.ts'
 import { migrate } from '../storage/migrate.ts'
-import { main } from '../main.ts'
+import { main, startFailureExitCode } from '../main.ts'
 import { ApiClient, CliError } from './api-client.ts'
 import { streamCommand } from './stream-command.ts'
 import { tokenCommand } from './token-command.ts'
@@ -121,9 +120,12 @@ try {
   const code = await run(process.argv.slice(2), process.env)
   if (code >= 0) process.exitCode = code
 } catch (err) {
-  if (err instanceof CliError || err instanceof ConfigError || err instanceof DataDirInUseError) {
-    process.stderr.write(`sluice: ${err instanceof CliError ? `${err.code}: ` : ''}${err.message}\n`)
-    process.exitCode = 1
+  // A setting, a missing ClickHouse or a directory in use: its own exit code, as `serve` exits
+  // (docs/api.md section 8.1), and no stack.
+  const startCode = startFailureExitCode(err)
+  if (err instanceof CliError || startCode !== null) {
+    process.stderr.write(`sluice: ${err instanceof CliError ? `${err.code}: ` : ''}${(err as Error).message}\n`)
+    process.exitCode = startCode ?? 1
   } else if (err instanceof Error && typeof (err as NodeJS.ErrnoException).code === 'string') {
     // A system error (a file that is not there, a socket refused): its code and message, no stack.
     process.stderr.write(`sluice: ${(err as NodeJS.ErrnoException).code}: ${err.message}\n`)
