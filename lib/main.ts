@@ -10,10 +10,11 @@ import { MissingClickHouseError } from './storage/managed-clickhouse.ts'
 import { ChdbDirectoryError, ChdbMissingError, chdbThreadPoolSize, isChdbUrl } from './storage/chdb-engine.ts'
 import { DataDirInUseError } from './storage/managed-clickhouse/leftovers.ts'
 
-function printWelcome (config: Config, baseUrl: string, token: string | null, tokenFile: string): void {
-  const tokenLine = token
+function printWelcome (config: Config, baseUrl: string, token: string | null, tokenFile: string, keptTokenFile: string | null): void {
+  const tokenLine = (token
     ? `Admin token (shown once, also saved to ${tokenFile}):\n\n    ${token}\n`
-    : `Admin token: in ${tokenFile} (written at the first start)\n`
+    : `Admin token: in ${tokenFile} (written at the first start)\n`) +
+    (keptTokenFile === null ? '' : `\nThe admin token that was in ${tokenFile} (another database's) is now in ${keptTokenFile}.\n`)
   const auth = token || `$(cat ${tokenFile})`
   process.stderr.write(`
 Sluice is running at ${baseUrl}  (data: ${config.dataDir})
@@ -88,7 +89,7 @@ export async function main (env: Record<string, string | undefined> = process.en
   }
   const baseUrl = `http://${address.address.includes(':') ? `[${address.address}]` : address.address}:${address.port}`
   log.info('listening', { url: baseUrl, clickhouse: app.clickhouse.url, managed_clickhouse: app.managed !== null })
-  printWelcome(config, baseUrl, app.bootstrap.createdToken, app.bootstrap.tokenFile)
+  printWelcome(config, baseUrl, app.bootstrap.createdToken, app.bootstrap.tokenFile, app.bootstrap.keptTokenFile)
 
   let stopping = false
   const stop = (signal: string): void => {

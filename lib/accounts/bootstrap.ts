@@ -1,8 +1,12 @@
 // First start: when no org exists, create org `default`, its user `admin` and a PAT with `*` and
 // `orgs:admin`; the secret is returned once (main prints it) and written to
-// ${dataDir}/admin-token with mode 0600. With a bootstrap token configured (automation), the start
-// also makes sure a PAT with exactly that secret exists for the default org's admin.
-import { mkdir, writeFile } from 'node:fs/promises'
+// ${dataDir}/admin-token with mode 0600. A file already there holds another database's token
+// (the data dir kept while CLICKHOUSE_URL names a new database: an upgrade onto the embedded
+// engine, docs/schema-versions.md): it is the only copy of that secret, so it is kept beside, as
+// admin-token.<time>, never overwritten (explore34b G1). With a bootstrap token configured
+// (automation), the start also makes sure a PAT with exactly that secret exists for the default
+// org's admin.
+import { mkdir, rename, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Logger } from '../logger.ts'
 import type { Accounts } from './accounts.ts'
@@ -13,6 +17,8 @@ export interface BootstrapResult {
   createdToken: string | null
   /** Where the first admin token was written. */
   tokenFile: string
+  /** Where this start moved an admin-token that was there before (another database's), else null. */
+  keptTokenFile: string | null
 }
 
 export const adminAbilities = ['*', 'orgs:admin']
@@ -35,9 +41,11 @@ export async function bootstrap (accounts: Accounts, options: { dataDir: string,
   if (store.orgCount() === 0) {
     const { org, user, token } = await accounts.createOrgWithOwner('default', now, ['orgs:admin'], bootstrapToken ?? undefined)
     await mkdir(dataDir, { recursive: true })
+    const keptTokenFile = await keepPrevious(tokenFile, now)
+    if (keptTokenFile !== null) log.warn('bootstrap: admin-token held another database\'s token; kept', { kept_as: keptTokenFile })
     await writeFile(tokenFile, token + '\n', { mode: 0o600 })
     log.info('bootstrap: created org, admin user and admin token', { org: org.name, user: user.name, token_file: tokenFile })
-    return { createdToken: token, tokenFile }
+    return { createdToken: token, tokenFile, keptTokenFile }
   }
 
   if (bootstrapToken) {
@@ -55,5 +63,13 @@ export async function bootstrap (accounts: Accounts, options: { dataDir: string,
       }
     }
   }
-  return { createdToken: null, tokenFile }
+  return { createdToken: null, tokenFile, keptTokenFile: null }
+}
+
+/** Moves `file` to `<file>.<time>` when it exists (mode and content kept); its new name, or null. */
+async function keepPrevious (file: string, now: number): Promise<string | null> {
+  if (!(await stat(file).then(() => true, () => false))) return null
+  const kept = `${file}.${new Date(now).toISOString().replace(/[:.]/g, '-')}`
+  await rename(file, kept)
+  return kept
 }

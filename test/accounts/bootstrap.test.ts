@@ -2,7 +2,7 @@
 // ${dataDir}/admin-token (0600); later starts create nothing; SLUICE_BOOTSTRAP_TOKEN ensures a
 // given admin PAT.
 import t from 'tap'
-import { stat, readFile, mkdtemp, rm } from 'node:fs/promises'
+import { stat, readFile, readdir, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startServer } from '../helpers/server.ts'
@@ -30,6 +30,23 @@ t.test('first start creates the admin token file with mode 0600, once', async (t
   t.equal((await readFile(file, 'utf8')).trim(), token, 'and leaves the file alone')
   t.equal((await again.api('GET', '/api/streams', { token })).status, 200, 'the first token still works')
   t.equal(again.app.store.orgByName('default')?.name, 'default')
+})
+
+t.test('a first start on a new database keeps the admin-token of the data dir\'s old one beside (explore34b G1)', async (t) => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'sluice-boot-'))
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+  const old = await startServer(t, {}, { database: (await createTestDatabase(t)).database, dataDir })
+  const oldToken = old.adminToken
+  await old.app.close()
+  // The same data dir, another (empty) database: as when CLICKHOUSE_URL moves to a new engine.
+  const fresh = await startServer(t, {}, { database: (await createTestDatabase(t)).database, dataDir })
+  const file = join(dataDir, 'admin-token')
+  t.equal((await readFile(file, 'utf8')).trim(), fresh.app.bootstrap.createdToken, 'admin-token is the new database\'s')
+  const kept = fresh.app.bootstrap.keptTokenFile
+  t.match(kept, /admin-token\.\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z$/)
+  t.equal((await readFile(kept as string, 'utf8')).trim(), oldToken, 'the old token is kept')
+  t.equal((await stat(kept as string)).mode & 0o777, 0o600)
+  t.equal((await readdir(dataDir)).filter((f) => f.startsWith('admin-token')).length, 2)
 })
 
 t.test('SLUICE_BOOTSTRAP_TOKEN: the first start uses that secret', async (t) => {
