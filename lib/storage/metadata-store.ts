@@ -112,8 +112,9 @@ export interface MetadataStoreOptions {
   cluster?: string | null
   /**
    * Delete a stream's rows with lightweight `DELETE FROM` (the server has it, one node;
-   * docs/schema-versions.md): the rows are hidden when it returns and their parts are rewritten
-   * by merges later, instead of a mutation rewriting every part now. Default false: ALTER DELETE.
+   * docs/schema-versions.md): the rows are masked and their parts rewritten by merges later,
+   * instead of a mutation rewriting every part. Default false: ALTER DELETE. Both are queued
+   * (on-cluster.ts deleteRowsStatement); reads hide the rows by the deletion's time meanwhile.
    */
   lightweightDelete?: boolean
   /** Cluster mode: how long a deletion's ON CLUSTER statements wait for the hosts (lib/storage/on-cluster.ts). */

@@ -45,11 +45,13 @@ export async function commandOnCluster (clickhouse: ClickHouse, statement: strin
 /**
  * The statement that deletes `table`'s rows matching `where`: lightweight `DELETE FROM` on one
  * node whose server has it (docs/schema-versions.md), else a mutation, ON CLUSTER on the local
- * table in cluster mode (`target`).
+ * table in cluster mode (`target`). Either returns once the deletion is queued, not done: reads
+ * hide a deleted stream's rows by its deletion time (docs/api.md, "Deleting a stream"), and the statement
+ * holds no connection while the rows are rewritten.
  */
 export function deleteRowsStatement (table: string, where: SqlFragment, target: ClusterTarget | null, lightweight: boolean): string {
   return String(lightweight && target === null
-    ? sql`DELETE FROM ${rawSql(quoteIdentifier(table))} WHERE ${where}`
+    ? sql`DELETE FROM ${rawSql(quoteIdentifier(table))} WHERE ${where} SETTINGS lightweight_deletes_sync = 0`
     : sql`ALTER TABLE ${rawSql(mutationTarget(table, target))} DELETE WHERE ${where}`)
 }
 

@@ -23,8 +23,8 @@ t.test('each minimum is where its feature starts', async (t) => {
     t.notOk(serverFeatures(below).has(feature), `${feature} not at ${below}`)
   }
   t.ok(serverFeatures('22.8.1').has('codecs'))
-  t.notOk(serverFeatures('22.8.1').has('lightweightDelete'))
-  t.ok(serverFeatures('23.3.1').has('lightweightDelete'))
+  t.notOk(serverFeatures('24.3.1').has('lightweightDelete'), 'lightweight_deletes_sync came in 24.4')
+  t.ok(serverFeatures('24.8.1').has('lightweightDelete'))
 })
 
 t.test('a version that does not parse counts as the portable schema', async (t) => {

@@ -105,3 +105,30 @@ t.test('a deleted stream\'s data does not come back under a stream created again
   }
   await check('after the purge')
 })
+
+t.test('a stream deletion answers once its deletion is queued: with ClickHouse\'s merges stopped, 204 and ready (explore34b G3)', { timeout: 120_000 }, async (t) => {
+  const tgt = await createIngestTarget(s, 'stalled')
+  t.equal((await postIngest(tgt, Array.from({ length: 20 }, (_, i) => JSON.stringify({ path: `/p${i}` })).join('\n'))).body.ingested, 20)
+  // Mutations run in the merges' background pool: stopped, a deletion that waited for its
+  // mutation (26.x's lightweight DELETE before lightweight_deletes_sync = 0) would not answer.
+  for (const table of streamDataTables) await s.app.clickhouse.command(`SYSTEM STOP MERGES ${table}`)
+  let started = false
+  const startMerges = async (): Promise<void> => {
+    if (started) return
+    started = true
+    for (const table of streamDataTables) await s.app.clickhouse.command(`SYSTEM START MERGES ${table}`)
+  }
+  t.teardown(startMerges)
+  t.equal((await s.api('DELETE', '/api/streams/stalled')).status, 204)
+  const ready = await s.api('GET', '/readyz')
+  t.equal(ready.status, 200, 'ready while the deletion waits to run')
+  t.equal((await s.api('GET', '/api/streams/stalled/events?from=now-1h')).status, 404)
+  await createIngestTarget(s, 'stalled')
+  const events = await s.api('GET', '/api/streams/stalled/events?from=now-1h')
+  t.same(events.body.events, [], 'a stream created again shows none of the deleted events')
+  t.notOk(await s.app.store.rollupsPurged(s.app.store.orgByName('default')!.id, 'stalled'), 'the deletion has not run yet')
+  await startMerges()
+  await waitFor(() => s.app.store.rollupsPurged(s.app.store.orgByName('default')!.id, 'stalled'), { what: 'the deletion to run', timeoutMs: 60_000, intervalMs: 50 })
+  const [row] = await s.app.clickhouse.query<{ n: number }>("SELECT count() AS n FROM events WHERE stream = 'stalled'")
+  t.equal(Number(row.n), 0, 'its rows are gone')
+})
