@@ -277,12 +277,19 @@ function fillSeries (plan: StatsPlan, rows: SeriesRow[]): SeriesPoint[] {
   return series
 }
 
+/** The largest Float32, to 7 digits: what a percentile past it reads (roundPercentile). */
+const float32Max = 3.402823e38
+
 /**
  * A t-digest percentile to 7 significant digits, about what a Float32 holds. The digest's
  * centroids are Float32, and 18.16 prints their rounding (0.38099998 and 0.053999998 for
- * estimates of rts in whole ms, where current versions print 0.381 and 0.054).
+ * estimates of rts in whole ms, where current versions print 0.381 and 0.054). An `rt` past
+ * Float32's range (`1e39`, accepted: a finite number >= 0) is infinite in the digest, which
+ * ClickHouse's JSON writes as null; it reads as the largest Float32 (docs/api.md section 7.4),
+ * never a 500 for the stream's every stats over it (explore34 F8).
  */
-export function roundPercentile (value: number): number {
+export function roundPercentile (value: number | null): number {
+  if (value === null || !Number.isFinite(value)) return float32Max
   return Number(value.toPrecision(7))
 }
 

@@ -66,3 +66,23 @@ t.test('bad parameters are 400 invalid_query', async (t) => {
   }
   t.equal((await s.api('GET', '/api/streams/web/stats?lists=0')).body.parameter, 'lists')
 })
+
+t.test('an rt past Float32\'s range: stats answer, its percentiles read the largest Float32 (explore34 F8)', async (t) => {
+  const tgt = await createIngestTarget(s, 'rtbig')
+  const hour = 3_600_000
+  const at = Math.floor((Date.now() - 3 * hour) / hour) * hour + 5 * minute
+  const r = await postIngest(tgt, [
+    JSON.stringify({ ts: at, path: '/a', status: 200, rt: 0.2 }),
+    JSON.stringify({ ts: at, path: '/huge', status: 200, rt: 1e39 }),
+  ].join('\n'))
+  t.equal(r.body.ingested, 2)
+  // Raw rows (a few minutes), the minute rollup (hours) and the hour rollup (days).
+  for (const range of [`from=${at - minute}&to=${at + minute}`, `from=${at - 2 * hour}&to=${at + 2 * hour}`, 'from=now-5d']) {
+    const stats = await s.api('GET', `/api/streams/rtbig/stats?${range}`)
+    t.equal(stats.status, 200, range)
+    t.equal(stats.body.totals.count, 2, range)
+    const p99 = Math.max(...stats.body.series.map((p: { rt_p99: number | null }) => p.rt_p99 ?? 0))
+    t.equal(p99, 3.402823e38, `${range}: the point's p99`)
+    t.equal(stats.body.top.slowest_paths[0].path, '/huge', range)
+  }
+})
