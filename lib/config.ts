@@ -280,7 +280,13 @@ function parseValue (setting: Setting, raw: unknown, fromEnv: boolean): { value?
     }
     case 'clickhouseUrl': {
       if (typeof raw === 'string' && raw.startsWith('chdb:')) {
-        return raw.length > 'chdb:'.length ? { value: raw } : { problem: 'must name a data directory after chdb: (chdb:./data/chdb)' }
+        // The directory as written: an env file's stray blank or a `~` no shell expanded would
+        // start an empty database somewhere else (explore34b G6).
+        const directory = raw.slice('chdb:'.length)
+        if (directory === '') return { problem: 'must name a data directory after chdb: (chdb:./data/chdb)' }
+        if (directory.trim() !== directory) return { problem: 'has a blank at the start or end of the directory after chdb: (a stray space?)' }
+        if (directory.startsWith('~')) return { problem: 'starts the directory after chdb: with ~, which Sluice does not expand: write the full path' }
+        return { value: raw }
       }
       return parseValue({ ...setting, type: 'httpUrl' }, raw, fromEnv)
     }

@@ -148,6 +148,10 @@ t.test('CLICKHOUSE_URL=chdb:<directory> names the embedded engine, its directory
   t.equal(loadConfig({ env: { CLICKHOUSE_URL: 'chdb:data/ch' }, cwd: '/srv' }).clickhouse.url, 'chdb:/srv/data/ch', 'relative to the working directory')
   t.equal(loadConfig({ env: { CLICKHOUSE_URL: 'chdb:/var/lib/ch' }, cwd: '/srv' }).clickhouse.url, 'chdb:/var/lib/ch')
   t.match(problemsOf(() => loadConfig({ env: { CLICKHOUSE_URL: 'chdb:' } })), [/clickhouse\.url must name a data directory after chdb:/])
+  // Taken as written, these would start an empty database somewhere else (explore34b G6).
+  t.match(problemsOf(() => loadConfig({ env: { CLICKHOUSE_URL: 'chdb:/var/lib/ch ' } })), [/clickhouse\.url has a blank at the start or end/])
+  t.match(problemsOf(() => loadConfig({ env: { CLICKHOUSE_URL: 'chdb: ' } })), [/clickhouse\.url has a blank/])
+  t.match(problemsOf(() => loadConfig({ env: { CLICKHOUSE_URL: 'chdb:~/ch' } })), [/clickhouse\.url starts the directory after chdb: with ~/])
   t.match(problemsOf(() => loadConfig({ env: { CLICKHOUSE_URL: 'ftp://x' } })), [/clickhouse\.url must be an http\(s\) URL/])
   t.match(problemsOf(() => loadConfig({ env: { CLICKHOUSE_URL: 'chdb:./ch', CLICKHOUSE_CLUSTER: 'logs' } })), [/cluster mode needs ClickHouse servers/])
 })

@@ -5,7 +5,7 @@ import t from 'tap'
 import { spawn } from 'node:child_process'
 import type { ChildProcessWithoutNullStreams } from 'node:child_process'
 import type { Test } from 'tap'
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { existsSync } from 'node:fs'
 import { generateToken } from '../lib/auth/token-format.ts'
 import { tmpdir } from 'node:os'
@@ -166,6 +166,22 @@ t.test('the embedded engine\'s directory a file: a message naming it, exit 73, n
   const migrate = await failedStart(env, [cli, 'migrate'])
   t.equal(migrate.code, 73, migrate.stderr)
   t.match(migrate.stderr, /^sluice: the embedded ClickHouse cannot open its directory .*not-a-dir: EEXIST[^\n]*\n$/)
+})
+
+t.test('the embedded engine pointed at a managed server\'s directory: exit 73, naming where its database is (explore34b G6)', {
+  skip: onChdb ? false : 'the embedded engine: npm run test:chdb',
+}, async (t) => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'sluice-main-chdb-'))
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+  // What the managed server leaves in <dataDir>/clickhouse: its config.xml, its database in data/.
+  const managed = join(dataDir, 'clickhouse')
+  await mkdir(join(managed, 'data', 'metadata'), { recursive: true })
+  await writeFile(join(managed, 'config.xml'), '<yandex/>')
+  const env: NodeJS.ProcessEnv = { ...process.env, ...serverEnv, SLUICE_DATA_DIR: dataDir, SLUICE_PORT: '0', CLICKHOUSE_URL: `chdb:${managed}` }
+  const { code, stderr } = await failedStart(env)
+  t.equal(code, 73, stderr)
+  t.match(stderr, /managed ClickHouse server's files .*CLICKHOUSE_URL=chdb:\S+\/clickhouse\/data opens it in place/)
+  t.notOk(existsSync(join(managed, 'metadata')), 'no empty database started beside it')
 })
 
 t.test('a setting that is wrong: exit 78 from `sluice migrate` as from the server, one line (explore34b G2)', async (t) => {

@@ -42,9 +42,9 @@
 //   slots until then, as on a server: without it, reads dropped one after another each ran on
 //   beside the next, past the org's one scan at a time, and cut ingest to 30% (explore18 F3).
 // - Errors: ClickHouseError with ClickHouse's numeric code, as over HTTP.
-import { resolve } from 'node:path'
+import { join, resolve } from 'node:path'
 import type { Readable } from 'node:stream'
-import { mkdirSync } from 'node:fs'
+import { existsSync, mkdirSync } from 'node:fs'
 import { ClickHouseError } from './clickhouse.ts'
 import type { ClickHouse, InsertSettings, RequestOptions } from './clickhouse.ts'
 import type { SqlFragment } from './sql.ts'
@@ -189,6 +189,13 @@ class SessionPool {
 export function createChdbClickHouse (options: ChdbClickHouseOptions): ClickHouse {
   const chdb = loadChdb()
   const directory = resolve(chdbDirectory(options.url))
+  // The managed server's directory (<dataDir>/clickhouse) holds its config.xml and its database
+  // one level down, in data/: opened as is, the engine would start an empty database beside
+  // them, and every stream would seem gone (explore34b G6).
+  if (existsSync(join(directory, 'config.xml')) && existsSync(join(directory, 'data', 'metadata')) && !existsSync(join(directory, 'metadata'))) {
+    throw new ChdbDirectoryError(directory, 'it holds a managed ClickHouse server\'s files (config.xml, data/)',
+      `Its database is in ${join(directory, 'data')}: with Sluice stopped, CLICKHOUSE_URL=chdb:${join(directory, 'data')} opens it in place (docs/schema-versions.md, "Upgrade path")`)
+  }
   try {
     mkdirSync(directory, { recursive: true })
   } catch (err) {

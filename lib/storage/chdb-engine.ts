@@ -40,12 +40,12 @@ export class ChdbMissingError extends Error {
   }
 }
 
-/** The embedded engine could not open its directory (not a directory, not writable, or in use). */
+/** The embedded engine could not open its directory (not a directory, not writable, in use, or a managed server's). */
 export class ChdbDirectoryError extends Error {
-  constructor (directory: string, cause: unknown) {
+  constructor (directory: string, cause: unknown, advice = 'It must be a writable directory ' +
+      'that no other process uses (one process at a time holds it: another Sluice on it?)') {
     const reason = cause instanceof Error ? cause.message.split('\n')[0] : String(cause)
-    super(`the embedded ClickHouse cannot open its directory ${directory}: ${reason}. It must be a writable directory ` +
-      'that no other process uses (one process at a time holds it: another Sluice on it?)', { cause })
+    super(`the embedded ClickHouse cannot open its directory ${directory}: ${reason}. ${advice}`, { cause })
     this.name = 'ChdbDirectoryError'
   }
 }
