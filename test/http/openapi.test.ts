@@ -79,6 +79,12 @@ t.test('the document\'s structure', async (t) => {
       }
     }
   }
+  // Every read of events takes q (docs/api.md section 7.2; the context parses it too: explore34 F7).
+  for (const [path, item] of Object.entries(doc.paths as Json)) {
+    const op = (item as Json).get
+    if (op?.tags?.includes('read') !== true) continue
+    t.ok((op.parameters ?? []).some((p: Json) => p.in === 'query' && p.name === 'q'), `GET ${path} documents q`)
+  }
   // Every $ref is local and resolves.
   const refs: string[] = []
   const walk = (value: unknown): void => {
