@@ -256,6 +256,39 @@ t.test('an attribute `host` (Fluent Bit\'s record key) fills host; host.name win
   t.equal(attrsOf(by('resource named')).severityNumber, 25, '...and is kept, as in an NDJSON line')
 })
 
+t.test('service.name, the record\'s else the resource\'s, fills service before a record attribute named service (explore34 F5)', async (t) => {
+  const tgt = await createIngestTarget(s, 'otel-service')
+  const ns = String(BigInt(Date.now()) * 1_000_000n)
+  const record = (body: string, attributes: Array<{ key: string, value: unknown }>) => ({ timeUnixNano: ns, body: { stringValue: body }, attributes })
+  const body = {
+    resourceLogs: [{
+      resource: { attributes: [{ key: 'service.name', value: { stringValue: 'res-svc' } }] },
+      scopeLogs: [{
+        logRecords: [
+          record('called', [{ key: 'service', value: { stringValue: 'payments-api' } }]),
+          record('own name', [{ key: 'service.name', value: { stringValue: 'rec-svc' } }, { key: 'service', value: { stringValue: 'payments-api' } }]),
+          record('plain', []),
+        ],
+      }],
+    }, {
+      resource: { attributes: [] },
+      scopeLogs: [{ logRecords: [record('no resource name', [{ key: 'service', value: { stringValue: 'payments-api' } }])] }],
+    }],
+  }
+  const r = await post('/v1/logs', JSON.stringify(body), { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/json' })
+  t.equal(r.status, 200)
+  const events = await storedEvents(tgt)
+  const by = (m: string) => events.find((e) => e.message === m)!
+  t.equal(by('called').service, 'res-svc', 'the resource\'s service.name')
+  t.equal(attrsOf(by('called')).service, 'payments-api', 'the attribute service kept')
+  t.equal(by('own name').service, 'rec-svc', 'the record\'s service.name first')
+  t.same(attrsOf(by('own name')), { service: 'payments-api', 'service.name': 'res-svc' })
+  t.equal(by('plain').service, 'res-svc')
+  t.equal(by('no resource name').service, 'payments-api', 'no service.name: the attribute service fills it')
+  const found = await s.api('GET', `/api/streams/otel-service/events?from=now-1h&q=${encodeURIComponent('service:res-svc')}`)
+  t.same(found.body.events.map((e: { message: string }) => e.message).sort(), ['called', 'plain'])
+})
+
 t.test('an attribute named like an event field fills it when the record left it empty, as its aliases do (explore32 F2)', async (t) => {
   const tgt = await createIngestTarget(s, 'otel-fields')
   const ns = String(BigInt(Date.now()) * 1_000_000n)

@@ -58,6 +58,10 @@ const columnAttributes: Array<[string, string]> = [
   ['url.path', 'path'], ['http.target', 'path'],
   ['user_agent.original', 'user_agent'], ['http.user_agent', 'user_agent'],
   ['client.address', 'src'],
+  // OpenTelemetry's service identity, the record's else the resource's: before a record
+  // attribute that is only named `service` (the service called, say), which stays in attrs
+  // (explore34 F5).
+  ['service.name', 'service'],
 ]
 
 class TooDeep extends Error {}
