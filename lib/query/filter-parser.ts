@@ -278,7 +278,7 @@ class FilterParser {
     return star
   }
 
-  #parseTerm (): FilterTerm {
+  #parseTerm (): FilterNode {
     const t = this.#text
     const position = this.#i
     if (++this.#terms > maxFilterTerms) fail(`term ${maxFilterTerms + 1} is one too many`, position, `at most ${maxFilterTerms} terms`)
@@ -308,7 +308,7 @@ class FilterParser {
     return { kind: 'text', position, text: needle }
   }
 
-  #parseFieldValue (name: string, position: number): FilterTerm {
+  #parseFieldValue (name: string, position: number): FilterNode {
     const t = this.#text
     const field = resolveField(name, position)
     const valueStart = this.#i
@@ -359,8 +359,16 @@ class FilterParser {
       if (!/^\d+$/.test(value)) fail(`${name}:${value}* is not a prefix of a number`, valueStart, 'digits, then *')
       return { kind: 'prefix', position, field, prefix: value }
     }
-    // Trace and span ids in hex are stored in lowercase (fields.ts `hexId`): so are they read.
-    if (field.kind === 'column' && hexIdColumns.has(field.column) && hexDigits.test(value)) value = value.toLowerCase()
+    // Trace and span ids in hex are stored in lowercase (fields.ts `hexId`): so are they read. A
+    // hex prefix with capitals may also begin an id that is not hex, kept as sent (a UUID with
+    // its dashes, `3F2504E0-4F89-...`): it is read both ways (explore34 F11).
+    if (field.kind === 'column' && hexIdColumns.has(field.column) && hexDigits.test(value)) {
+      const lower = value.toLowerCase()
+      if (isPrefix && lower !== value) {
+        return { kind: 'or', position, children: [{ kind: 'prefix', position, field, prefix: lower }, { kind: 'prefix', position, field, prefix: value }] }
+      }
+      value = lower
+    }
     return isPrefix ? { kind: 'prefix', position, field, prefix: value } : { kind: 'equals', position, field, value }
   }
 }

@@ -429,6 +429,29 @@ t.test('numbers in text: numberSql in ClickHouse and numberValue in the tail rea
   }
 })
 
+t.test('a hex prefix of a trace id with capitals finds a hex id (stored lowercase) and an id that is not hex, kept as sent (explore34 F11)', async (t) => {
+  const { clickhouse } = await createTestDatabase(t)
+  await createEventsTable(clickhouse)
+  const events: Fixture[] = [
+    { id: 1, trace_id: '3F2504E0-4F89-11D3-9A0C-0305E82C3301' }, // a UUID: not hex, kept as sent
+    { id: 2, trace_id: '3f2504e0aa' }, // hex: stored in lowercase
+    { id: 3, trace_id: 'beef-cafe' },
+  ]
+  await insertEvents(clickhouse, 'ids', events)
+  const expected: Record<string, number[]> = {
+    'trace_id:3F2504E0*': [1, 2],
+    'trace_id:3f2504e0*': [2],
+    'trace_id:3F2504E0-*': [1],
+    'trace_id:3F2504E0AA': [2],
+    'trace_id:beef*': [3],
+    '-trace_id:3F2504E0*': [3],
+  }
+  for (const [q, ids] of Object.entries(expected)) {
+    t.same(await selectIds(clickhouse, 'ids', q), ids, `${q} in ClickHouse`)
+    t.same(matchIds(events, q), ids, `${q} in the tail`)
+  }
+})
+
 t.test('a number of 17 digits in q is also the double its text denotes: found as a JSON number and as that text (explore34 F1)', async (t) => {
   const { clickhouse } = await createTestDatabase(t)
   await createEventsTable(clickhouse)
