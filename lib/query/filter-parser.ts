@@ -349,6 +349,11 @@ class FilterParser {
     if (field.kind === 'column' && field.name === 'status') return parseStatus(field, value, isPrefix, position, valueStart)
     const numeric = isNumericColumn(field)
 
+    // `x:>=4*` reads as a comparison with a star, never as a prefix that starts with the operator
+    // (explore34 F14): quoted, `x:">=4"*` is that prefix.
+    if (isPrefix && !quoted && /^[<>=]/.test(value)) {
+      fail(`${name}:${value}* compares with a prefix: after an operator comes a number alone`, valueStart, `${name}:${value} or, for text that starts so, ${name}:"${value}"*`)
+    }
     if (!isPrefix && (numeric || !quoted)) {
       const cmp = comparison.exec(value)
       if (cmp !== null) return { kind: 'compare', position, field, operator: cmp[1] as CompareOperator, value: numberAt(cmp[2], valueStart + cmp[1].length) }

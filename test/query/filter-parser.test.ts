@@ -184,9 +184,12 @@ t.test('numbers: at most 19 digits and a scale within 10^±18, the same in SQL a
   const errors: Array<[string, number]> = [
     ['x:>abc', 3], ['x:>', 3], ['x:>=', 4], ['x:=12345678901234567890', 3], ['x:>1e19', 3], ['x:>1e-19', 3], ['x:>0x10', 3], ['x:>+5', 3],
     ['x:>inf', 3], ['x:>1.', 3], ['x:>.5', 3], ['bytes:abc', 6], ['rt:fast', 3], ['ts:now', 3], ['rt:1*', 3], ['bytes:a*', 6],
+    // An operator then a star: no prefix that starts with the operator (explore34 F14).
+    ['x:>abc*', 2], ['user.id:>=4*', 8], ['x:>*', 2], ['x:=4*', 2], ['bytes:>=*', 6],
   ]
   for (const [q, position] of errors) t.throws(() => parseFilter(q), invalidAt(position), `${q} fails at ${position}`)
   t.throws(() => parseFilter('x:>abc'), { message: /"abc" is not a number at position 3/ })
+  t.match(parseFilter('x:">=4"*'), { kind: 'prefix', prefix: '>=4' }, 'quoted, it is that prefix')
 })
 
 t.test('errors say where', async (t) => {
