@@ -270,9 +270,22 @@ export class MetadataStore {
     this.#localWrites.push({ seq: ++this.#writeSeq, apply })
   }
 
+  /**
+   * Two PATs can share a secret: a database copied into one whose first start used the same
+   * SLUICE_BOOTSTRAP_TOKEN (docs/schema-versions.md, "Upgrade path"). The secret then means the
+   * one not revoked, else the oldest: revoking the copy's own PAT, as the upgrade says, must not
+   * lock the admin out (explore34b G8).
+   */
   #putPat (p: PatRecord): void {
     this.#pats.set(p.id, p)
-    this.#patsByHash.set(p.tokenHash, p)
+    const held = this.#patsByHash.get(p.tokenHash)
+    if (held === undefined || (held.id === p.id && p.revokedAt === null)) {
+      this.#patsByHash.set(p.tokenHash, p)
+      return
+    }
+    let best = p
+    for (const q of this.#pats.values()) if (q.tokenHash === p.tokenHash && betterPat(q, best)) best = q
+    this.#patsByHash.set(p.tokenHash, best)
   }
 
   #putIngestToken (tok: IngestTokenRecord): void {
@@ -546,4 +559,10 @@ export class MetadataStore {
       throw err
     }
   }
+}
+
+/** Of two PATs with one secret, whether `a` is the one it means: not revoked, else the older. */
+function betterPat (a: PatRecord, b: PatRecord): boolean {
+  if ((a.revokedAt === null) !== (b.revokedAt === null)) return a.revokedAt === null
+  return a.createdAt < b.createdAt
 }

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startServer } from '../helpers/server.ts'
 import { createTestDatabase } from '../helpers/clickhouse.ts'
-import { generateToken } from '../../lib/auth/token-format.ts'
+import { generateToken, hashToken } from '../../lib/auth/token-format.ts'
 
 t.test('first start creates the admin token file with mode 0600, once', async (t) => {
   const { database } = await createTestDatabase(t)
@@ -75,4 +75,22 @@ t.test('SLUICE_BOOTSTRAP_TOKEN on an existing install adds that admin PAT', asyn
 
 t.test('a malformed bootstrap token refuses to start', async (t) => {
   await t.rejects(startServer(t, { bootstrapToken: 'slp_short' }), { name: 'ConfigError' })
+})
+
+t.test('two PATs with one secret (a copied database bootstrapped with the same SLUICE_BOOTSTRAP_TOKEN): the older, then the one not revoked (explore34b G8)', async (t) => {
+  const secret = generateToken('pat')
+  const s = await startServer(t, { bootstrapToken: secret })
+  const original = s.app.store.patByHash(hashToken(secret))!
+  // The copy's own bootstrap: a newer PAT with the same secret, in an org of its own.
+  const copy = await s.app.accounts.createOrgWithOwner('copied-default', original.createdAt + 1000, ['orgs:admin'], secret)
+  t.equal(s.app.store.patByHash(hashToken(secret))?.id, original.id, 'the older PAT')
+  t.equal((await s.api('GET', '/api/streams', { token: secret })).status, 200)
+  await s.app.accounts.revokePat(s.app.store.pat(copy.pat.id)!, Date.now())
+  t.equal(s.app.store.patByHash(hashToken(secret))?.id, original.id, 'revoking the copy\'s PAT keeps the secret working')
+  t.equal((await s.api('GET', '/api/streams', { token: secret })).status, 200)
+  await s.app.accounts.revokePat(s.app.store.pat(original.id)!, Date.now())
+  t.equal((await s.api('GET', '/api/streams', { token: secret })).status, 403, 'both revoked: refused')
+  // A reload (another node's change, a restart) makes the same choice.
+  await s.app.store.reload()
+  t.equal(s.app.store.patByHash(hashToken(secret))?.id, original.id)
 })
