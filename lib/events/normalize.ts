@@ -42,7 +42,7 @@
 //   The line scanner declines such lines (its own depth bound is this constant), so both paths
 //   agree.
 import type { EventRow } from './event-row.ts'
-import { eventFields, fieldCount, fieldOfKey, fMessage, fTs, levelNumberingOf } from './fields.ts'
+import { eventFields, fieldCount, fieldOfKey, fMessage, levelNumberingOf } from './fields.ts'
 import type { LevelNumbering } from './fields.ts'
 import { isRawInteger, parseEventJson } from './json-integers.ts'
 import { isNumericText, levelBytes, levelOf, levelOffsets } from './level.ts'
@@ -303,12 +303,7 @@ export function normalizeEvent (value: unknown, bounds: TimeBounds, row: EventRo
     const keys = f.format === 2 && !format2 && f.key !== 'log' ? [f.key, ...f.aliases] : f.aliases
     if (keys.length === 0) continue
     if (nested !== undefined && field !== fMessage && mapAlias(row, field, keys, nested, usedNested, bounds)) continue
-    if (mapAlias(row, field, keys, line, used, bounds)) continue
-    // A time under an alias of ts that is out of range fails the line as under ts itself.
-    if (field === fTs && !format2 && !lenient) {
-      const late = outOfRangeTime(keys, line, bounds)
-      if (late !== undefined) return rejectTs(late, bounds)
-    }
+    mapAlias(row, field, keys, line, used, bounds)
   }
   let attrs = ''
   if (nested !== undefined) {
@@ -363,31 +358,6 @@ function mapAlias (row: EventRow, field: number, keys: readonly string[], object
     return true
   }
   return false
-}
-
-/**
- * Numbers under an alias of ts that read as a time before this (2001-09-09T01:46:40Z, 10^12 ms)
- * are not taken for times when out of range: `"time": 5` or `"date": 20240101` are more often a
- * duration or a date in digits than a time in 1970, and stay in attrs (docs/api.md section 6.4).
- */
-const aliasTimeFloorMs = 1e12
-
-/**
- * The value of the first alias of ts in `keys` that is a time out of the stream's range: RFC 3339
- * text, or a number (or numeric text) from aliasTimeFloorMs on; undefined when none is
- * (explore34 F10: a 40-day-old `@timestamp` was stored at the receive time, where `ts` fails).
- */
-function outOfRangeTime (keys: readonly string[], object: JsonObject, bounds: TimeBounds): unknown {
-  for (const key of keys) {
-    let v: unknown = Object.hasOwn(object, key) ? object[key] : undefined
-    if (v === undefined && key.includes('.')) v = valueAtPath(object, key)
-    if (isRawInteger(v)) v = Number(v.rawJSON)
-    const ms = tsOf(v)
-    if (Number.isNaN(ms) || (ms >= bounds.minTs && ms <= bounds.maxTs)) continue
-    if (typeof v === 'string' && !isNumericText(v)) return v
-    if (ms >= aliasTimeFloorMs) return v
-  }
-  return undefined
 }
 
 /** The value at a dotted path through nested objects (`host.name`), or undefined. */

@@ -447,9 +447,8 @@ export class LineScanner extends JsonLexer {
         const m = this.#find(cls)
         if (m < 0 || this.#valueType[m] === tNull) continue
         if (!this.#storeMember(line, field, m, cls >= aliasBase ? aliasNumbering[cls - aliasBase] : 'level')) {
-          // A string that may be a numeric string: the reference path's to read; so is a time
-          // that does not fit ts (out of range, it may fail the line: normalize.ts outOfRangeTime).
-          if ((this.#valueType[m] === tString && ruleOf[field] !== rString) || ruleOf[field] === rTs) return false
+          // A string that may be a numeric string: the reference path's to read.
+          if (this.#valueType[m] === tString && ruleOf[field] !== rString) return false
           continue
         }
         used[m] = 1

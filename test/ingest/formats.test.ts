@@ -111,31 +111,6 @@ t.test('retention bounds ts: older than the stream keeps fails', async (t) => {
   t.same(r.body.failures.map((f: { code: string, line: number }) => [f.line, f.code]), [[1, 'ts_out_of_range']])
 })
 
-t.test('a time out of range under an alias of ts fails the line as under ts; a small number there is no time (explore34 F10)', async (t) => {
-  const tgt = await target('aliasrange')
-  const old = Date.now() - 40 * 86_400_000
-  const ahead = new Date(Date.now() + 5 * 86_400_000).toISOString()
-  const lines = [
-    { message: 'u1', '@timestamp': new Date(old).toISOString() },
-    { message: 'u2', time: old, level: 30 }, // pino, 40 days ago
-    { message: 'u3', timestamp: ahead },
-    { message: 'u4', '@timestamp': '1970-01-01T00:00:00Z' },
-    { message: 'u5', time: 5 }, // a duration: no time, kept in attrs
-    { message: 'u6', date: 20240101 }, // a date in digits: kept in attrs
-    { message: 'u7', time: Date.now() - 3_600_000 },
-    { log: JSON.stringify({ msg: 'u8', ts: 1 }) }, // format 2 stays lenient
-  ]
-  const r = await postIngest(tgt, lines.map((l) => JSON.stringify(l)).join('\n'))
-  t.same(r.body.failures.map((f: { code: string, line: number }) => [f.line, f.code]), [[1, 'ts_out_of_range'], [2, 'ts_out_of_range'], [3, 'ts_out_of_range'], [4, 'ts_out_of_range']])
-  t.equal(r.body.ingested, 4)
-  const events = await storedEvents(tgt)
-  const by = (m: string) => events.find((e) => (e.message ?? '').includes(m))!
-  t.same(JSON.parse(by('u5').attrs), { time: 5 })
-  t.same(JSON.parse(by('u6').attrs), { date: 20240101 })
-  t.ok(Math.abs(by('u7').ts - (Date.now() - 3_600_000)) < 60_000, 'a time in range is the event\'s ts')
-  t.same(JSON.parse(by('u8').attrs), { msg: 'u8', ts: 1 })
-})
-
 t.test('__proto__ and constructor are plain data in attrs', async (t) => {
   const tgt = await target('proto')
   const r = await postIngest(tgt, '{"path":"/p","__proto__":{"polluted":true},"constructor":{"prototype":{"bad":1}}}\n')
