@@ -111,6 +111,22 @@ t.test('retention bounds ts: older than the stream keeps fails', async (t) => {
   t.same(r.body.failures.map((f: { code: string, line: number }) => [f.line, f.code]), [[1, 'ts_out_of_range']])
 })
 
+t.test('a time out of range under an alias of ts does not fit: the line is stored at arrival, the value kept in attrs (explore34 F10, F15)', async (t) => {
+  const tgt = await target('aliasrange')
+  const old = new Date(Date.now() - 40 * 86_400_000).toISOString()
+  const r = await postIngest(tgt, [
+    { message: 'u1', '@timestamp': old },
+    { message: 'u2', date: 20241129153000 }, // a business date in digits
+    { message: 'u3', ts: old },
+  ].map((l) => JSON.stringify(l)).join('\n'))
+  t.same(r.body.failures.map((f: { code: string, line: number }) => [f.line, f.code]), [[3, 'ts_out_of_range']], 'only ts itself is enforced')
+  const events = await storedEvents(tgt)
+  const by = (m: string) => events.find((e) => e.message === m)!
+  t.same(JSON.parse(by('u1').attrs), { '@timestamp': old })
+  t.same(JSON.parse(by('u2').attrs), { date: 20241129153000 })
+  t.ok(Math.abs(by('u1').ts - Date.now()) < 60_000, 'stored at the time the request arrived')
+})
+
 t.test('__proto__ and constructor are plain data in attrs', async (t) => {
   const tgt = await target('proto')
   const r = await postIngest(tgt, '{"path":"/p","__proto__":{"polluted":true},"constructor":{"prototype":{"bad":1}}}\n')
