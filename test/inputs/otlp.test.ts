@@ -273,6 +273,10 @@ t.test('service.name, the record\'s else the resource\'s, fills service before a
     }, {
       resource: { attributes: [] },
       scopeLogs: [{ logRecords: [record('no resource name', [{ key: 'service', value: { stringValue: 'payments-api' } }])] }],
+    }, {
+      // An SDK without a configured service.name sends its placeholder (explore34 F16).
+      resource: { attributes: [{ key: 'service.name', value: { stringValue: 'unknown_service:node' } }] },
+      scopeLogs: [{ logRecords: [record('placeholder', [{ key: 'service', value: { stringValue: 'checkout' } }]), record('placeholder alone', [])] }],
     }],
   }
   const r = await post('/v1/logs', JSON.stringify(body), { authorization: `Bearer ${tgt.token}`, 'content-type': 'application/json' })
@@ -285,6 +289,8 @@ t.test('service.name, the record\'s else the resource\'s, fills service before a
   t.same(attrsOf(by('own name')), { service: 'payments-api', 'service.name': 'res-svc' })
   t.equal(by('plain').service, 'res-svc')
   t.equal(by('no resource name').service, 'payments-api', 'no service.name: the attribute service fills it')
+  t.equal(by('placeholder').service, 'checkout', 'the SDK\'s unknown_service placeholder names no service')
+  t.equal(by('placeholder alone').service, 'unknown_service:node', 'but it is the service when nothing else names one')
   const found = await s.api('GET', `/api/streams/otel-service/events?from=now-1h&q=${encodeURIComponent('service:res-svc')}`)
   t.same(found.body.events.map((e: { message: string }) => e.message).sort(), ['called', 'plain'])
 })

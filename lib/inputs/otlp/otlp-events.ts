@@ -64,6 +64,11 @@ const columnAttributes: Array<[string, string]> = [
   ['service.name', 'service'],
 ]
 
+/** OpenTelemetry's service.name when none was set: `unknown_service`, or `unknown_service:<process>`. */
+function isUnknownService (value: string): boolean {
+  return value === 'unknown_service' || value.startsWith('unknown_service:')
+}
+
 class TooDeep extends Error {}
 
 /** Marks resource attributes that nest too deep (a symbol: no attribute key can be it). */
@@ -180,6 +185,11 @@ function mapColumns (event: Obj, sources: readonly Obj[]): void {
         event.status = n
       } else {
         if (typeof value !== 'string') continue
+        // The SDKs' placeholder when no service.name is set (`unknown_service`,
+        // `unknown_service:node`: OpenTelemetry's resource conventions) names no service: a
+        // record attribute `service` goes first, and the placeholder fills the field only as its
+        // alias after that (explore34 F16).
+        if (column === 'service' && isUnknownService(value)) continue
         event[column] = value
       }
       delete attributes[key]
