@@ -161,6 +161,8 @@ t.test('Explore in Chromium', { skip }, async (t: Test) => {
   await t.test('the dashboard lists Explore\'s columns as the field table does', async (t) => {
     const columns = await import('../../lib/dashboard/public/' + 'explore-columns.js')
     t.same([...columns.eventColumns], eventFields.map((f) => f.name), 'explore-columns.js eventColumns = lib/events/fields.ts')
+    const names = new Set(eventFields.map((f) => f.name))
+    t.same([...columns.fieldAliases], eventFields.flatMap((f) => f.aliases.filter((a) => !names.has(a))), 'fieldAliases = the field table\'s aliases')
   })
 
   await t.test('an application-log stream opens in Explore', async (t) => {
@@ -322,6 +324,12 @@ t.test('Explore in Chromium', { skip }, async (t: Test) => {
     t.equal(await filterFromFirstRow('.x-pair[data-field="attrs.level"] .x-for'), '"odd level value" attrs.level:custom', 'the attribute a column shadows, as /fields names it')
     t.equal(await page.textContent('#x-hits'), '1 hit')
     t.equal(await filterFromFirstRow('.x-pair[data-field="attrs.level"] .x-for'), '"odd level value" attrs.level:custom', 'a second + keeps the filter (it does not toggle)')
+    // An alias's name kept as an attribute (host filled the column): `attrs.hostname` (explore34c H3).
+    logs.push({ service: 'checkout', host: 'web-8', ts: ts + 2, level: SeverityNumber.UNSPECIFIED, body: 'hostname shadowed', attributes: { hostname: 'pod-abc' } })
+    t.equal((await postIngest(app, JSON.stringify({ ts: ts + 2, service: 'checkout', host: 'web-8', hostname: 'pod-abc', message: 'hostname shadowed' }))).status, 200)
+    await search('"hostname shadowed"')
+    t.equal(await filterFromFirstRow('.x-pair[data-field="attrs.hostname"] .x-for'), '"hostname shadowed" attrs.hostname:pod-abc', 'the attribute an alias shadows')
+    t.equal(await page.textContent('#x-hits'), '1 hit')
     await search('"connection reset"')
     t.equal(await filterFromFirstRow('.x-pair[data-field="err.stack"] .x-for'), '"connection reset" err.stack:"Error: ECONNRESET"*', 'a multi-line value by its first line')
     await page.press('#q', 'Enter')

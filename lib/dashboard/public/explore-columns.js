@@ -20,6 +20,29 @@ const columnSet = new Set(/** @type {readonly string[]} */ (eventColumns))
 /** @param {string} name */
 export const isColumn = (name) => columnSet.has(name)
 
+/**
+ * The aliases of the field table (lib/events/fields.ts `aliases`, held equal by
+ * test/dashboard/explore.browser.test.ts): q reads each as its column (`hostname:x` is `host:x`),
+ * so an attribute at such a path is `attrs.<path>` (explore34c H3).
+ */
+export const fieldAliases = /** @type {const} */ ([
+  'time', 'timestamp', '@timestamp', 'date', 'timereported', '__REALTIME_TIMESTAMP', 'hostname', 'host.name', 'host.hostname', 'fromhost',
+  '_HOSTNAME', 'url.path', 'uri', 'http.response.status_code', 'http.status_code', 'request_time', 'http.response.body.bytes', 'body_bytes_sent',
+  'http.request.method', 'http.method', 'request_method', 'source.address', 'client.address', 'source.ip', 'client.ip', 'remote_addr',
+  'user_agent.original', 'http.user_agent', 'http_user_agent', 'msg', 'MESSAGE', 'body', 'short_message', 'log.file.path', 'severity',
+  'severity_text', 'severityText', 'levelname', 'log.level', 'severityNumber', 'severity_number', 'priority', 'PRIORITY', 'service.name',
+  'service_name', 'traceId', 'trace.id', 'spanId', 'span.id',
+])
+
+const shadowedSet = new Set([...columnSet, ...fieldAliases])
+
+/**
+ * The name q reads back as the attribute at `path` (lib/query/field-ref.ts attributeFieldName):
+ * the path, or `attrs.<path>` when a column's name or alias shadows it or it starts with `attrs.`.
+ * @param {string} path
+ */
+export const attributeName = (path) => shadowedSet.has(path) || path.startsWith('attrs.') ? 'attrs.' + path : path
+
 /** Explore's columns when the events are application logs. */
 export const appColumns = ['ts', 'level', 'service', 'message']
 /** Explore's columns when most events are access logs (time, level, the request, message). */
@@ -90,9 +113,9 @@ export function flatAttrs (event) {
     for (const [key, value] of Object.entries(object)) {
       const path = prefix + key
       if (value !== null && typeof value === 'object' && !Array.isArray(value) && !isRawNumber(value) && depth < 64) walk(/** @type {Record<string, unknown>} */ (value), path + '.', depth + 1)
-      // Named as q and /fields name it: a path a column's name shadows (an invalid `level` kept
-      // as an attribute), or one starting with `attrs.`, is `attrs.<path>`.
-      else out.push([isColumn(path) || path.startsWith('attrs.') ? 'attrs.' + path : path, value])
+      // Named as q and /fields name it: a path a column's name or alias shadows (an invalid
+      // `level`, a `hostname` beside `host`), or one starting with `attrs.`, is `attrs.<path>`.
+      else out.push([attributeName(path), value])
     }
   }
   walk(attrsOf(event), '', 0)
