@@ -15,7 +15,11 @@ const format = await import(new URL('format.js', publicUrl).href) as {
   addTerms (q: string, terms: string[]): string
   zoneLabel (ms?: number): string
 }
-const urlState = await import(new URL('url-state.js', publicUrl).href) as { formatRange (from: number, to: number): string }
+const urlState = await import(new URL('url-state.js', publicUrl).href) as {
+  formatRange (from: number, to: number): string
+  writeColumns (columns: readonly string[]): string
+  readColumns (text: string): string[]
+}
 const query = await import(new URL('explore-query.js', publicUrl).href) as {
   toggleFilter (q: string, name: string, value: string, options?: { exclude?: boolean }): string
   filterState (q: string, name: string, value: string): 'for' | 'against' | null
@@ -170,4 +174,13 @@ t.test('times say their zone; a range with seconds shows them (explore32c F13, F
   const from = Date.UTC(2026, 10, 29, 9, 52, 50)
   t.match(urlState.formatRange(from, from + 190_000), /\d\d:\d\d:50 → \d\d:\d\d:00$/, 'a zoom\'s seconds')
   t.match(urlState.formatRange(from - 50_000, from + 250_000), /\d\d:\d\d → \d\d:\d\d$/, 'whole minutes without')
+})
+
+t.test('the URL\'s columns: any names, commas, quotes and backslashes in them too, read back as written (explore34c H4)', async (t) => {
+  t.equal(urlState.writeColumns(['ts', 'level', 'a,b', 'say "hi"']), 'ts,level,"a,b","say \\"hi\\""')
+  t.same(urlState.readColumns('ts,level,"a,b",user.id'), ['ts', 'level', 'a,b', 'user.id'])
+  fc.assert(fc.property(fc.array(fc.string({ minLength: 1, maxLength: 8, unit: fc.constantFrom('a', ',', '"', '\\', ' ', 'é', '.') }), { maxLength: 5 }), (columns) => {
+    return JSON.stringify(urlState.readColumns(urlState.writeColumns(columns))) === JSON.stringify(columns)
+  }), { numRuns: 300, seed: 34 })
+  t.pass('300 generated column lists read back as written')
 })

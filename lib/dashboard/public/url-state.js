@@ -31,11 +31,45 @@ export function readHash (state, hash) {
   const mode = params.get('view')
   state.mode = mode === 'explore' || mode === 'panels' ? mode : null
   const cols = params.get('cols')
-  state.columns = cols ? cols.split(',').filter((c) => c !== '') : null
+  state.columns = cols ? readColumns(cols) : null
   state.by = params.get('by') || defaultBy
   state.event = params.get('ev') || null
   state.context = params.get('ctx') || null
   return snapshot(state) !== before
+}
+
+/**
+ * The columns as `cols` holds them: comma-separated, a name with a comma, a quote or a backslash
+ * in double quotes with `\"` and `\\` escaped, as `context?same=` writes one (docs/api.md section
+ * 7.2): an attribute `a,b` stays one column through a reload (explore34c H4).
+ * @param {readonly string[]} columns
+ */
+export function writeColumns (columns) {
+  return columns.map((c) => /[,"\\]/.test(c) ? '"' + c.replace(/["\\]/g, (x) => '\\' + x) + '"' : c).join(',')
+}
+
+/**
+ * writeColumns' names back; a quote left open runs to the end.
+ * @param {string} text
+ * @returns {string[]}
+ */
+export function readColumns (text) {
+  /** @type {string[]} */
+  const out = []
+  let name = ''
+  let quoted = false
+  for (let i = 0; i <= text.length; i++) {
+    const c = text[i]
+    if (quoted && c === '\\' && i + 1 < text.length) name += text[++i]
+    else if (c === '"') quoted = !quoted
+    else if ((c === ',' && !quoted) || i === text.length) {
+      if (name !== '') out.push(name)
+      name = ''
+    } else {
+      name += c
+    }
+  }
+  return out
 }
 
 /** @param {AppState} state */
@@ -52,7 +86,7 @@ export function writeHash (state) {
   if (state.range === 'custom' && state.custom) { params.set('from', String(state.custom.from)); params.set('to', String(state.custom.to)) }
   if (state.q) params.set('q', state.q)
   if (state.mode) params.set('view', state.mode)
-  if (state.columns) params.set('cols', state.columns.join(','))
+  if (state.columns) params.set('cols', writeColumns(state.columns))
   if (state.by !== defaultBy) params.set('by', state.by)
   if (state.event) params.set('ev', state.event)
   if (state.context) params.set('ctx', state.context)
