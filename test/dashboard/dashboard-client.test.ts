@@ -4,6 +4,7 @@
 import t from 'tap'
 import fc from 'fast-check'
 import { parseFilter } from '../../lib/query/filter-parser.ts'
+import { planStats } from '../../lib/query/stats-plan.ts'
 
 const publicUrl = new URL('../../lib/dashboard/public/', import.meta.url)
 const { SseParser } = await import(new URL('api.js', publicUrl).href) as { SseParser: new (cb: (type: string, data: string) => void) => { push (text: string): void } }
@@ -19,6 +20,7 @@ const urlState = await import(new URL('url-state.js', publicUrl).href) as {
   formatRange (from: number, to: number): string
   writeColumns (columns: readonly string[]): string
   readColumns (text: string): string[]
+  resolveWindow (state: { range: string, custom?: unknown }, now: number): { from: number, to: number } | null
 }
 const query = await import(new URL('explore-query.js', publicUrl).href) as {
   toggleFilter (q: string, name: string, value: string, options?: { exclude?: boolean }): string
@@ -183,4 +185,22 @@ t.test('the URL\'s columns: any names, commas, quotes and backslashes in them to
     return JSON.stringify(urlState.readColumns(urlState.writeColumns(columns))) === JSON.stringify(columns)
   }), { numRuns: 300, seed: 34 })
   t.pass('300 generated column lists read back as written')
+})
+
+t.test('a preset\'s window starts where /stats starts it, so the histogram\'s legend counts what the hits count (explore34c H1)', async (t) => {
+  let checked = 0
+  for (const range of ['15m', '1h', '24h', '7d']) {
+    for (let k = 0; k < 200; k++) {
+      const now = Date.UTC(2026, 10, 29, 16, 0, 0) + k * 7_919 // every second of the minute, and more
+      const window = urlState.resolveWindow({ range }, now)!
+      for (const by of [{ isLevel: true }, { isLevel: false }]) {
+        for (const filtered of [false, true]) {
+          const plan = planStats({ orgId: 'o', stream: 's', from: window.from, to: window.to, by: by as never, rollupsPurged: true, ...(filtered ? { filter: { text: 'x' } as never } : {}) })
+          if (plan.from !== window.from) t.fail(`${range} at ${new Date(now).toISOString()}: /stats from ${plan.from}, the window from ${window.from}`)
+          checked++
+        }
+      }
+    }
+  }
+  t.equal(checked, 3200)
 })
