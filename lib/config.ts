@@ -123,6 +123,8 @@ export interface Config {
     maxQueueMs: number
     /** ms one ClickHouse query of a read may run (max_execution_time); past it 504 query_timeout. */
     timeoutMs: number
+    /** ms an export waits for its client to take more before it cuts the download. */
+    exportStallMs: number
     /** Bytes one ClickHouse query of a read may use (max_memory_usage); past it 422 query_too_expensive. */
     maxMemoryBytes: number
     /** Distinct keys a grouping read may count (max_rows_to_group_by); past it 422 query_too_expensive. */

@@ -85,7 +85,7 @@ export function registerRoutes (router: Router, d: RouteDeps): void {
   registerElasticHandshakeRoutes(router, { auth })
   registerTailRoute(router, { auth, accounts, hub: d.live.tailHub })
 
-  const readDeps = { auth, accounts, clickhouse, reads: d.reads, legacyAttrsBefore: d.legacyAttrsBefore, indexes: d.indexes, fold: d.fold }
+  const readDeps = { auth, accounts, clickhouse, reads: d.reads, legacyAttrsBefore: d.legacyAttrsBefore, indexes: d.indexes, fold: d.fold, exportStallMs: config.query.exportStallMs }
   registerEventsRoute(router, readDeps)
   registerStatsRoute(router, readDeps)
   registerFieldsRoute(router, readDeps)

@@ -4,7 +4,10 @@
 // however large the range. The read holds one of the org's read slots until it ends; a client
 // that goes away aborts it. A failure after the first bytes cuts the response (the download is
 // then incomplete, which a client sees as a connection closed before the end of the chunked body),
-// and so does the stream's deletion while it ran.
+// and so does the stream's deletion while it ran, and a client that takes nothing for
+// query.exportStallMs: it would otherwise hold the org's read slot and a ClickHouse query for as
+// long as it keeps the connection (four such downloads locked their org out of every read:
+// explore34d J2).
 import { once } from 'node:events'
 import type { ServerResponse } from 'node:http'
 import type { Router } from '../http/router.ts'
@@ -16,6 +19,7 @@ import { isCurrentStream } from '../streams/streams.ts'
 
 export function registerExportRoute (router: Router, deps: ReadDeps): void {
   const { clickhouse, reads } = deps
+  const stallMs = deps.exportStallMs ?? 60_000
   router.add('GET', '/api/streams/:stream/export', async (ctx) => {
     const read = readRequest(ctx, deps)
     const { res } = ctx
@@ -44,10 +48,10 @@ export function registerExportRoute (router: Router, deps: ReadDeps): void {
         return
       }
       if (first.done !== true) {
-        if (!res.write(first.value)) await drained(res)
+        if (!res.write(first.value)) await drained(res, stallMs)
         for await (const chunk of chunks) {
           if (res.destroyed) break
-          if (!res.write(chunk)) await drained(res)
+          if (!res.write(chunk)) await drained(res, stallMs)
         }
       }
       // A stream deleted (or deleted and made again) while it was exported: the statement may
@@ -63,17 +67,22 @@ export function registerExportRoute (router: Router, deps: ReadDeps): void {
   })
 }
 
-/** Resolves when `res` can take more, or rejects when it closed first. */
-export async function drained (res: ServerResponse): Promise<void> {
+/**
+ * Resolves when `res` can take more, or rejects when it closed first; past `stallMs` without,
+ * destroys it (its 'close' then stops the read: read-limits.ts) and rejects.
+ */
+export async function drained (res: ServerResponse, stallMs = Infinity): Promise<void> {
   // The waits of a race that is over are removed (an export waits for thousands of drains; each
   // left listening added a 'close' and an 'error' listener to the response).
   const over = new AbortController()
+  const stalled = Number.isFinite(stallMs) ? setTimeout(() => res.destroy(), stallMs) : undefined
   try {
     await Promise.race([
       once(res, 'drain', { signal: over.signal }),
       once(res, 'close', { signal: over.signal }).then(() => { throw new Error('client closed the export') }),
     ])
   } finally {
+    clearTimeout(stalled)
     over.abort()
   }
 }

@@ -51,6 +51,9 @@ import type { ClickHouse, RequestOptions } from '../storage/clickhouse.ts'
 import type { Config } from '../config.ts'
 import type { RequestContext } from '../http/reply.ts'
 
+/** The query settings the limits use (an export's stall is the export route's: export-route.ts). */
+export type ReadLimitSettings = Omit<Config['query'], 'exportStallMs'>
+
 /**
  * Retry-After of a 429 too_many_reads: about as long as the reads holding the slots have run so
  * far (the youngest of them), between 1 s (reads last about a second) and 30 s (an export that
@@ -96,7 +99,7 @@ const tooExpensiveCodes: ReadonlySet<number> = new Set([
 ])
 
 export class ReadLimits {
-  readonly #limits: Config['query']
+  readonly #limits: ReadLimitSettings
   /** Per org, when each of its running reads (and scans) started (ms, `now`). */
   readonly #running = new Map<string, number[]>()
   readonly #scans = new Map<string, number[]>()
@@ -116,7 +119,7 @@ export class ReadLimits {
   /** The ClickHouse settings of every read query (max_threads: maxThreads; see #threads()). */
   readonly settings: Readonly<Record<string, number | string>>
 
-  constructor (limits: Config['query'], now: () => number = Date.now, setTimer: SetTimer = defaultSetTimer, load: ReadLoad | null = null) {
+  constructor (limits: ReadLimitSettings, now: () => number = Date.now, setTimer: SetTimer = defaultSetTimer, load: ReadLoad | null = null) {
     this.#limits = limits
     this.#now = now
     this.#setTimer = setTimer

@@ -32,6 +32,8 @@ export interface ReadDeps {
   indexes?: boolean
   /** How the server folds text for word and phrase search (filter-sql.ts detectFold); default lowerUTF8. */
   fold?: FoldMode
+  /** ms an export waits for its client to take more before it cuts the download (config query.exportStallMs); default 60 s. */
+  exportStallMs?: number
 }
 
 export interface ReadRequest {

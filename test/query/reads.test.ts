@@ -425,6 +425,29 @@ t.test('export of a stream deleted while it runs: the download is cut, never com
   t.not(outcome, 'complete', `the download ended incomplete (${outcome}) after ${bytes} bytes`)
 })
 
+t.test('an export whose client stops reading is cut after query.exportStallMs: its read slot and query are freed (explore34d J2)', async (t) => {
+  // One read slot: the stalled download would otherwise keep the org from every read.
+  const tight = await startServer(t, { query: { maxConcurrentPerOrg: 1, maxQueueMs: 0, exportStallMs: 300 } })
+  const target = await createIngestTarget(tight, 'stalled-export')
+  const now = Date.now()
+  // ~25 MB of NDJSON: more than the sockets' buffers hold, so the server must wait for the client.
+  const lines = Array.from({ length: 60_000 }, (_, i) => JSON.stringify({ ts: now - 60_000 + (i % 50_000), message: `event ${i} ${'x'.repeat(400)}` }))
+  await postLines(t, target, lines, 20_000)
+  const org = tight.app.store.orgByName('default')!
+  const { request } = await import('undici')
+  const r = await request(`${tight.url}/api/streams/stalled-export/export?from=${now - 120_000}&to=${now + 60_000}`, { headers: { authorization: `Bearer ${tight.adminToken}` } })
+  t.equal(r.statusCode, 200)
+  const reader = r.body[Symbol.asyncIterator]()
+  await reader.next() // the download has begun; the client takes nothing more
+  t.equal(tight.app.reads.running(org.id), 1, 'the export holds the slot while it runs')
+  await waitFor(() => tight.app.reads.running(org.id) === 0, { what: 'the stalled export to give its slot back', timeoutMs: 30_000, intervalMs: 50 })
+  t.equal((await tight.api('GET', '/api/streams/stalled-export/events?from=now-5m&limit=1')).status, 200, 'the org reads again')
+  let bytes = 0
+  const outcome = await (async () => { for (;;) { const c = await reader.next(); if (c.done === true) return 'complete'; bytes += c.value.length } })()
+    .then((v) => v, (err: { code?: string }) => err.code ?? 'error')
+  t.not(outcome, 'complete', `the download ended incomplete (${outcome}) after ${bytes} more bytes`)
+})
+
 t.test('reads past a limit: 429 too_many_reads with Retry-After; a bad by is 400', async (t) => {
   const org = s.app.store.orgByName('default')!
   // The org's two read slots taken (as two long reads would hold them).
