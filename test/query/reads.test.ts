@@ -425,6 +425,28 @@ t.test('export of a stream deleted while it runs: the download is cut, never com
   t.not(outcome, 'complete', `the download ended incomplete (${outcome}) after ${bytes} bytes`)
 })
 
+t.test('/fields sampled over an hour with two bursts of one millisecond each: both counted as they are (explore34d J1)', async (t) => {
+  const tgt = await createIngestTarget(s, 'onems')
+  const end = Math.floor(Date.now() / 60_000) * 60_000 - 60_000
+  const start = end - 3_600_000
+  // 12,000 events spread over the hour, then 20,000 at one millisecond and 10,000 at another (a
+  // request's events without ts of their own share its arrival's).
+  const lines = Array.from({ length: 12_000 }, (_, i) => `{"ts":${start + i * 300},"service":"bg","same":0}`)
+  const first = start + 1_234_567
+  const second = start + 2_345_678
+  for (let i = 0; i < 20_000; i++) lines.push(`{"ts":${first},"service":"burst-a","same":1}`)
+  for (let i = 0; i < 10_000; i++) lines.push(`{"ts":${second},"service":"burst-b","same":3}`)
+  await postLines(t, tgt, lines, 21_000)
+  const r = await s.api('GET', `/api/streams/onems/fields?from=${start}&to=${end}&sample=2000&top=5`)
+  t.equal(r.status, 200)
+  t.equal(r.body.sampled, true)
+  const same = (r.body.fields as Array<{ name: string, top: Array<{ value: unknown, count: number }> }>).find((f) => f.name === 'same')!
+  const count = (v: number): number => same.top.find((x) => String(x.value) === String(v))?.count ?? 0
+  t.ok(Math.abs(count(1) - 20_000) <= 2_000, `same:1, the first burst: ${count(1)}`)
+  t.ok(Math.abs(count(3) - 10_000) <= 1_000, `same:3, the second: ${count(3)}`)
+  t.ok(Math.abs(count(0) - 12_000) <= 1_800, `same:0, the rest: ${count(0)}`)
+})
+
 t.test('an export whose client stops reading is cut after query.exportStallMs: its read slot and query are freed (explore34d J2)', async (t) => {
   // One read slot: the stalled download would otherwise keep the org from every read.
   const tight = await startServer(t, { query: { maxConcurrentPerOrg: 1, maxQueueMs: 0, exportStallMs: 300 } })
@@ -801,7 +823,7 @@ t.test('/fields sampled over bursts too big to read whole, in the first seconds 
   await postLines(t, tgt, lines.map((l) => JSON.stringify(l)), 20_000)
   for (const q of ['', 'service:*']) {
     const r = await s.api('GET', `/api/streams/minstart/fields?from=${start}&to=${end}&sample=5000&top=10${q === '' ? '' : `&q=${encodeURIComponent(q)}`}`)
-    t.equal(r.status, 200)
+    t.equal(r.status, 200, JSON.stringify(r.body).slice(0, 300))
     t.equal(r.body.sampled, true, `${q}: sampled`)
     const service = (r.body.fields as Array<{ name: string, top: Array<{ value: string, count: number }> }>).find((f) => f.name === 'service')
     const count = (v: string): number => service?.top.find((x) => x.value === v)?.count ?? 0
