@@ -58,6 +58,12 @@ export function sendEmpty (ctx: RequestContext, status: number): void {
  * logged 73 of them), hence debug: a load balancer polls /readyz every second. Real failures (storage_unavailable, internal_error) stay at error level.
  */
 const expectedUnavailable: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['shutting_down', 'not_ready'])
+/**
+ * A read past its limits (docs/api.md section 7.9) is the limits working, not a failure: one warn
+ * line, without a stack, for 504 and 422 alike (a 504 logged as an error with its stack made a
+ * dashboard's narrowing searches look like bugs: explore34d J6).
+ */
+const readLimits: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['query_timeout', 'query_too_expensive'])
 
 /** Answers with any error: our own as they are, anything else through toHttpError. */
 export function sendError (ctx: RequestContext, err: unknown): void {
@@ -74,6 +80,7 @@ export function sendError (ctx: RequestContext, err: unknown): void {
   }
   const e = toHttpError(err)
   if (expectedUnavailable.has(e.code)) ctx.log.debug('request refused: not serving now', { code: e.code, status: e.status, reason: e.message })
+  else if (readLimits.has(e.code)) ctx.log.warn('read past its limits', { code: e.code, status: e.status, reason: e.message })
   else if (e.status >= 500) ctx.log.error('request failed', { err, code: e.code, status: e.status })
   if (res.headersSent) {
     res.destroy()
