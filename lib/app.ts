@@ -112,6 +112,9 @@ export async function createApp (config: Config, log: Logger, options: AppOption
       indexes: features.has('skipIndexes'), fold: await detectFold(clickhouse),
     })
     registerGauges(metrics, ingest, live.tailHub)
+    // Reads past their limits are counted by sluice_http_requests_total's status (429, 422, 504).
+    metrics.registry.gauge('sluice_reads_running', 'Reads (events, stats, fields, context, export) running, every org', () => reads.totals.running)
+    metrics.registry.gauge('sluice_reads_waiting', 'Reads waiting in their org\'s queue for a slot (query.maxQueueMs), every org', () => reads.totals.waiting)
 
     const janitor = startRetentionJanitor(clickhouse, store, log.child({ component: 'retention' }), undefined, config.clickhouse.cluster,
       features.has('lightweightDelete'))

@@ -149,6 +149,15 @@ export class ReadLimits {
     return this.#running.get(orgId)?.length ?? 0
   }
 
+  /** Reads of every org running now, and waiting for slots (the metrics' gauges). */
+  get totals (): { running: number, waiting: number } {
+    let running = 0
+    let waiting = 0
+    for (const r of this.#running.values()) running += r.length
+    for (const q of this.#queues.values()) waiting += q.length
+    return { running, waiting }
+  }
+
   /** max_threads of a read's statement starting now: idleThreads when no other statement runs and ingest is idle. */
   #threads (): number {
     const load = this.#load

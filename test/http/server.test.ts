@@ -56,6 +56,13 @@ t.test('/readyz is ready once migrated; /metrics speaks Prometheus', async (t) =
   const heap = Number(/^nodejs_heap_size_used_bytes (\d+)$/m.exec(text)?.[1])
   t.ok(heap > 0 && heap < rss, 'the main heap is part of RSS')
   t.match(text, /^nodejs_external_memory_bytes \d+$/m)
+  // The reads' gauges (explore34d J5): a read holding a slot is counted while it holds it.
+  t.match(text, /^sluice_reads_running 0$/m)
+  t.match(text, /^sluice_reads_waiting 0$/m)
+  const release = s.app.reads.acquire(s.app.store.orgByName('default')!.id)
+  t.match(await (await request(s.url + '/metrics')).body.text(), /^sluice_reads_running 1$/m)
+  release()
+  t.match(await (await request(s.url + '/metrics')).body.text(), /^sluice_reads_running 0$/m)
 })
 
 t.test('shutdown: requests in flight finish, new ones get 503 shutting_down with Connection: close', async (t) => {

@@ -63,6 +63,8 @@ t.test('limits', async (t) => {
   // 100 ms steps over 18 minutes: raw rows, so the step stands.
   t.equal(planStats({ ...stream, from: 0, to: maxPoints * 100, stepMs: 100 }).stepMs, 100, `${maxPoints} points pass`)
   t.throws(() => planStats({ ...stream, from: 0, to: (maxPoints + 1) * 100, stepMs: 100 }), { code: 'invalid_query' }, 'one more does not')
+  // A step the hourly rollup raised is said as asked, then as raised (explore34d J8).
+  t.throws(() => planStats({ ...stream, from: 0, to: 3650 * 86_400_000, stepMs: 60_000 }), { code: 'invalid_query', message: /^step 60000 ms \(raised to 3600000 ms, the bucket of the rollup/ })
   t.throws(() => planStats({ ...stream, from: now, to: now + hour, stepMs: 0 }), { code: 'invalid_query' })
   t.throws(() => planStats({ ...stream, from: now, to: now + hour, stepMs: 1.5 }), { code: 'invalid_query' })
   t.throws(() => planStats({ ...stream, from: now, to: now + hour, topN: 2.5 }), { code: 'invalid_query' })
