@@ -237,6 +237,18 @@ t.test('Explore in Chromium', { skip }, async (t: Test) => {
     t.pass('a field suggested after a search with no hits')
     await page.keyboard.press('Escape')
     await search('')
+    // Esc with no list open leaves the box with the applied search back in it, and reads nothing
+    // again (explore34c H7: the native Esc of a search field cleared it and ran the view unfiltered).
+    await search('service:cart')
+    await page.click('#q')
+    await page.keyboard.type(' level:e')
+    await page.keyboard.press('Escape') // the suggestion list
+    await page.keyboard.press('Escape')
+    t.equal(await page.inputValue('#q'), 'service:cart', 'the applied search, as it was')
+    t.not(await page.evaluate(() => (globalThis as any).document.activeElement?.id), 'q', 'the box left')
+    t.equal(hashOf().get('q'), 'service:cart', 'the view keeps its search')
+    t.equal(await page.textContent('#x-hits'), `${logs.filter((l) => l.service === 'cart').length} hits`)
+    await search('')
   })
 
   await t.test('search by an attribute', async (t) => {

@@ -72,6 +72,15 @@ function wireControls () {
   // event too, before the submit: deferred, it finds the submit has applied the empty search.
   qInput.addEventListener('search', () => setTimeout(() => { if (qInput.value === '' && state.q !== '') applySearch('') }))
   qInput.addEventListener('input', () => showQueryError(null))
+  // Esc leaves the box with the applied search back in it (j, k and Esc's own keys then work): a
+  // search field's native Esc cleared it and ran the view unfiltered, losing a hand-written query
+  // (explore34c H7). The clear button still clears; an open suggestion list takes Esc first.
+  qInput.addEventListener('keydown', (e) => {
+    if (e.key !== 'Escape' || e.defaultPrevented || !$('q-suggest').hidden) return
+    e.preventDefault()
+    qInput.value = state.q
+    qInput.blur()
+  })
   $('pause').addEventListener('click', () => { if (view instanceof LiveView) view.togglePause() })
   $('load-more').addEventListener('click', () => { if (view instanceof HistoryView) void view.loadMore() })
   $('refresh').addEventListener('click', () => startView())
