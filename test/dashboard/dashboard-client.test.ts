@@ -20,7 +20,7 @@ const urlState = await import(new URL('url-state.js', publicUrl).href) as {
   formatRange (from: number, to: number): string
   writeColumns (columns: readonly string[]): string
   readColumns (text: string): string[]
-  resolveWindow (state: { range: string, custom?: unknown }, now: number): { from: number, to: number } | null
+  resolveWindow (state: { range: string, custom?: { from: number, to: number }, q?: string, by?: string }, now: number): { from: number, to: number } | null
 }
 const query = await import(new URL('explore-query.js', publicUrl).href) as {
   toggleFilter (q: string, name: string, value: string, options?: { exclude?: boolean }): string
@@ -203,4 +203,20 @@ t.test('a preset\'s window starts where /stats starts it, so the histogram\'s le
     }
   }
   t.equal(checked, 3200)
+})
+
+t.test('a custom range is widened to the steps /stats reads it at, both ends: the legend counts what the hits count (explore34c H10)', async (t) => {
+  let checked = 0
+  let widened = 0
+  const end = Date.UTC(2026, 10, 29, 16, 0, 0)
+  fc.assert(fc.property(fc.integer({ min: 60_000, max: 6 * 365 * 86_400_000 }), fc.integer({ min: 0, max: 86_400_000 }), fc.boolean(), fc.constantFrom('level', 'service'),
+    (span, back, filtered, by) => {
+      const custom = { from: end - back - span, to: end - back }
+      const window = urlState.resolveWindow({ range: 'custom', custom, q: filtered ? 'x' : '', by }, end)!
+      const plan = planStats({ orgId: 'o', stream: 's', from: window.from, to: window.to, by: { isLevel: by === 'level' } as never, rollupsPurged: true, ...(filtered ? { filter: { text: 'x' } as never } : {}) })
+      checked++
+      if (window.from !== custom.from || window.to !== custom.to) widened++
+      return plan.from === window.from && plan.to === window.to && window.from <= custom.from && window.to >= custom.to
+    }), { numRuns: 2000, seed: 34 })
+  t.equal(checked, 2000, `2,000 custom ranges, ${widened} widened, each as /stats reads it`)
 })

@@ -112,7 +112,7 @@ export function rangeParams (state) {
  */
 export function resolveWindow (state, now) {
   if (state.range === 'live') return null
-  if (state.range === 'custom' && state.custom) return { from: state.custom.from, to: state.custom.to }
+  if (state.range === 'custom' && state.custom) return stepAligned(state.custom.from, state.custom.to, state.q !== '', state.by === 'level')
   const span = rangeMs[state.range]
   if (span === undefined) return null
   // The start on the histogram's buckets, as a zoom's ends are, so that the hits, the sidebar and
@@ -124,6 +124,53 @@ export function resolveWindow (state, now) {
   // are not the view's (its export holds what it counted).
   const grid = presetGridMs[state.range] ?? 1000
   return { from: Math.floor((now - span) / grid) * grid, to: now }
+}
+
+const second = 1000
+const minute = 60 * second
+const hour = 60 * minute
+const day = 24 * hour
+/** lib/query/stats-plan.ts's nice steps, chooseStep's target and rollup ranges (test/dashboard/dashboard-client.test.ts holds them to planStats). */
+const niceStepsMs = [second, 5 * second, 10 * second, 30 * second, minute, 5 * minute, 10 * minute, 30 * minute, hour, 3 * hour, 6 * hour, 12 * hour, day]
+
+/**
+ * The step /stats reads [from, to) at (stats-plan.ts planStats): the nice step nearest to 100
+ * points, raised to the bucket of the rollup it reads (none with a q; minutes up to 3 days; hours
+ * beyond, and for by=level from a day on).
+ * @param {number} from
+ * @param {number} to
+ * @param {boolean} filtered
+ * @param {boolean} byLevel
+ */
+function statsStepMs (from, to, filtered, byLevel) {
+  const ideal = Math.max(1, to - from) / 100
+  let step = niceStepsMs[0]
+  for (const s of niceStepsMs) if (Math.abs(Math.log(s / ideal)) < Math.abs(Math.log(step / ideal))) step = s
+  let bucket = 1
+  if (!filtered && to - from > hour) bucket = to - from <= 3 * day ? minute : hour
+  if (byLevel && bucket > 1 && to - from >= day) bucket = hour
+  return Math.ceil(step / bucket) * bucket
+}
+
+/**
+ * A custom range widened to the steps /stats reads it at, both ends, so that the hits, the fields
+ * and the histogram count the same events: /stats widens a range to whole steps, and its last bar
+ * held the events after a chosen end in the past (explore34c H10: 110,228 in the legend beside
+ * 105,489 hits). The wider range may take a coarser step: widened again until it holds.
+ * @param {number} from
+ * @param {number} to
+ * @param {boolean} filtered
+ * @param {boolean} byLevel
+ */
+function stepAligned (from, to, filtered, byLevel) {
+  let window = { from, to }
+  for (let k = 0; k < 4; k++) {
+    const step = statsStepMs(window.from, window.to, filtered, byLevel)
+    const next = { from: Math.floor(from / step) * step, to: Math.ceil(to / step) * step }
+    if (next.from === window.from && next.to === window.to) break
+    window = next
+  }
+  return window
 }
 
 /**
