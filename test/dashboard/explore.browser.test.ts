@@ -248,6 +248,22 @@ t.test('Explore in Chromium', { skip }, async (t: Test) => {
     t.not(await page.evaluate(() => (globalThis as any).document.activeElement?.id), 'q', 'the box left')
     t.equal(hashOf().get('q'), 'service:cart', 'the view keeps its search')
     t.equal(await page.textContent('#x-hits'), `${logs.filter((l) => l.service === 'cart').length} hits`)
+    // A name that starts with `-`: typed `-da`, the `-` is the name's, written quoted (explore34c H9).
+    const dashTs = Date.now() - 20_000
+    logs.push({ service: 'auth', host: 'web-1', ts: dashTs, level: SeverityNumber.INFO, body: 'dash key', attributes: { '-dash': 'v1' } })
+    t.equal((await postIngest(app, JSON.stringify({ ts: dashTs, service: 'auth', host: 'web-1', level: 'info', message: 'dash key', '-dash': 'v1' }))).status, 200)
+    await search('')
+    await page.click('#q')
+    await page.keyboard.type('-da')
+    await page.locator('#q-suggest li', { hasText: '-dash' }).waitFor({ timeout: waitMs })
+    await page.keyboard.press('Tab')
+    t.equal(await page.inputValue('#q'), '"-dash":', 'the name, quoted, and no NOT')
+    await page.keyboard.type('v')
+    await page.locator('#q-suggest li', { hasText: 'v1' }).waitFor({ timeout: waitMs })
+    await page.keyboard.press('Tab')
+    await page.press('#q', 'Enter')
+    await waitReady()
+    t.equal(await page.textContent('#x-hits'), '1 hit')
     await search('')
   })
 

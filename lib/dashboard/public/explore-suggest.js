@@ -8,7 +8,7 @@ import { formatCount } from './format.js'
 import { filterTerm, quoteField, wordAt } from './explore-query.js'
 
 /** @typedef {import('./types.js').FieldInfo} FieldInfo */
-/** @typedef {{ label: string, detail: string, insert: string, done: boolean }} Suggestion */
+/** @typedef {{ label: string, detail: string, insert: string, done: boolean, dashed?: boolean }} Suggestion */
 
 const maxSuggestions = 8
 const keywords = ['AND', 'OR', 'NOT']
@@ -86,12 +86,20 @@ export class SearchSuggestions {
     /** @type {Suggestion[]} */
     let items = []
     if (word.field === null) {
-      const typed = word.text.toLowerCase()
-      if (typed === '' || word.text.startsWith('"')) { this.close(); return }
+      // A name begun in quotes (`"-da`, `"odd k`) is matched by what is inside them.
+      const typed = (word.text.startsWith('"') ? word.text.slice(1) : word.text).toLowerCase()
+      if (typed === '') { this.close(); return }
+      // A `-` before the word is NOT, unless a name starting with it is what was typed: then it
+      // belongs to the name, which is written quoted, `"-dash":` (explore34c H9).
+      const dashed = word.negated && !word.text.startsWith('"') ? '-' + typed : null
+      const begins = (/** @type {string} */ name) => name.toLowerCase().startsWith(typed) || (dashed !== null && name.toLowerCase().startsWith(dashed))
       items = fields
         .filter((f) => f.name !== 'ts' && f.name.toLowerCase().includes(typed))
-        .sort((a, b) => Number(!a.name.toLowerCase().startsWith(typed)) - Number(!b.name.toLowerCase().startsWith(typed)))
-        .map((f) => ({ label: f.name, detail: `${f.kind} · ${formatCount(f.count, { short: true })}`, insert: quoteField(f.name) + ':', done: false }))
+        .sort((a, b) => Number(!begins(a.name)) - Number(!begins(b.name)))
+        .map((f) => ({
+          label: f.name, detail: `${f.kind} · ${formatCount(f.count, { short: true })}`, insert: quoteField(f.name) + ':', done: false,
+          dashed: dashed !== null && f.name.toLowerCase().startsWith(dashed),
+        }))
       for (const k of keywords) if (k.startsWith(word.text) && word.text !== k) items.push({ label: k, detail: 'keyword', insert: k + ' ', done: true })
     } else {
       const field = fields.find((f) => f.name === word.field || quoteField(f.name) === word.field)
@@ -124,8 +132,9 @@ export class SearchSuggestions {
     const word = this.#word
     if (item === undefined || word === null) return
     const value = this.#input.value
-    // The word's text from its start (a leading "-" stays when a value replaces the whole term).
-    const start = item.done && word.field !== null && word.negated ? word.start - 1 : word.start
+    // The word's text from its start (a leading "-" stays when a value replaces the whole term,
+    // and goes with a name that starts with it).
+    const start = (item.done && word.field !== null && word.negated) || item.dashed === true ? word.start - 1 : word.start
     const rest = value.slice(word.end).replace(/^ /, '')
     this.#input.value = value.slice(0, start) + item.insert + rest
     const caret = start + item.insert.length
