@@ -158,8 +158,22 @@ class WindowPlan {
       this.#counts = new Map()
       for (const r of rows) this.#counts.set(Number(r.m), { rows: Number(r.n), bytes: Number(r.b) })
       this.#queue = planWindows(this.#dayLo, this.#dayHi, this.#counts, this.#limit, this.#byteLimit)
+      if (rows.length === 0) await this.#skipEmpty()
     }
     return this.#queue.shift() ?? null
+  }
+
+  /**
+   * After a day without events: the next day planned starts at the minute of the stream's next
+   * event in the range, or the plan ends. A day at a time through empty years took 10 ms a day
+   * before the first byte: 36 s for an empty stream over ten years (explore34d J3).
+   */
+  async #skipEmpty (): Promise<void> {
+    if (this.#dayHi >= this.#params.to) return
+    const [next] = await this.#clickhouse.query<{ t: number, n: number }>(sql`SELECT min(ts) AS t, count() AS n
+      FROM events
+      WHERE org_id = ${this.#params.orgId} AND stream = ${this.#params.stream} AND ts >= ${this.#dayHi} AND ts < ${this.#params.to}`)
+    this.#dayHi = Number(next.n) === 0 ? this.#params.to : Math.max(this.#dayHi, Math.floor(Number(next.t) / minuteMs) * minuteMs)
   }
 
   report (window: ExportWindow, seen: number): void {
