@@ -83,9 +83,11 @@ export function createHttpServer (options: HttpServerOptions): HttpServer {
     inFlight++
     res.once('close', () => {
       inFlight--
-      // Closed before its answer was sent: the client left. Counted as 499 ("client closed
-      // request", as nginx logs it), not as the 200 that statusCode still holds.
-      const status = res.writableFinished || res.headersSent ? res.statusCode : 499
+      // Closed before its answer was all sent: the client left, or an export was cut (docs/api.md
+      // section 7.8). Counted as 499 ("client closed request", as nginx logs it), not as the 200
+      // that statusCode still holds: a dashboard of exports must not count a cut one complete
+      // (explore34d J4).
+      const status = res.writableFinished ? res.statusCode : 499
       onResponse?.(pattern, req.method ?? 'GET', status, performance.now() - started)
       if (inFlight === 0 && idleWaiters.length > 0) {
         const waiters = idleWaiters

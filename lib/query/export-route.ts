@@ -48,10 +48,11 @@ export function registerExportRoute (router: Router, deps: ReadDeps): void {
         return
       }
       if (first.done !== true) {
-        if (!res.write(first.value)) await drained(res, stallMs)
+        const onStall = (): void => { ctx.log.warn('export cut: its client took nothing for query.exportStallMs', { stall_ms: stallMs }) }
+        if (!res.write(first.value)) await drained(res, stallMs, onStall)
         for await (const chunk of chunks) {
           if (res.destroyed) break
-          if (!res.write(chunk)) await drained(res, stallMs)
+          if (!res.write(chunk)) await drained(res, stallMs, onStall)
         }
       }
       // A stream deleted (or deleted and made again) while it was exported: the statement may
@@ -59,6 +60,7 @@ export function registerExportRoute (router: Router, deps: ReadDeps): void {
       // lightweight DELETE hid 40-60% of 100,000 events from a running export, explore26c).
       // Not every matching event was sent, so the download is cut, not completed.
       if (!isCurrentStream(deps.accounts.store, read.stream)) {
+        ctx.log.warn('export cut: its stream was deleted while it ran', { stream: read.stream.name })
         res.destroy()
         return
       }
@@ -71,11 +73,11 @@ export function registerExportRoute (router: Router, deps: ReadDeps): void {
  * Resolves when `res` can take more, or rejects when it closed first; past `stallMs` without,
  * destroys it (its 'close' then stops the read: read-limits.ts) and rejects.
  */
-export async function drained (res: ServerResponse, stallMs = Infinity): Promise<void> {
+export async function drained (res: ServerResponse, stallMs = Infinity, onStall?: () => void): Promise<void> {
   // The waits of a race that is over are removed (an export waits for thousands of drains; each
   // left listening added a 'close' and an 'error' listener to the response).
   const over = new AbortController()
-  const stalled = Number.isFinite(stallMs) ? setTimeout(() => res.destroy(), stallMs) : undefined
+  const stalled = Number.isFinite(stallMs) ? setTimeout(() => { onStall?.(); res.destroy() }, stallMs) : undefined
   try {
     await Promise.race([
       once(res, 'drain', { signal: over.signal }),

@@ -464,6 +464,10 @@ t.test('an export whose client stops reading is cut after query.exportStallMs: i
   t.equal(tight.app.reads.running(org.id), 1, 'the export holds the slot while it runs')
   await waitFor(() => tight.app.reads.running(org.id) === 0, { what: 'the stalled export to give its slot back', timeoutMs: 30_000, intervalMs: 50 })
   t.equal((await tight.api('GET', '/api/streams/stalled-export/events?from=now-5m&limit=1')).status, 200, 'the org reads again')
+  // Counted as the incomplete answer it was, not as a 200 (explore34d J4).
+  const exportRoute = { route: '/api/streams/:stream/export', method: 'GET' }
+  await waitFor(() => tight.app.metrics.requests.get({ ...exportRoute, status: 499 }) === 1, { what: 'the cut export counted as 499' })
+  t.equal(tight.app.metrics.requests.get({ ...exportRoute, status: 200 }), 0)
   let bytes = 0
   const outcome = await (async () => { for (;;) { const c = await reader.next(); if (c.done === true) return 'complete'; bytes += c.value.length } })()
     .then((v) => v, (err: { code?: string }) => err.code ?? 'error')
