@@ -180,6 +180,13 @@ t.test('Explore in Chromium', { skip }, async (t: Test) => {
     const levels = await page.locator('#x-hist .u-legend th').allTextContents()
     t.ok(['debug', 'info', 'warn', 'error'].every((l) => levels.some((x) => x.includes(l))), `the histogram is stacked by level: ${levels.join(', ')}`)
     t.same((await columnTexts('ts')).length, 100)
+    // At a phone's width every column keeps a readable width and the table scrolls sideways
+    // (explore34c H6: Service was 1 px wide).
+    const size = page.viewportSize()!
+    await page.setViewportSize({ width: 390, height: 844 })
+    const widths = await page.locator('#x-table thead th').evaluateAll((ths) => ths.map((th) => Math.round(th.getBoundingClientRect().width)))
+    t.ok(widths.every((w) => w >= 70), `the columns' widths at 390 px: ${widths.join(', ')}`)
+    await page.setViewportSize(size)
   })
 
   await t.test('an access-log stream opens in the panels; either view is one click away', async (t) => {

@@ -209,6 +209,11 @@ export class ExploreTable {
 
   #renderHead () {
     const head = this.#table.tHead ?? this.#table.createTHead()
+    // Every column keeps a readable width, the table scrolls sideways past the window: with the
+    // fixed layout the chosen columns shared what the message left, down to nothing on a phone
+    // (explore34c H6).
+    const withDate = this.#table.classList.contains('x-with-date')
+    this.#table.style.minWidth = `${this.#columns.reduce((sum, name) => sum + (name === 'ts' && withDate ? 196 : minColumnPx[name] ?? otherColumnPx), 0)}px`
     replaceChildren(head, el('tr', {}, this.#columns.map((name) => el('th', { scope: 'col', class: `c-${cssName(name)}`, dataset: { column: name } },
       labelOf(name),
       // The zone the times are in (explore32c F13), beside the Time heading.
@@ -307,6 +312,11 @@ export class ExploreTable {
       el('button', { type: 'button', class: 'x-icon x-col', 'aria-pressed': String(this.#columns.includes(name)), title: `Show ${name} as a column`, onclick: () => this.#handlers.onColumn(name) }, 'col'))
   }
 }
+
+/** The least width of a column, px: the fixed ones as app.css sets them, the message a line's start. */
+const minColumnPx = /** @type {Readonly<Record<string, number>>} */ ({ ts: 112, level: 78, status: 64, method: 70, rt: 84, bytes: 84, message: 280 })
+/** The least width of any other column, px: a host name, a service, an id's first characters. */
+const otherColumnPx = 120
 
 /** @param {string} name a field name as a CSS class part */
 function cssName (name) {
