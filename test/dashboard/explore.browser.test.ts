@@ -448,11 +448,20 @@ t.test('Explore in Chromium', { skip }, async (t: Test) => {
     const before = await colours()
     const first = [...before].find(([, colour]) => colour === 'rgb(0, 114, 178)')?.[0] ?? ''
     t.not(first, '', 'a value in the palette\'s first colour')
-    const rest = [...before.keys()].filter((name) => name !== first && name !== 'other')
+    const rest = [...before.keys()].filter((name) => name !== first && name !== '(other values)')
     await search(`-service:${first}`)
     await page.locator('#x-hist .u-legend th', { hasText: new RegExp(`^\\s*${first}\\s*$`) }).waitFor({ state: 'detached', timeout: waitMs })
     const after = await colours()
     for (const name of rest) t.equal(after.get(name), before.get(name), `${name} keeps its colour`)
+    // A service named `other` is a value like any, not the remainder (explore34c H8).
+    const otherTs = Date.now() - 15_000
+    logs.push({ service: 'other', host: 'web-1', ts: otherTs, level: SeverityNumber.INFO, body: 'a service named other', attributes: {} })
+    t.equal((await postIngest(app, JSON.stringify({ ts: otherTs, service: 'other', host: 'web-1', level: 'info', message: 'a service named other' }))).status, 200)
+    await search('service:other OR service:cart')
+    await page.locator('#x-hist .u-legend th', { hasText: /^\s*other\s*$/ }).waitFor({ timeout: waitMs })
+    const named = await colours()
+    t.same([...named.keys()].sort(), ['cart', 'other'], 'no remainder: every event is in a listed group')
+    t.not(named.get('other'), 'rgb(207, 212, 220)', 'drawn in a colour of its own, not the remainder\'s grey')
     await search('')
   })
 

@@ -1,8 +1,8 @@
 // @ts-check
 // Explore's hits histogram: events per bucket of a /stats?by=<field> answer (docs/api.md section
 // 7.4), stacked by the group values (levels in their order and colours, other fields in the
-// Okabe-Ito palette, a value keeping its colour from one search to the next), plus "other" for
-// events outside the listed values or without the field.
+// Okabe-Ito palette, a value keeping its colour from one search to the next), plus "(other
+// values)" for events outside the listed values or without the field.
 // Dragging across it selects a time range (onZoom). uPlot is the global of /assets/uplot.js.
 import { timeTicks, zoomOnSelect } from './charts.js'
 import { formatCount, formatEventTime } from './format.js'
@@ -14,6 +14,13 @@ const levelOrder = ['trace', 'debug', 'info', 'warn', 'error', 'fatal']
 /** Groups /stats lists by default (docs/api.md section 7.4, `top`): a shorter list holds every value. */
 const groupsListed = 10
 /** Colours for values of other fields, colour-blind safe (Okabe-Ito, then two more). */
+/**
+ * The series of the events in no listed group (values past the listed ones, or without the
+ * field): a key no value can be, drawn grey and named so that a value called `other` is told
+ * apart from it (explore34c H8: both read `other`, in the same grey).
+ */
+const remainder = '\u0000other'
+const remainderLabel = '(other values)'
 const palette = ['#0072b2', '#e69f00', '#009e73', '#cc79a7', '#56b4e9', '#d55e00', '#9467bd', '#f0e442', '#8c564b', '#17becf']
 
 /**
@@ -50,18 +57,18 @@ export function createHistogram (target, { onZoom }) {
    */
   function seriesOf (value) {
     const d = /** @type {NonNullable<typeof data>} */ (data)
-    if (value !== null && value !== 'other') {
+    if (value !== null) {
       const known = d.labels.indexOf(value)
       if (known !== -1) return { k: known, made: false }
-      const named = d.labels.filter((l) => l !== 'other')
+      const named = d.labels.filter((l) => l !== remainder)
       if (lastBy === 'level' ? levelOrder.includes(value) : d.complete && named.length < groupsListed) {
         const at = lastBy === 'level' ? named.filter((l) => levelOrder.indexOf(l) < levelOrder.indexOf(value)).length : named.length
         return { k: insertSeries(d, at, value), made: true }
       }
     }
-    const other = d.labels.indexOf('other')
+    const other = d.labels.indexOf(remainder)
     if (other !== -1) return { k: other, made: false }
-    return { k: insertSeries(d, d.labels.length, 'other'), made: true }
+    return { k: insertSeries(d, d.labels.length, remainder), made: true }
   }
 
   /**
@@ -74,7 +81,7 @@ export function createHistogram (target, { onZoom }) {
     drawnIn.set(by, field)
     /** @type {(string | undefined)[]} */
     const colors = labels.map((label, i) => {
-      if (label === 'other') return style.getPropertyValue('--border-strong').trim() || '#cfd4dc'
+      if (label === remainder) return style.getPropertyValue('--border-strong').trim() || '#cfd4dc'
       if (by === 'level' && levelOrder.includes(label)) return style.getPropertyValue(`--c-lvl-${label}`).trim() || palette[i % palette.length]
       return undefined
     })
@@ -131,7 +138,7 @@ export function createHistogram (target, { onZoom }) {
       series: [
         { value: (_u, v) => (v == null ? '' : formatEventTime(v * 1000).slice(0, 8)) },
         ...order.map((k) => ({
-          label: current.labels[k],
+          label: current.labels[k] === remainder ? remainderLabel : current.labels[k],
           stroke: colors[k],
           fill: colors[k],
           width: 0,
@@ -163,7 +170,7 @@ export function createHistogram (target, { onZoom }) {
       /** @type {number[]} */
       const xs = []
       /** @type {number[][]} */
-      const counts = [...values, 'other'].map(() => [])
+      const counts = [...values, remainder].map(() => [])
       for (let t = Math.floor(stats.from / step) * step; t < stats.to && xs.length < 10_000; t += step) {
         const point = byT.get(t)
         xs.push(t / 1000)
@@ -175,7 +182,7 @@ export function createHistogram (target, { onZoom }) {
         })
         counts[values.length].push(Math.max(0, (point?.count ?? 0) - grouped))
       }
-      const labels = [...values, 'other']
+      const labels = [...values, remainder]
       // No "other" series when every event is in a group.
       if (sum(counts[values.length]) === 0) { labels.pop(); counts.pop() }
       data = { xs, labels, counts, from: stats.from, to: stats.to, stepMs: step, complete: values.length < groupsListed }
