@@ -16,17 +16,24 @@ import type { ClickHouse } from '../../lib/storage/clickhouse.ts'
 
 const minute = 60_000
 
-/** `clickhouse`, counting the export's window queries (queryChunks). */
-function countingWindows (clickhouse: ClickHouse): { counting: ClickHouse, windows: () => number } {
-  let windows = 0
+/** `clickhouse`, counting its calls of `method`: the export's window queries (queryChunks), its plan's statements (query). */
+function countingCalls (clickhouse: ClickHouse, method: 'query' | 'queryChunks'): { counting: ClickHouse, calls: () => number, reset: () => void } {
+  let calls = 0
   const counting = new Proxy(clickhouse, {
     get (target, prop) {
-      if (prop === 'queryChunks') return (...args: Parameters<typeof target.queryChunks>) => { windows++; return target.queryChunks(...args) }
       const value = Reflect.get(target, prop) as unknown
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value
+      if (typeof value !== 'function') return value
+      const bound = (value as (...a: unknown[]) => unknown).bind(target)
+      return prop === method ? (...args: unknown[]) => { calls++; return bound(...args) } : bound
     },
   })
-  return { counting, windows: () => windows }
+  return { counting, calls: () => calls, reset: () => { calls = 0 } }
+}
+
+/** `clickhouse`, counting the export's window queries (queryChunks). */
+function countingWindows (clickhouse: ClickHouse): { counting: ClickHouse, windows: () => number } {
+  const { counting, calls } = countingCalls(clickhouse, 'queryChunks')
+  return { counting, windows: calls }
 }
 
 t.test('planWindows packs minutes up to the limit and cuts a minute holding more', async (t) => {
@@ -95,29 +102,22 @@ t.test('an export over ten years of few events: the empty years are skipped, not
   const times = [...[0, 1, 2, 3, 4].map((i) => end - 400 * day + i), ...[0, 1, 2].map((i) => end - 2 * day + i * 1000), ...[0, 1, 2, 3].map((i) => end - 3_600_000 + i)]
   const rows = times.map((ts, i) => JSON.stringify({ org_id: 'o', stream: 's', ts, received_at: ts, attrs: '{}', seq: i + 1, size: 10 }))
   await clickhouse.insertRaw('INSERT INTO events (org_id, stream, ts, received_at, attrs, seq, size) FORMAT JSONEachRow', Buffer.from(rows.join('\n')))
-  let statements = 0
-  const counting = new Proxy(clickhouse, {
-    get (target, prop) {
-      if (prop === 'query') return (...args: Parameters<typeof target.query>) => { statements++; return target.query(...args) }
-      const value = Reflect.get(target, prop) as unknown
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value
-    },
-  })
+  const { counting, calls: statements, reset } = countingCalls(clickhouse, 'query')
   for (const [from, wanted] of [[end - 3650 * day, times.length], [end - 1000 * day, times.length], [end - 30 * day, 7], [end - 3650 * day - 5, times.length]] as const) {
-    statements = 0
+    reset()
     let text = ''
     for await (const chunk of exportEvents(counting, { orgId: 'o', stream: 's', from, to: end, hiddenBefore: 0 })) text += Buffer.from(chunk).toString('utf8')
     const got = text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { ts: number })
     t.same(got.map((e) => e.ts), times.filter((ts) => ts >= from).sort((a, b) => a - b), `from ${(end - from) / day} days back: every event, ascending`)
     t.equal(got.length, wanted)
-    t.ok(statements <= 10, `${statements} plan statements over ${Math.round((end - from) / day)} days`)
+    t.ok(statements() <= 10, `${statements()} plan statements over ${Math.round((end - from) / day)} days`)
   }
   // A stream without an event in the range: one statement a side of the empty span.
-  statements = 0
+  reset()
   let empty = ''
   for await (const chunk of exportEvents(counting, { orgId: 'o', stream: 'none', from: end - 3650 * day, to: end, hiddenBefore: 0 })) empty += Buffer.from(chunk).toString('utf8')
   t.equal(empty, '')
-  t.ok(statements <= 2, `${statements} statements for an empty stream over ten years`)
+  t.ok(statements() <= 2, `${statements()} statements for an empty stream over ten years`)
 })
 
 t.test('an export of wide events: its windows are bounded by bytes as well as rows (explore27d M1)', async (t) => {

@@ -7,6 +7,7 @@
 // subset, absent fields, Unicode); then the two halves that could drift on their own, the regex
 // engines and the reading of numbers, each against ClickHouse directly.
 import t from 'tap'
+import type { Test } from 'tap'
 import fc from 'fast-check'
 import { createTestDatabase } from '../helpers/clickhouse.ts'
 import type { ClickHouse } from '../../lib/storage/clickhouse.ts'
@@ -429,32 +430,33 @@ t.test('numbers in text: numberSql in ClickHouse and numberValue in the tail rea
   }
 })
 
-t.test('a hex prefix of a trace id with capitals finds a hex id (stored lowercase) and an id that is not hex, kept as sent (explore34 F11)', async (t) => {
+/** Events inserted into `stream`, then each q of `expected` selects its ids in ClickHouse and in the tail. */
+async function expectSelected (t: Test, stream: string, events: Fixture[], expected: Record<string, number[]>): Promise<void> {
   const { clickhouse } = await createTestDatabase(t)
   await createEventsTable(clickhouse)
-  const events: Fixture[] = [
+  await insertEvents(clickhouse, stream, events)
+  for (const [q, ids] of Object.entries(expected)) {
+    t.same(await selectIds(clickhouse, stream, q), ids, `${q} in ClickHouse`)
+    t.same(matchIds(events, q), ids, `${q} in the tail`)
+  }
+}
+
+t.test('a hex prefix of a trace id with capitals finds a hex id (stored lowercase) and an id that is not hex, kept as sent (explore34 F11)', async (t) => {
+  await expectSelected(t, 'ids', [
     { id: 1, trace_id: '3F2504E0-4F89-11D3-9A0C-0305E82C3301' }, // a UUID: not hex, kept as sent
     { id: 2, trace_id: '3f2504e0aa' }, // hex: stored in lowercase
     { id: 3, trace_id: 'beef-cafe' },
-  ]
-  await insertEvents(clickhouse, 'ids', events)
-  const expected: Record<string, number[]> = {
+  ], {
     'trace_id:3F2504E0*': [1, 2],
     'trace_id:3f2504e0*': [2],
     'trace_id:3F2504E0-*': [1],
     'trace_id:3F2504E0AA': [2],
     'trace_id:beef*': [3],
     '-trace_id:3F2504E0*': [3],
-  }
-  for (const [q, ids] of Object.entries(expected)) {
-    t.same(await selectIds(clickhouse, 'ids', q), ids, `${q} in ClickHouse`)
-    t.same(matchIds(events, q), ids, `${q} in the tail`)
-  }
+  })
 })
 
 t.test('a number of 17 digits in q is also the double its text denotes: found as a JSON number and as that text (explore34 F1)', async (t) => {
-  const { clickhouse } = await createTestDatabase(t)
-  await createEventsTable(clickhouse)
   // JSON.stringify writes the JSON number 99.81234567890123 as 99.81234567890122, as Sluice stores it.
   const events: Fixture[] = [
     { id: 1, attrs: JSON.stringify({ x: Number('99.81234567890123') }) },
@@ -463,8 +465,7 @@ t.test('a number of 17 digits in q is also the double its text denotes: found as
     { id: 4, attrs: JSON.stringify({ x: 99.8123456789013 }) },
   ]
   t.equal(JSON.parse(events[0].attrs as string).x, 99.81234567890122)
-  await insertEvents(clickhouse, 'digits', events)
-  const expected: Record<string, number[]> = {
+  await expectSelected(t, 'digits', events, {
     'x:=99.81234567890123': [1, 2],
     'x:=99.81234567890122': [1],
     'x:>=99.81234567890123': [1, 2, 4],
@@ -472,9 +473,5 @@ t.test('a number of 17 digits in q is also the double its text denotes: found as
     'x:>99.81234567890123': [4],
     'x:<99.81234567890123': [3],
     'x:=99.8123456789012': [3],
-  }
-  for (const [q, ids] of Object.entries(expected)) {
-    t.same(await selectIds(clickhouse, 'digits', q), ids, `${q} in ClickHouse`)
-    t.same(matchIds(events, q), ids, `${q} in the tail`)
-  }
+  })
 })
